@@ -1,0 +1,280 @@
+"""RunConfig: one typed, frozen, validated tree per run.
+
+``task`` and ``model`` are discriminated unions on ``name`` built from the registries,
+so a task or model registered in ``tasks/`` or ``models/`` is configurable the day it
+lands. Configs come from YAML and/or dotted ``key=value`` overrides; every change
+rebuilds and re-validates the whole tree.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import Field, ValidationError, model_validator
+
+import models  # noqa: F401  (fills MODELS)
+import tasks  # noqa: F401  (fills TASKS)
+from bench.errors import UserError, format_validation_error
+from bench.registry import MODELS, TASKS
+from bench.schema import Section
+
+
+def _union(configs: list[type]) -> Any:
+    if len(configs) == 1:
+        return configs[0]
+    return Annotated[Union[tuple(configs)], Field(discriminator="name")]
+
+
+TaskUnion = _union(TASKS.configs())
+ModelUnion = _union(MODELS.configs())
+
+
+class OptimConfig(Section):
+    optimizer: Literal["adam", "adamw", "sgd", "radam"] = Field("adam", description="optimizer family")
+    lr: float = Field(1e-3, gt=0, description="peak learning rate (after warmup)")
+    weight_decay: float = Field(0.0, ge=0, description="L2 (adam/sgd/radam) or decoupled (adamw) decay")
+    momentum: float = Field(0.9, ge=0, lt=1, description="sgd momentum")
+    warmup_steps: int = Field(0, ge=0, description="linear warmup from 0 to lr over these steps")
+    schedule: Literal["constant", "linear", "cosine", "inverse_sqrt"] = Field(
+        "constant", description="shape after warmup")
+    min_lr_ratio: float = Field(0.0, ge=0, le=1, description="floor of linear/cosine decay as a fraction of lr")
+    grad_clip: float | None = Field(1.0, gt=0, description="clip the global gradient norm to this; null = off")
+
+
+class EarlyStopConfig(Section):
+    metric: str = Field("val/acc", description="validation metric to watch, e.g. val/acc")
+    threshold: float = Field(description="stop once the metric reaches this (>= for max-metrics, <= for min)")
+
+
+class TrainConfig(Section):
+    max_steps: int = Field(1000, ge=1, description="optimizer steps")
+    batch_size: int = Field(64, ge=1, description="sequences per step (per device)")
+    val_every: int = Field(100, ge=1, description="validate every N steps (and at the last step)")
+    val_batches: int = Field(4, ge=1, description="batches per validation")
+    precision: Literal["32-true", "16-mixed", "bf16-mixed", "bf16-true", "64-true"] = Field(
+        "32-true", description="Lightning precision; bf16-mixed for autocast on GPU")
+    accelerator: Literal["auto", "cpu", "gpu", "cuda", "mps"] = Field("auto", description="Lightning accelerator")
+    devices: int | Literal["auto"] = Field(1, description="devices per node (Lightning)")
+    strategy: str = Field("auto", description="Lightning strategy, e.g. ddp_spawn")
+    num_nodes: int = Field(1, ge=1, description="nodes for multi-node DDP")
+    deterministic: bool = Field(False, description="torch deterministic algorithms (slower on GPU)")
+    threads: int | None = Field(1, ge=1, description="torch intra-op threads per process; small RNNs are "
+                                "2.7-12x faster with 1 than 2 on a busy 2-core machine; null = torch default")
+    compile: bool = Field(False, description="torch.compile the model (falls back to eager on failure)")
+    early_stop: EarlyStopConfig | None = Field(None, description="stop when a val metric crosses a threshold")
+    diverge_loss: float | None = Field(None, gt=0, description="training loss above this marks the run diverged "
+                                       "(NaN/Inf always does)")
+
+
+class EvalConfig(Section):
+    lengths: list[Annotated[int, Field(ge=1)]] = Field(
+        default_factory=list, description="extra sequence lengths to evaluate at the end (length generalisation)")
+    test: bool = Field(True, description="evaluate the test split at the end")
+    test_batches: int = Field(8, ge=1, description="batches per final evaluation")
+
+
+class TrackingConfig(Section):
+    wandb: Literal["off", "offline", "online"] = Field(
+        "offline", description="W&B mode; offline writes under out_dir/wandb for `wandb sync`")
+    project: str = Field("seqbench", min_length=1, description="W&B project")
+    group: str | None = Field(None, description="W&B group (sweeps use the study name)")
+    tags: list[str] = Field(default_factory=list, description="W&B tags")
+
+
+def _default_task():
+    return TASKS.get("copy").config_cls()
+
+
+def _default_model():
+    return MODELS.get("lstm").config_cls()
+
+
+class RunConfig(Section):
+    task: TaskUnion = Field(default_factory=_default_task, description="what to learn")  # type: ignore[valid-type]
+    model: ModelUnion = Field(default_factory=_default_model, description="architecture")  # type: ignore[valid-type]
+    optim: OptimConfig = Field(default_factory=OptimConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    seed: int = Field(0, ge=0, description="seeds weights, data streams and dropout")
+    out_dir: Path = Field(Path("outputs"), description="root for runs/, wandb/, reports/")
+    run_id: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]+$", description="run folder name; default derived")
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> "RunConfig":
+        t, m = self.task, self.model
+        if t.output_kind not in m.supported_kinds:
+            ok = [e.name for e in MODELS if t.output_kind in e.config_cls.supported_kinds]
+            raise ValueError(f"model.name: {m.name!r} cannot produce the {t.output_kind.value} output task "
+                             f"{t.name!r} needs; choose from {', '.join(ok)}")
+        if t.causal and m.sees_future():
+            raise ValueError(f"model.bidirectional: a bidirectional model sees the future but task {t.name!r} "
+                             "is causal; set model.bidirectional=false")
+        if self.optim.warmup_steps and self.optim.warmup_steps >= self.train.max_steps:
+            raise ValueError(f"optim.warmup_steps: {self.optim.warmup_steps} >= train.max_steps="
+                             f"{self.train.max_steps}; the run would never reach the peak lr")
+        es = self.train.early_stop
+        if es is not None:
+            allowed = [f"val/{n}" for n in t.metric_names]
+            if es.metric not in allowed:
+                raise ValueError(f"train.early_stop.metric: {es.metric!r} is not reported by task {t.name!r}; "
+                                 f"choose from {', '.join(allowed)}")
+        return self
+
+    # -- identity -------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def config_hash(self) -> str:
+        """Hash of everything that changes the experiment (not where or how it is logged)."""
+        d = self.to_dict()
+        for k in ("out_dir", "run_id", "tracking"):
+            d.pop(k)
+        d["train"].pop("threads")
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+
+# -- building configs ------------------------------------------------------------------
+
+class _Loader(yaml.SafeLoader):
+    """Safe YAML with YAML 1.2 booleans: only true/false, so ``wandb: off`` stays a string."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                              list("tTfF"))
+
+
+def safe_load(text: str) -> Any:
+    """The only YAML reader seqbench uses (safe: no arbitrary Python objects)."""
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader derives from SafeLoader
+
+
+def parse_value(text: str) -> Any:
+    """``key=value`` right-hand side: YAML scalars/lists (true, 3, 1e-3, [64, 128], null)."""
+    try:
+        v = safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if isinstance(v, str):
+        try:
+            return float(v) if any(c in v for c in ".eE") and v.lstrip("+-")[:1].isdigit() else v
+        except ValueError:
+            return v
+    return v
+
+
+def set_dotted(d: dict[str, Any], key: str, value: Any) -> None:
+    """Set ``a.b.c`` in a nested dict; ``task=copy`` switches the task (dropping the old task's knobs)."""
+    parts = key.split(".")
+    if not all(parts):
+        raise UserError(f"{key}: malformed key; use dotted names like model.d_model=64")
+    node = d
+    for i, p in enumerate(parts[:-1]):
+        nxt = node.get(p)
+        if nxt is None:
+            nxt = node[p] = {}
+        elif not isinstance(nxt, dict):
+            raise UserError(f"{'.'.join(parts[:i + 1])}: is a value, not a section; cannot set {key}")
+        node = nxt
+    last = parts[-1]
+    if isinstance(node.get(last), dict) and not isinstance(value, dict):
+        if last in ("task", "model") and len(parts) == 1:
+            if node[last].get("name") != value:
+                node[last] = {"name": value}
+            return
+        raise UserError(f"{key}: is a section; set one of its fields, e.g. {key}.<field>=...")
+    if last in ("task", "model") and len(parts) == 1 and not isinstance(value, dict):
+        node[last] = {"name": value}
+        return
+    node[last] = value
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise UserError(f"{p}: cannot read config ({e.strerror})") from None
+    try:
+        data = safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise UserError(f"{p}: not valid YAML{where}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(f"{p}: top level must be a mapping of config sections, got {type(data).__name__}")
+    return data
+
+
+def build_config(base: dict[str, Any] | None = None, overrides: list[str] | tuple[str, ...] = (),
+                 *, source: str = "") -> RunConfig:
+    """Validate ``base`` with ``key=value`` overrides applied; UserError on any problem."""
+    d = json.loads(json.dumps(base or {}, default=str))  # deep copy, plain types
+    for ov in overrides:
+        if "=" not in ov:
+            raise UserError(f"{ov}: overrides look like key=value, e.g. model.d_model=64")
+        key, _, text = ov.partition("=")
+        set_dotted(d, key.strip(), parse_value(text.strip()))
+    return validate(d, source=source)
+
+
+_DEFAULT_NAMES = {"task": "copy", "model": "lstm"}
+
+
+def validate(d: dict[str, Any], *, source: str = "") -> RunConfig:
+    for section, name in _DEFAULT_NAMES.items():  # `model.d_model=64` alone means the default model
+        if isinstance(d.get(section), dict) and "name" not in d[section]:
+            d[section] = {"name": name, **d[section]}
+    try:
+        return RunConfig.model_validate(d)
+    except ValidationError as e:
+        msg = format_validation_error(e, allowed_fields=lambda loc: section_fields(loc))
+        raise UserError(f"{source}: {msg}" if source else msg) from None
+
+
+def section_fields(loc: tuple) -> list[str] | None:
+    """Field names of the config section at ``loc`` (e.g. ('model', 'lstm')), for error messages."""
+    cls: Any = RunConfig
+    loc = list(loc)
+    while loc:
+        key = str(loc.pop(0))
+        if key in ("task", "model") and cls is RunConfig:
+            reg = TASKS if key == "task" else MODELS
+            name = str(loc.pop(0)) if loc else None
+            if name not in reg:
+                return None
+            cls = reg.get(name).config_cls
+            continue
+        field = getattr(cls, "model_fields", {}).get(key)
+        ann = getattr(field, "annotation", None)
+        sub = [a for a in getattr(ann, "__args__", (ann,)) if isinstance(a, type) and issubclass(a, Section)]
+        if not sub:
+            return None
+        cls = sub[0]
+    return list(cls.model_fields)
+
+
+def override(cfg: RunConfig, **dotted: Any) -> RunConfig:
+    """A new validated config with ``dotted`` keys (``'model.d_model'`` -> value) replaced."""
+    d = cfg.to_dict()
+    for k, v in dotted.items():
+        set_dotted(d, k, v)
+    return validate(d)
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
+    base = load_yaml(path) if path else {}
+    return build_config(base, overrides, source=str(path) if path and not overrides else "")

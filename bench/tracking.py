@@ -1,0 +1,221 @@
+"""Run tracking: the harness's own files for every run, and W&B on top.
+
+Every run writes ``<out_dir>/runs/<run_id>/``:
+- ``config.yaml``   the resolved RunConfig (written before training starts)
+- ``metrics.csv``   one row per validation (step, wall time, lr, train/loss, val/*)
+- ``results.json``  final and best metrics, baseline, status, timing, provenance
+These are the source of truth for reports (W&B offline runs have no readable summary).
+This is the only module that imports wandb, and a W&B failure never stops training.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from bench.config import RunConfig
+from bench.errors import UserError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+_PACKAGES = ("seqbench", "torch", "pytorch-lightning", "torchmetrics", "pydantic", "optuna", "wandb", "datasets")
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write via a temp file + rename, so a reader never sees half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def git_sha() -> str | None:
+    """Commit of the seqbench checkout (``+dirty`` with uncommitted changes), None outside git."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
+                             text=True, timeout=5)
+        if sha.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return sha.stdout.strip() + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def default_run_id(cfg: RunConfig) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{cfg.task.name}-{cfg.model.name}-s{cfg.seed}-{cfg.config_hash()[:6]}"
+
+
+def check_writable(out_dir: Path) -> None:
+    """Fail before training if ``out_dir`` cannot take a run's files."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".write-test-"):
+            pass
+    except OSError as e:
+        raise UserError(f"out_dir: cannot write to {out_dir} ({e.strerror})") from None
+
+
+class RunTracker:
+    """Owns one run's folder."""
+
+    def __init__(self, cfg: RunConfig, argv: list[str] | None = None):
+        self.cfg = cfg
+        check_writable(Path(cfg.out_dir))
+        run_id = cfg.run_id or default_run_id(cfg)
+        runs = Path(cfg.out_dir) / "runs"
+        if cfg.run_id is None:  # two runs started in the same second with the same config
+            base, n = run_id, 1
+            while (runs / run_id).exists():
+                n += 1
+                run_id = f"{base}-{n}"
+        self.run_id = run_id
+        self.dir = runs / run_id
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.argv = list(sys.argv if argv is None else argv)
+        self.rows: list[dict[str, Any]] = []
+        self.started = time.time()
+        atomic_write(self.dir / "config.yaml", cfg.to_yaml())
+
+    def log_eval(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+        keys: list[str] = []
+        for r in self.rows:
+            keys += [k for k in r if k not in keys]
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=keys)
+        w.writeheader()
+        w.writerows(self.rows)
+        atomic_write(self.dir / "metrics.csv", buf.getvalue())
+
+    def provenance(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "config_hash": self.cfg.config_hash(), "seed": self.cfg.seed,
+                "git_sha": git_sha(), "versions": versions(), "argv": self.argv,
+                "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.started))}
+
+    def finish(self, results: dict[str, Any]) -> Path:
+        path = self.dir / "results.json"
+        atomic_write(path, json.dumps(results, indent=2, default=_json_default) + "\n")
+        return path
+
+    # -- W&B ----------------------------------------------------------------------------
+    def wandb_logger(self) -> Any | None:
+        mode = self.cfg.tracking.wandb
+        if mode == "off":
+            return None
+        try:
+            return _make_wandb_logger(self.cfg, self.run_id, mode)
+        except Exception as e:  # noqa: BLE001 - tracking must never stop training
+            _warn_once(f"W&B disabled for this run: {type(e).__name__}: {e}")
+            return None
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, Path):
+        return str(o)
+    if hasattr(o, "item"):
+        return o.item()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(msg: str) -> None:
+    if msg not in _warned:
+        _warned.add(msg)
+        print(f"warning: {msg}", file=sys.stderr)
+
+
+def _make_wandb_logger(cfg: RunConfig, run_id: str, mode: str) -> Any:
+    os.environ.setdefault("WANDB_SILENT", "true")
+    os.environ.setdefault("WANDB_CONSOLE", "off")
+    from pytorch_lightning.loggers import WandbLogger
+
+    class SafeWandbLogger(WandbLogger):
+        """WandbLogger whose failures warn once and switch it off instead of raising."""
+
+        _broken = False
+
+        def _safe(self, fn, *args, **kwargs):
+            if self._broken:
+                return None
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:  # noqa: BLE001
+                self._broken = True
+                _warn_once(f"W&B logging failed, continuing without it: {type(e).__name__}: {e}")
+                return None
+
+        def log_metrics(self, metrics, step=None):
+            self._safe(super().log_metrics, metrics, step)
+
+        def log_hyperparams(self, params, *args, **kwargs):
+            self._safe(super().log_hyperparams, params, *args, **kwargs)
+
+        def finalize(self, status):
+            self._safe(super().finalize, status)
+
+        def after_save_checkpoint(self, checkpoint_callback):
+            self._safe(super().after_save_checkpoint, checkpoint_callback)
+
+    save_dir = Path(cfg.out_dir)
+    (save_dir / "wandb").mkdir(parents=True, exist_ok=True)
+    t = cfg.tracking
+    return SafeWandbLogger(name=run_id, id=run_id, project=t.project, group=t.group, tags=list(t.tags) or None,
+                           save_dir=str(save_dir), offline=(mode == "offline"),
+                           config={**cfg.to_dict(), "config_hash": cfg.config_hash()}, log_model=False)
+
+
+def wandb_log_summary(logger: Any, summary: dict[str, Any], text: dict[str, str] | None = None) -> None:
+    """Final metrics into the W&B run summary (no-op when W&B is off or broken)."""
+    if logger is None or getattr(logger, "_broken", False):
+        return
+    try:
+        run = logger.experiment
+        for k, v in summary.items():
+            run.summary[k] = v
+        for k, v in (text or {}).items():
+            run.summary[k] = v
+    except Exception as e:  # noqa: BLE001
+        _warn_once(f"W&B summary failed: {type(e).__name__}: {e}")
+
+
+def wandb_finish(logger: Any) -> None:
+    if logger is None:
+        return
+    try:
+        import wandb
+
+        if wandb.run is not None:
+            wandb.finish(quiet=True)
+    except Exception as e:  # noqa: BLE001
+        _warn_once(f"W&B finish failed: {type(e).__name__}: {e}")
+
+
+warnings.filterwarnings("ignore", message=".*wandb.*", category=UserWarning)

@@ -1,0 +1,138 @@
+"""``run(cfg)``: build the task, the model and the Trainer, train, evaluate, write results."""
+from __future__ import annotations
+
+import logging
+import os
+import time
+import warnings
+from typing import Any, Sequence
+
+import pytorch_lightning as pl
+import torch
+
+from bench.callbacks import DivergenceStop, ProgressPrinter, ResultsWriter
+from bench.config import RunConfig
+from bench.module import SeqModule
+from bench.registry import TASKS
+from bench.tracking import RunTracker, wandb_finish, wandb_log_summary
+from tasks.base import Task, metric_goal
+
+
+def quiet_lightning() -> None:
+    """Keep Lightning's banners and data-loader advice out of the user's terminal."""
+    for name in ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "lightning"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    for msg in (".*does not have many workers.*", ".*LeafSpec.*", ".*is an invalid version.*",
+                ".*Checkpoint directory.*", ".*`isinstance.*treespec.*", ".*GPU available but not used.*",
+                ".*The number of training batches.*", ".*on_validation_end.*", ".*sync_dist.*",
+                ".*IterableDataset.*has `__len__` defined.*", ".*You defined a `validation_step` but have no `val_dataloader`.*"):
+        warnings.filterwarnings("ignore", message=msg)
+
+
+def build_task(cfg: RunConfig) -> Task:
+    task = TASKS.get(cfg.task.name).cls(cfg.task, seed=cfg.seed)
+    task.setup()
+    return task
+
+
+def _floats(metrics: dict[str, Any], prefix: str = "") -> dict[str, float]:
+    return {k: float(v) for k, v in metrics.items() if k.startswith(prefix)}
+
+
+def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequence[pl.Callback] = (),
+        progress: bool = True, tracker: RunTracker | None = None) -> dict[str, Any]:
+    """Train and evaluate one configuration; returns the dict written to results.json."""
+    quiet_lightning()
+    if cfg.train.threads:
+        torch.set_num_threads(cfg.train.threads)
+    tracker = tracker or RunTracker(cfg, list(argv) if argv is not None else None)
+    pl.seed_everything(cfg.seed, workers=True, verbose=False)
+    task = build_task(cfg)
+    module = SeqModule(cfg, task)
+    baseline = task.baseline()
+    t = cfg.train
+
+    writer = ResultsWriter(tracker)
+    diverge = DivergenceStop(t.diverge_loss)
+    cbs: list[pl.Callback] = [writer, diverge, *callbacks]
+    if progress:
+        cbs.append(ProgressPrinter(f"{cfg.task.name}/{cfg.model.name}", t.max_steps,
+                                   {f"val/{k}": v for k, v in baseline.items()}))
+    if t.early_stop is not None:
+        cbs.append(pl.callbacks.EarlyStopping(
+            monitor=t.early_stop.metric, mode=metric_goal(t.early_stop.metric),
+            stopping_threshold=t.early_stop.threshold, patience=10**9, check_on_train_epoch_end=False))
+    wandb_logger = tracker.wandb_logger()
+    if cfg.train.compile:
+        try:
+            module.net = torch.compile(module.net)
+        except Exception as e:  # noqa: BLE001 - compile is an optimisation, never a requirement
+            print(f"warning: torch.compile failed, running eager: {type(e).__name__}: {e}")
+
+    trainer = pl.Trainer(
+        max_steps=t.max_steps, val_check_interval=min(t.val_every, t.max_steps), check_val_every_n_epoch=None,
+        num_sanity_val_steps=0, accelerator=t.accelerator, devices=t.devices, strategy=t.strategy,
+        num_nodes=t.num_nodes, precision=t.precision, deterministic=t.deterministic,
+        gradient_clip_val=cfg.optim.grad_clip, gradient_clip_algorithm="norm",
+        logger=wandb_logger if wandb_logger is not None else False, callbacks=cbs,
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        use_distributed_sampler=False, log_every_n_steps=max(1, min(50, t.val_every)),
+        default_root_dir=str(tracker.dir))
+
+    status, reason = "completed", None
+    t0 = time.perf_counter()
+    try:
+        trainer.fit(module)
+        if trainer.interrupted:
+            status, reason = "interrupted", "KeyboardInterrupt"
+    except KeyboardInterrupt:
+        status, reason = "interrupted", "KeyboardInterrupt"
+    train_s = time.perf_counter() - t0
+    steps = trainer.global_step
+    if diverge.reason:
+        status, reason = "diverged", diverge.reason
+
+    if status != "interrupted":
+        if writer.last_step != steps:  # make the last step's validation the final one
+            trainer.validate(module, verbose=False)
+        test: dict[str, float] = {}
+        if cfg.eval.test and status == "completed":
+            for length in [None, *cfg.eval.lengths]:
+                module.eval_length = length
+                module.eval_prefix["test"] = "test" if length is None else f"test@{length}"
+                trainer.test(module, verbose=False)
+                test.update(_floats(trainer.callback_metrics, module.eval_prefix["test"] + "/"))
+    rows = tracker.rows
+    final = dict(rows[-1]) if rows else {}
+    final = {k: v for k, v in final.items() if k.startswith("val/")}
+    if status != "interrupted":
+        final.update(test)
+    best: dict[str, float] = {}
+    for row in rows:
+        for k, v in row.items():
+            if not k.startswith("val/") or v != v:  # skip NaN
+                continue
+            better = min if metric_goal(k) == "min" else max
+            best[k] = better(best.get(k, v), v)
+    final["time/train_s"] = train_s
+    n_params = sum(p.numel() for p in module.net.parameters())
+    results = {
+        **tracker.provenance(),
+        "status": status, "reason": reason,
+        "task": cfg.task.name, "model": cfg.model.name,
+        "final": final, "best": best,
+        "baseline": {f"val/{k}": v for k, v in baseline.items()},
+        "solved": bool(task.solved(final, "val")) if final else False,
+        "primary_metric": f"val/{cfg.task.primary_metric}", "primary_goal": cfg.task.primary_goal,
+        "steps": steps, "wall_time_s": round(time.time() - tracker.started, 3), "train_time_s": round(train_s, 3),
+        "samples_per_s": round(steps * t.batch_size / train_s, 2) if train_s > 0 else None,
+        "n_params": n_params, "device": str(module.device),
+        "config": cfg.to_dict(),
+    }
+    if trainer.global_rank == 0:
+        tracker.finish(results)
+        wandb_log_summary(wandb_logger, {**final, "status": status, "solved": results["solved"]})
+    wandb_finish(wandb_logger)
+    if status == "interrupted":
+        raise KeyboardInterrupt
+    return results

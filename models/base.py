@@ -1,0 +1,138 @@
+"""The Model interface: a backbone maps embedded inputs to features, a head maps
+features to the task's output kind. The training loop only sees ``forward(batch, state)``.
+
+Two kinds of registry entries:
+- a ``Backbone`` subclass (recurrent, transformer, tcn): wrapped by ``SequenceModel``
+  with the shared input encoder and the head the task's output kind asks for;
+- a full ``nn.Module`` with ``forward(batch, state) -> (output, state)`` of its own
+  (encoder-decoders, which also implement ``generate``).
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+import torch
+import torch.nn.functional as F
+from pydantic import Field
+from torch import nn
+
+from bench.registry import MODELS
+from bench.schema import Section
+from tasks.base import Batch, OutputKind, TaskSpec
+
+PER_STEP_AND_POOLED = frozenset({OutputKind.TOKENS, OutputKind.CLASS, OutputKind.REGRESSION})
+
+
+class ModelConfig(Section):
+    """Fields every model has. Subclasses add ``name: Literal[...]`` and their knobs."""
+
+    name: str
+    supported_kinds: ClassVar[frozenset[OutputKind]] = PER_STEP_AND_POOLED
+
+    d_model: int = Field(128, ge=1, description="hidden/feature width")
+    n_layers: int = Field(1, ge=1, description="stacked layers")
+    dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout between layers and on the output features")
+    embedding: Literal["learned", "onehot"] = Field(
+        "learned", description="token inputs: learned d_model embedding or fixed one-hot vectors")
+
+    def sees_future(self) -> bool:
+        """True when outputs at t depend on inputs after t (refused on causal tasks)."""
+        return False
+
+
+class Backbone(nn.Module):
+    """``forward(x (B, T, d_in), lengths (B,) | None, state) -> (features (B, T, d_out), state)``."""
+
+    d_out: int
+
+    def __init__(self, cfg: ModelConfig, spec: TaskSpec, d_in: int):
+        super().__init__()
+        self.cfg, self.spec, self.d_in = cfg, spec, d_in
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor | None = None,
+                state: Any = None) -> tuple[torch.Tensor, Any]:
+        raise NotImplementedError
+
+    def pool_last(self, h: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+        """Features of the last valid step, (B, d_out)."""
+        if lengths is None:
+            return h[:, -1]
+        idx = (lengths - 1).clamp_min(0).to(h.device)
+        return h[torch.arange(h.shape[0], device=h.device), idx]
+
+
+class InputEncoder(nn.Module):
+    """Tokens -> learned embedding or one-hot vectors; real-valued inputs pass through."""
+
+    def __init__(self, cfg: ModelConfig, spec: TaskSpec):
+        super().__init__()
+        self.onehot = spec.vocab_size is not None and cfg.embedding == "onehot"
+        self.vocab = spec.vocab_size
+        if spec.vocab_size is None:
+            self.embed = None
+            self.d_out = spec.input_dim or 1
+        elif self.onehot:
+            self.embed = None
+            self.d_out = spec.vocab_size
+        else:
+            self.embed = nn.Embedding(spec.vocab_size, cfg.d_model, padding_idx=spec.pad_id)
+            self.d_out = cfg.d_model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.embed is not None:
+            return self.embed(x)  # (B, T, d_model)
+        if self.onehot:
+            return F.one_hot(x, self.vocab).float()  # (B, T, V)
+        return x if x.dim() == 3 else x.unsqueeze(-1)  # (B, T, C)
+
+
+class Pool(nn.Module):
+    """Sequence -> vector for pooled heads: last | mean | max | attention (learned query)."""
+
+    def __init__(self, mode: str, d: int):
+        super().__init__()
+        if mode not in ("last", "mean", "max", "attention"):
+            raise ValueError(f"pooling must be last|mean|max|attention, got {mode!r}")
+        self.mode = mode
+        self.query = nn.Parameter(torch.randn(d) / d ** 0.5) if mode == "attention" else None
+
+    def forward(self, h: torch.Tensor, lengths: torch.Tensor | None, backbone: Backbone) -> torch.Tensor:
+        if self.mode == "last":
+            return backbone.pool_last(h, lengths)
+        B, T, _ = h.shape
+        valid = torch.ones(B, T, dtype=torch.bool, device=h.device) if lengths is None else (
+            torch.arange(T, device=h.device)[None, :] < lengths.to(h.device)[:, None])  # (B, T)
+        if self.mode == "mean":
+            return (h * valid[..., None]).sum(1) / valid.sum(1, keepdim=True).clamp_min(1)
+        if self.mode == "max":
+            return h.masked_fill(~valid[..., None], float("-inf")).max(1).values
+        scores = (h @ self.query).masked_fill(~valid, float("-inf"))  # (B, T)
+        return (scores.softmax(-1)[..., None] * h).sum(1)
+
+
+class SequenceModel(nn.Module):
+    """Input encoder -> backbone -> head chosen by the task's output kind."""
+
+    def __init__(self, cfg: ModelConfig, spec: TaskSpec, backbone_cls: type[Backbone]):
+        super().__init__()
+        self.kind = spec.output_kind
+        self.encoder = InputEncoder(cfg, spec)
+        self.backbone = backbone_cls(cfg, spec, self.encoder.d_out)
+        d = self.backbone.d_out
+        self.pool = None if self.kind is OutputKind.TOKENS else Pool(spec.pooling, d)
+        self.head = nn.Linear(d, spec.n_classes)
+
+    def forward(self, batch: Batch, state: Any = None) -> tuple[torch.Tensor, Any]:
+        h, state = self.backbone(self.encoder(batch.x), batch.lengths, state)  # (B, T, d)
+        if self.kind is OutputKind.TOKENS:
+            return self.head(h), state  # (B, T, C)
+        out = self.head(self.pool(h, batch.lengths, self.backbone))  # (B, C)
+        return (out.squeeze(-1) if self.kind is OutputKind.REGRESSION else out), state
+
+
+def build_model(cfg: ModelConfig, spec: TaskSpec) -> nn.Module:
+    """The registered model for ``cfg.name``, built for ``spec``."""
+    cls = MODELS.get(cfg.name).cls
+    if isinstance(cls, type) and issubclass(cls, Backbone):
+        return SequenceModel(cfg, spec, cls)
+    return cls(cfg, spec)

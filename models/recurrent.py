@@ -1,0 +1,126 @@
+"""Recurrent backbones on PyTorch's fused kernels (cuDNN on GPU): rnn, irnn, lstm, gru.
+
+- ``rnn``: Elman RNN, h_t = tanh(W_ih x_t + W_hh h_{t-1} + b).
+- ``irnn``: ReLU RNN with W_hh = I and zero bias at init (Le, Jaitly & Hinton 2015).
+- ``lstm``: forget-gate bias ``forget_bias`` at init (PyTorch's default is 0, with which
+  gradient through time decays about as fast as a tanh RNN's; 1 is Jozefowicz et al. 2015).
+- ``gru``.
+All support stacking (``n_layers``) and ``bidirectional`` (refused on causal tasks).
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from pydantic import Field
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from bench.registry import MODELS
+from models.base import Backbone, ModelConfig
+
+
+class RecurrentConfig(ModelConfig):
+    bidirectional: bool = Field(False, description="run a second RNN right-to-left (non-causal tasks only)")
+
+    def sees_future(self) -> bool:
+        return self.bidirectional
+
+
+class RNNConfig(RecurrentConfig):
+    name: Literal["rnn"] = "rnn"
+
+
+class IRNNConfig(RecurrentConfig):
+    name: Literal["irnn"] = "irnn"
+    recurrent_init_scale: float = Field(1.0, gt=0, description="W_hh = scale * I at init (Le et al. use 1)")
+
+
+class LSTMConfig(RecurrentConfig):
+    name: Literal["lstm"] = "lstm"
+    forget_bias: float = Field(1.0, description="forget-gate bias at init (PyTorch default 0; 1 bridges longer delays)")
+
+
+class GRUConfig(RecurrentConfig):
+    name: Literal["gru"] = "gru"
+
+
+class RecurrentBackbone(Backbone):
+    """Shared body: one fused multi-layer nn.RNN/LSTM/GRU plus output dropout."""
+
+    rnn_cls: type[nn.RNNBase]
+    rnn_kwargs: dict = {}
+
+    def __init__(self, cfg: RecurrentConfig, spec, d_in: int):
+        super().__init__(cfg, spec, d_in)
+        self.rnn = self.rnn_cls(d_in, cfg.d_model, num_layers=cfg.n_layers, batch_first=True,
+                                dropout=cfg.dropout if cfg.n_layers > 1 else 0.0,
+                                bidirectional=cfg.bidirectional, **self.rnn_kwargs)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.d_out = cfg.d_model * (2 if cfg.bidirectional else 1)
+        self.reset_recurrent()
+
+    def reset_recurrent(self) -> None:
+        """Architecture-specific initialisation (default: PyTorch's)."""
+
+    def forward(self, x, lengths=None, state=None):
+        if lengths is not None:
+            T = x.shape[1]
+            packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+            out, state = self.rnn(packed, state)
+            h, _ = pad_packed_sequence(out, batch_first=True, total_length=T)  # (B, T, d_out)
+        else:
+            h, state = self.rnn(x, state)  # (B, T, d_out)
+        return self.drop(h), state
+
+    def pool_last(self, h, lengths):
+        if not self.cfg.bidirectional:
+            return super().pool_last(h, lengths)
+        d = self.cfg.d_model
+        fwd = super().pool_last(h[..., :d], lengths)  # left-to-right state after the last token
+        return torch.cat([fwd, h[:, 0, d:]], dim=-1)  # right-to-left state after the first token
+
+
+@MODELS.register("rnn", config=RNNConfig)
+class RNN(RecurrentBackbone):
+    """Vanilla (Elman) tanh RNN: the textbook case of vanishing gradients through time."""
+
+    rnn_cls = nn.RNN
+    rnn_kwargs = {"nonlinearity": "tanh"}
+
+
+@MODELS.register("irnn", config=IRNNConfig)
+class IRNN(RecurrentBackbone):
+    """ReLU RNN with identity recurrent init and zero bias (Le, Jaitly & Hinton 2015)."""
+
+    rnn_cls = nn.RNN
+    rnn_kwargs = {"nonlinearity": "relu"}
+
+    def reset_recurrent(self) -> None:
+        for name, p in self.rnn.named_parameters():
+            if name.startswith("weight_hh"):
+                with torch.no_grad():
+                    p.copy_(torch.eye(p.shape[0]) * self.cfg.recurrent_init_scale)
+            elif name.startswith("bias"):
+                nn.init.zeros_(p)
+
+
+@MODELS.register("lstm", config=LSTMConfig)
+class LSTM(RecurrentBackbone):
+    """Long short-term memory: gated cell state bridges long delays."""
+
+    rnn_cls = nn.LSTM
+
+    def reset_recurrent(self) -> None:
+        H = self.cfg.d_model
+        for name, p in self.rnn.named_parameters():
+            if name.startswith("bias"):  # gate order i, f, g, o; b_ih and b_hh are summed
+                with torch.no_grad():
+                    p[H:2 * H] = self.cfg.forget_bias if name.startswith("bias_ih") else 0.0
+
+
+@MODELS.register("gru", config=GRUConfig)
+class GRU(RecurrentBackbone):
+    """Gated recurrent unit (Cho et al. 2014)."""
+
+    rnn_cls = nn.GRU

@@ -1,0 +1,2 @@
+"""Task registry entries: importing this package registers every shipped task."""
+from tasks import synthetic  # noqa: F401  (registers)

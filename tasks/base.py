@@ -1,0 +1,180 @@
+"""The Task interface: what a task declares to models and to the training loop.
+
+A task owns its data (generated or loaded), its loss, its metrics and its memoryless
+baseline. The Lightning module only talks to tasks through this interface, so a new
+task is one new file plus one import in ``tasks/__init__.py``.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterable
+
+import torch
+import torch.nn.functional as F
+import torchmetrics
+from pydantic import Field
+
+from bench.schema import Section
+
+IGNORE = -100  # target value for positions that carry no answer (F.cross_entropy's default)
+
+
+class OutputKind(str, enum.Enum):
+    TOKENS = "tokens"  # a class per time step: logits (B, T, C)
+    CLASS = "class"  # one class per sequence, pooled: logits (B, C)
+    REGRESSION = "regression"  # one real number per sequence, pooled: (B,)
+    SEQ2SEQ = "seq2seq"  # a target sequence of its own length: logits (B, T_out, V)
+
+
+class TaskConfig(Section):
+    """Fields every task has. Subclasses add ``name: Literal[...]`` and their knobs."""
+
+    name: str
+    # Class-level facts the config validator checks before anything is built.
+    output_kind: ClassVar[OutputKind]
+    causal: ClassVar[bool] = True  # output at t may depend only on inputs <= t
+    metric_names: ClassVar[tuple[str, ...]] = ("loss",)  # names logged as split/<name>
+    primary_metric: ClassVar[str] = "loss"  # the metric sweeps and `solved` look at
+    primary_goal: ClassVar[str] = "min"  # "min" or "max"
+
+    def seq_len(self) -> int:
+        """Training sequence length (input side)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What a model needs to know to be built for a task."""
+
+    output_kind: OutputKind
+    n_classes: int  # per-step or pooled classes; 1 for regression; target vocab for seq2seq
+    causal: bool
+    vocab_size: int | None = None  # token inputs (None for real-valued inputs)
+    input_dim: int | None = None  # channels of real-valued inputs
+    pad_id: int | None = None  # padding token of variable-length inputs
+    pooling: str = "last"  # how CLASS/REGRESSION heads pool features over time
+    dependency: int = 0  # longest input->answer distance (TCN receptive-field check)
+    stateful: bool = False  # carry recurrent state across consecutive batches (TBPTT)
+    sos_id: int | None = None  # seq2seq decoding start token
+    eos_id: int | None = None  # seq2seq end token
+
+
+@dataclass
+class Batch:
+    """One batch on the training device.
+
+    x: (B, T) long tokens or (B, T, C) float. y: targets, shape by output kind
+    ((B, T) long with IGNORE where unscored, (B,) long, (B,) float, (B, T_out) long).
+    score_mask: (B, T) bool, positions that count for per-step metrics (None: every
+    position whose target is not IGNORE). lengths: (B,) valid input lengths, None when
+    every sequence is full length. aux: task-specific extras (seq2seq decoder inputs...).
+    """
+
+    x: torch.Tensor
+    y: torch.Tensor
+    score_mask: torch.Tensor | None = None
+    lengths: torch.Tensor | None = None
+    aux: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return self.x.shape[0]
+
+
+class Task:
+    """Base class. Subclasses set ``config_cls`` through the registry decorator."""
+
+    def __init__(self, cfg: TaskConfig, seed: int = 0):
+        self.cfg = cfg
+        self.seed = seed
+
+    # -- data ---------------------------------------------------------------------
+    def setup(self) -> None:
+        """Load or prepare data (called once, before ``spec``). Synthetic: nothing."""
+
+    @property
+    def spec(self) -> TaskSpec:
+        raise NotImplementedError
+
+    def loader(self, split: str, batch_size: int, *, length: int | None = None,
+               n_batches: int | None = None, rank: int = 0, world_size: int = 1) -> Iterable[Any]:
+        """Iterable of batch items for a split ("train" is endless unless ``n_batches``)."""
+        raise NotImplementedError
+
+    def materialize(self, item: Any, device: torch.device) -> Batch:
+        """Turn a loader item into a Batch on ``device`` (after Lightning's transfer)."""
+        return item
+
+    # -- objective ----------------------------------------------------------------
+    def loss(self, out: torch.Tensor, batch: Batch) -> torch.Tensor:
+        kind = self.spec.output_kind
+        if kind in (OutputKind.TOKENS, OutputKind.SEQ2SEQ):
+            return F.cross_entropy(out.flatten(0, 1), batch.y.flatten(), ignore_index=IGNORE)
+        if kind is OutputKind.CLASS:
+            return F.cross_entropy(out, batch.y)
+        return F.mse_loss(out, batch.y)
+
+    def metrics(self) -> dict[str, torchmetrics.Metric]:
+        """Fresh metric objects, keyed by name without the split prefix (no "loss")."""
+        return {}
+
+    def update_metrics(self, metrics: dict[str, torchmetrics.Metric], out: torch.Tensor,
+                       batch: Batch, net: torch.nn.Module | None = None) -> None:
+        """Update metric objects from one eval batch. ``net`` lets seq2seq tasks decode."""
+        raise NotImplementedError
+
+    def baseline(self) -> dict[str, float]:
+        """Metrics of the best model with no memory of past inputs, e.g. {"loss": .., "acc": ..}."""
+        raise NotImplementedError
+
+    def solved(self, metrics: dict[str, float], split: str = "val") -> bool:
+        """Whether a run's metrics meet the task's documented success criterion."""
+        raise NotImplementedError
+
+
+class TokenAccuracy(torchmetrics.Metric):
+    """Accuracy over scored positions of per-step predictions (micro-averaged)."""
+
+    full_state_update = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_state("correct", torch.tensor(0.0), dist_reduce_fx="sum")
+        self.add_state("total", torch.tensor(0.0), dist_reduce_fx="sum")
+
+    def update(self, preds: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> None:
+        self.correct += ((preds == target) & mask).sum().float()
+        self.total += mask.sum().float()
+
+    def compute(self) -> torch.Tensor:
+        return self.correct / self.total.clamp_min(1.0)
+
+
+class TokenTask(Task):
+    """Shared loss/metrics for per-step classification tasks (copy, recall, ...)."""
+
+    solve_threshold: ClassVar[float] = 0.95  # val/acc at or above this counts as solved
+
+    def metrics(self) -> dict[str, torchmetrics.Metric]:
+        return {"acc": TokenAccuracy()}
+
+    def update_metrics(self, metrics, out, batch, net=None) -> None:
+        mask = batch.score_mask if batch.score_mask is not None else batch.y != IGNORE
+        metrics["acc"].update(out.argmax(-1), batch.y, mask)
+
+    def solved(self, metrics: dict[str, float], split: str = "val") -> bool:
+        return metrics.get(f"{split}/acc", 0.0) >= self.solve_threshold
+
+
+def positive_int(description: str, default: int) -> Any:
+    """A strictly positive integer field with its one-line reason."""
+    return Field(default, ge=1, description=description)
+
+
+MIN_METRICS = frozenset({"loss", "mse", "ppl", "bpc", "baseline_loss"})
+
+
+def metric_goal(key: str) -> str:
+    """"min" or "max" for a metric key like ``val/acc`` or ``test@200/loss``."""
+    return "min" if key.rsplit("/", 1)[-1] in MIN_METRICS else "max"

@@ -1,0 +1,76 @@
+"""Adding problem (Hochreiter & Schmidhuber 1997; Le, Jaitly & Hinton 2015).
+
+Worked example (length=6): each step is (value, marker)::
+
+    value : 0.31 0.72 0.05 0.90 0.44 0.18
+    marker:   0    1    0    0    1    0      -> target 0.72 + 0.44 = 1.16
+
+One marker falls in the first half, one in the second half, so the answer depends on
+inputs up to ``length`` steps before the end. Loss and metric: mean squared error.
+
+Memoryless baseline: always answer 1.0 (the mean of the sum of two U(0,1)), MSE equal
+to the variance of that sum, 2/12 = 1/6 ~ 0.1667 (a widely copied README says 0.1767;
+that is wrong). Solved: ``val/mse < 0.01`` (6% of the baseline).
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torchmetrics
+from pydantic import Field
+
+from bench.registry import TASKS
+from tasks.base import Batch, OutputKind, Task, TaskConfig, TaskSpec
+from tasks.synthetic.base import SyntheticTask
+
+SOLVED_MSE = 0.01
+
+
+class AddingConfig(TaskConfig):
+    name: Literal["adding"] = "adding"
+    output_kind = OutputKind.REGRESSION
+    causal = True
+    metric_names = ("loss", "mse")
+    primary_metric = "mse"
+    primary_goal = "min"
+
+    length: int = Field(100, ge=4, description="sequence length T; markers fall in each half")
+
+    def seq_len(self) -> int:
+        return self.length
+
+
+@TASKS.register("adding", config=AddingConfig)
+class AddingTask(SyntheticTask, Task):
+    """Adding problem: regress the sum of the two marked values in a long sequence."""
+
+    @property
+    def spec(self) -> TaskSpec:
+        return TaskSpec(OutputKind.REGRESSION, n_classes=1, causal=True, input_dim=2,
+                        dependency=self.cfg.length)
+
+    def generate(self, g, batch_size, length, device) -> Batch:
+        half = length // 2
+        values = torch.rand(batch_size, length, generator=g, device=device)
+        first = torch.randint(0, half, (batch_size,), generator=g, device=device)
+        second = torch.randint(half, length, (batch_size,), generator=g, device=device)
+        markers = torch.zeros(batch_size, length, device=device)
+        rows = torch.arange(batch_size, device=device)
+        markers[rows, first] = 1.0
+        markers[rows, second] = 1.0
+        x = torch.stack([values, markers], dim=-1)  # (B, T, 2)
+        y = values[rows, first] + values[rows, second]  # (B,)
+        return Batch(x=x, y=y)
+
+    def metrics(self):
+        return {"mse": torchmetrics.MeanSquaredError()}
+
+    def update_metrics(self, metrics, out, batch, net=None) -> None:
+        metrics["mse"].update(out.float(), batch.y.float())
+
+    def baseline(self) -> dict[str, float]:
+        return {"loss": 1.0 / 6.0, "mse": 1.0 / 6.0}
+
+    def solved(self, metrics, split="val") -> bool:
+        return metrics.get(f"{split}/mse", float("inf")) < SOLVED_MSE

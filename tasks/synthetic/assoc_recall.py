@@ -1,0 +1,86 @@
+"""Multi-query associative recall, MQAR (Arora et al. 2023, Zoology).
+
+Worked example (n_pairs=2; keys A B, values x y; noise=_)::
+
+    input : A x B y _ B _ _ A _
+    target: . . . . . y . . x .      (. = not scored)
+
+The sequence opens with ``n_pairs`` distinct key-value pairs; every key is then queried
+once at a random later position, and the model must emit that key's value there. Keys
+come from the lower half of the vocabulary, values from the upper half. Loss and
+accuracy are over query positions only.
+
+Memoryless baseline: a uniform guess among the values, cross-entropy
+``ln(n_values)`` and accuracy ``1 / n_values`` with ``n_values = vocab - vocab // 2``.
+Solved: ``val/acc >= 0.95``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+from pydantic import Field, model_validator
+
+from bench.registry import TASKS
+from tasks.base import IGNORE, Batch, OutputKind, TaskConfig, TaskSpec, TokenTask, positive_int
+from tasks.synthetic.base import SyntheticTask
+
+
+class AssocRecallConfig(TaskConfig):
+    name: Literal["assoc_recall"] = "assoc_recall"
+    output_kind = OutputKind.TOKENS
+    causal = True
+    metric_names = ("loss", "acc")
+    primary_metric = "acc"
+    primary_goal = "max"
+
+    vocab: int = Field(64, ge=8, description="token ids; keys use 1..vocab//2-1, values vocab//2..vocab-1")
+    n_pairs: int = positive_int("key-value pairs to store (each queried once)", 8)
+    length: int = positive_int("total sequence length (pairs + query region)", 64)
+
+    @model_validator(mode="after")
+    def _fits(self):
+        if self.n_pairs > self.vocab // 2 - 1:
+            raise ValueError(f"task.n_pairs: {self.n_pairs} distinct keys need task.vocab >= {2 * self.n_pairs + 2}")
+        if self.length < 3 * self.n_pairs:
+            raise ValueError(f"task.length: {self.length} is too short for {self.n_pairs} pairs and their queries; "
+                             f"use length >= {3 * self.n_pairs}")
+        return self
+
+    def seq_len(self) -> int:
+        return self.length
+
+
+@TASKS.register("assoc_recall", config=AssocRecallConfig)
+class AssocRecallTask(SyntheticTask, TokenTask):
+    """Multi-query associative recall: store key-value pairs, answer queries later."""
+
+    @property
+    def spec(self) -> TaskSpec:
+        c = self.cfg
+        return TaskSpec(OutputKind.TOKENS, n_classes=c.vocab, causal=True, vocab_size=c.vocab,
+                        dependency=c.length)
+
+    def generate(self, g, batch_size, length, device) -> Batch:
+        c = self.cfg
+        n, half = c.n_pairs, c.vocab // 2
+        region = length - 2 * n  # query region at this (possibly longer) length
+        if region < n:
+            raise ValueError(f"assoc_recall: length {length} is too short for {n} pairs")
+        keys = torch.rand(batch_size, half - 1, generator=g, device=device).argsort(-1)[:, :n] + 1
+        values = torch.randint(half, c.vocab, (batch_size, n), generator=g, device=device)
+        x = torch.zeros(batch_size, length, dtype=torch.long, device=device)
+        x[:, 0:2 * n:2] = keys
+        x[:, 1:2 * n:2] = values
+        # each key queried once, at distinct random positions in the query region
+        qpos = torch.rand(batch_size, region, generator=g, device=device).argsort(-1)[:, :n] + 2 * n
+        order = torch.rand(batch_size, n, generator=g, device=device).argsort(-1)  # which key goes where
+        x.scatter_(1, qpos, keys.gather(1, order))
+        y = torch.full_like(x, IGNORE)
+        y.scatter_(1, qpos, values.gather(1, order))
+        return Batch(x=x, y=y, score_mask=y != IGNORE)
+
+    def baseline(self) -> dict[str, float]:
+        n_values = self.cfg.vocab - self.cfg.vocab // 2
+        return {"loss": math.log(n_values), "acc": 1.0 / n_values}

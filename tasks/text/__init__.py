@@ -1,0 +1,1 @@
+"""Real-text tasks (sentiment, language modelling) loaded through Hugging Face datasets."""
