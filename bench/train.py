@@ -116,6 +116,7 @@ def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequenc
             best[k] = better(best.get(k, v), v)
     final["time/train_s"] = train_s
     n_params = sum(p.numel() for p in module.net.parameters())
+    extras = task.final_report(module.net, module.device) if status == "completed" else {}
     results = {
         **tracker.provenance(),
         "status": status, "reason": reason,
@@ -127,6 +128,7 @@ def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequenc
         "steps": steps, "wall_time_s": round(time.time() - tracker.started, 3), "train_time_s": round(train_s, 3),
         "samples_per_s": round(steps * t.batch_size / train_s, 2) if train_s > 0 else None,
         "n_params": n_params, "device": str(module.device),
+        "extras": extras,
         "config": cfg.to_dict(),
     }
     if trainer.global_rank == 0:

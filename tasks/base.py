@@ -132,6 +132,10 @@ class Task:
         """Whether a run's metrics meet the task's documented success criterion."""
         raise NotImplementedError
 
+    def final_report(self, net: torch.nn.Module, device: torch.device) -> dict[str, Any]:
+        """Extra JSON-able results at the end of a run (e.g. a generated text sample)."""
+        return {}
+
 
 class TokenAccuracy(torchmetrics.Metric):
     """Accuracy over scored positions of per-step predictions (micro-averaged)."""
