@@ -1,0 +1,113 @@
+"""Synthetic tasks: determinism, disjoint splits, worked examples, memoryless baselines."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from bench.config import build_config
+from bench.registry import TASKS
+from bench.train import build_task
+from tasks.base import IGNORE, OutputKind
+from tasks.synthetic.base import SyntheticTask
+from tests.conftest import TINY_TASK
+
+CPU = torch.device("cpu")
+SYNTHETIC = [e.name for e in TASKS if issubclass(e.cls, SyntheticTask)]
+
+
+def make(name: str, seed: int = 0, **fields):
+    ovs = [f"task={name}"] + [f"task.{k}={v}" for k, v in {**TINY_TASK.get(name, {}), **fields}.items()]
+    if TASKS.get(name).config_cls.output_kind is OutputKind.SEQ2SEQ:
+        from tests.test_config import _seq2seq_model
+        ovs.append(f"model={_seq2seq_model()}")
+    return build_task(build_config({}, ovs + [f"seed={seed}"]))
+
+
+def first(task, split="train", length=None, bs=8):
+    key = next(iter(task.loader(split, bs, length=length, n_batches=1)))
+    return task.materialize(key, CPU)
+
+
+@pytest.mark.parametrize("name", SYNTHETIC)
+def test_batches_are_deterministic_and_splits_differ(name):
+    a, b = first(make(name)), first(make(name))
+    assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y)
+    assert not torch.equal(first(make(name), "val").x, a.x)
+    assert not torch.equal(first(make(name, seed=1)).x, a.x)
+
+
+@pytest.mark.parametrize("name", SYNTHETIC)
+def test_length_is_a_sampling_argument(name):
+    task = make(name)
+    L = task.cfg.seq_len()
+    assert first(task).x.shape[1] == L
+    assert first(task, "test", length=L + 6).x.shape[1] == L + 6
+
+
+def test_copy_worked_example_layout():
+    task = make("copy", n_symbols=3, alphabet=4, delay=4)
+    b = first(task, bs=2)
+    x, y = b.x[0], b.y[0]
+    assert x.shape[0] == 10  # delay + 2 * n_symbols
+    assert torch.all((1 <= x[:3]) & (x[:3] <= 4))
+    assert x[6] == 5 and torch.all(x[3:6] == 0) and torch.all(x[7:] == 0)  # delimiter after delay-1 blanks
+    assert torch.equal(y[-3:], x[:3]) and torch.all(y[:-3] == 0)
+    assert b.score_mask[0].sum() == 3
+
+
+def test_copy_memoryless_baseline_matches_formula():
+    task = make("copy", n_symbols=10, alphabet=8, delay=50)
+    b = first(task, bs=16)
+    # best memoryless predictor: blank with certainty, uniform over symbols at recall steps
+    logits = torch.full((*b.y.shape, 9), -1e9)
+    logits[..., 0] = 0.0
+    logits[:, -10:, :] = -1e9
+    logits[:, -10:, 1:] = 0.0
+    loss = F.cross_entropy(logits.flatten(0, 1), b.y.flatten())
+    assert task.baseline()["loss"] == pytest.approx(10 * math.log(8) / 70)
+    assert loss.item() == pytest.approx(task.baseline()["loss"], rel=1e-5)
+
+
+def test_adding_baseline_is_one_sixth():
+    task = make("adding", length=50)
+    key = next(iter(task.loader("val", 20000, n_batches=1)))
+    b = task.materialize(key, CPU)
+    assert b.x.shape == (20000, 50, 2) and torch.all(b.x[..., 1].sum(1) == 2)
+    mse = ((b.y - 1.0) ** 2).mean().item()
+    assert task.baseline()["mse"] == pytest.approx(1 / 6)
+    assert mse == pytest.approx(1 / 6, abs=0.006)  # not 0.1767
+
+
+def test_selective_copy_targets_are_the_scattered_symbols_in_order():
+    task = make("selective_copy", length=12, n_symbols=3, alphabet=5)
+    b = first(task, bs=4)
+    for x, y in zip(b.x, b.y):
+        symbols = x[:12][x[:12] > 0]
+        assert len(symbols) == 3
+        assert torch.equal(y[-3:], symbols) and torch.all(y[:-3] == IGNORE)
+        assert torch.all(x[12:] == 6)
+
+
+def test_assoc_recall_queries_ask_for_stored_values():
+    task = make("assoc_recall", vocab=20, n_pairs=3, length=12)
+    b = first(task, bs=4)
+    for x, y in zip(b.x, b.y):
+        pairs = {int(x[i]): int(x[i + 1]) for i in range(0, 6, 2)}
+        assert len(pairs) == 3 and all(1 <= k < 10 for k in pairs) and all(10 <= v < 20 for v in pairs.values())
+        q = (y != IGNORE).nonzero().flatten()
+        assert len(q) == 3
+        for pos in q:
+            assert int(y[pos]) == pairs[int(x[pos])]
+
+
+@pytest.mark.parametrize("name", SYNTHETIC)
+def test_baseline_and_solved_are_reported(name):
+    task = make(name)
+    base = task.baseline()
+    assert "loss" in base and base["loss"] > 0
+    primary = f"val/{task.cfg.primary_metric}"
+    good = 1.0 if task.cfg.primary_goal == "max" else 0.0
+    assert task.solved({primary: good}) and not task.solved({primary: base[task.cfg.primary_metric]})
