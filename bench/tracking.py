@@ -213,7 +213,7 @@ def wandb_finish(logger: Any) -> None:
         import wandb
 
         if wandb.run is not None:
-            wandb.finish(quiet=True)
+            wandb.finish()
     except Exception as e:  # noqa: BLE001
         _warn_once(f"W&B finish failed: {type(e).__name__}: {e}")
 
