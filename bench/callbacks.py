@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from typing import Any
@@ -77,3 +78,23 @@ class DivergenceStop(pl.Callback):
             self.reason = f"training loss {loss:.4g} > train.diverge_loss={self.bound} at step {trainer.global_step}"
         if self.reason:
             trainer.should_stop = True
+
+
+class AtomicCheckpoint(pl.Callback):
+    """``last.ckpt`` every ``every`` steps, written to a temp file and renamed into place,
+    so a kill mid-write never leaves a truncated checkpoint."""
+
+    def __init__(self, path, every: int):
+        self.path, self.every = path, every
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        step = trainer.global_step
+        if step % self.every == 0 and step < trainer.max_steps:
+            self.save(trainer)
+
+    def save(self, trainer: pl.Trainer) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        trainer.save_checkpoint(tmp)
+        if trainer.global_rank == 0:
+            os.replace(tmp, self.path)

@@ -68,6 +68,8 @@ class TrainConfig(Section):
     early_stop: EarlyStopConfig | None = Field(None, description="stop when a val metric crosses a threshold")
     diverge_loss: float | None = Field(None, gt=0, description="training loss above this marks the run diverged "
                                        "(NaN/Inf always does)")
+    checkpoint_every: int | None = Field(200, ge=1, description="save <run>/checkpoints/last.ckpt every N steps "
+                                         "(atomic) so `resume=true` can continue; null = never")
 
 
 class EvalConfig(Section):
@@ -103,6 +105,8 @@ class RunConfig(Section):
     seed: int = Field(0, ge=0, description="seeds weights, data streams and dropout")
     out_dir: Path = Field(Path("outputs"), description="root for runs/, wandb/, reports/")
     run_id: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]+$", description="run folder name; default derived")
+    resume: bool = Field(False, description="continue the newest unfinished run with the same config (or run_id) "
+                         "from its last checkpoint; a finished one is returned as is")
 
     @model_validator(mode="after")
     def _cross_field(self) -> "RunConfig":
@@ -132,9 +136,10 @@ class RunConfig(Section):
     def config_hash(self) -> str:
         """Hash of everything that changes the experiment (not where or how it is logged)."""
         d = self.to_dict()
-        for k in ("out_dir", "run_id", "tracking"):
+        for k in ("out_dir", "run_id", "tracking", "resume"):
             d.pop(k)
-        d["train"].pop("threads")
+        for k in ("threads", "checkpoint_every"):
+            d["train"].pop(k)
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
     def to_yaml(self) -> str:

@@ -44,8 +44,9 @@ class SeqModule(pl.LightningModule):
 
     # -- data -------------------------------------------------------------------------
     def train_dataloader(self):
+        # start at the global step so a resumed run continues the same batch stream
         return self.task.loader("train", self.cfg.train.batch_size, rank=self.global_rank,
-                                world_size=self.trainer.world_size if self._trainer else 1)
+                                world_size=self.trainer.world_size, start=self.trainer.global_step)
 
     def val_dataloader(self):
         return self.task.loader("val", self.cfg.train.batch_size, n_batches=self.cfg.train.val_batches,
@@ -114,6 +115,22 @@ class SeqModule(pl.LightningModule):
 
     def on_test_epoch_end(self) -> None:
         self._eval_end("test")
+
+    # -- checkpoints: what Lightning does not save itself ---------------------------------
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["seqbench"] = {"torch_rng": torch.get_rng_state(), "train_loss_sum": self.train_loss_sum,
+                                  "train_loss_n": self.train_loss_n, "state": self._state}
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        extra = checkpoint.get("seqbench", {})
+        if "torch_rng" in extra:
+            torch.set_rng_state(extra["torch_rng"])
+        self.train_loss_sum = extra.get("train_loss_sum", 0.0)
+        self.train_loss_n = extra.get("train_loss_n", 0)
+        if checkpoint.get("global_step", 0) % self.cfg.train.val_every == 0:
+            # saved just before that step's validation, which then reset the running mean
+            self.train_loss_sum, self.train_loss_n = 0.0, 0
+        self._state = extra.get("state")
 
     # -- optimisation -------------------------------------------------------------------
     def configure_optimizers(self):

@@ -81,26 +81,79 @@ def check_writable(out_dir: Path) -> None:
         raise UserError(f"out_dir: cannot write to {out_dir} ({e.strerror})") from None
 
 
+def read_results(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((run_dir / "results.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def find_resumable(cfg: RunConfig) -> Path | None:
+    """The run folder ``resume=true`` continues: ``run_id`` if given, else the newest run with
+    the same config hash (an unfinished one continues; a finished one is returned as is)."""
+    runs = Path(cfg.out_dir) / "runs"
+    if cfg.run_id is not None:
+        return runs / cfg.run_id if (runs / cfg.run_id / "config.yaml").exists() else None
+    want = cfg.config_hash()
+    candidates = []
+    for d in runs.glob("*/config.yaml"):
+        run_dir = d.parent
+        try:
+            from bench.config import load_config
+
+            if load_config(d).config_hash() != want:
+                continue
+        except UserError:
+            continue
+        candidates.append(run_dir)
+    return max(candidates, key=lambda p: p.stat().st_mtime) if candidates else None
+
+
 class RunTracker:
-    """Owns one run's folder."""
+    """Owns one run's folder (a new one, or the one ``resume=true`` continues)."""
 
     def __init__(self, cfg: RunConfig, argv: list[str] | None = None):
         self.cfg = cfg
         check_writable(Path(cfg.out_dir))
-        run_id = cfg.run_id or default_run_id(cfg)
         runs = Path(cfg.out_dir) / "runs"
-        if cfg.run_id is None:  # two runs started in the same second with the same config
-            base, n = run_id, 1
-            while (runs / run_id).exists():
-                n += 1
-                run_id = f"{base}-{n}"
+        resumed = find_resumable(cfg) if cfg.resume else None
+        if resumed is not None:
+            run_id = resumed.name
+        else:
+            run_id = cfg.run_id or default_run_id(cfg)
+            if cfg.run_id is None:  # two runs started in the same second with the same config
+                base, n = run_id, 1
+                while (runs / run_id).exists():
+                    n += 1
+                    run_id = f"{base}-{n}"
         self.run_id = run_id
         self.dir = runs / run_id
         self.dir.mkdir(parents=True, exist_ok=True)
         self.argv = list(sys.argv if argv is None else argv)
         self.rows: list[dict[str, Any]] = []
         self.started = time.time()
-        atomic_write(self.dir / "config.yaml", cfg.to_yaml())
+        self.checkpoint = self.dir / "checkpoints" / "last.ckpt"
+        self.resumed = resumed is not None
+        if not self.resumed:
+            atomic_write(self.dir / "config.yaml", cfg.to_yaml())
+
+    def resume_from(self) -> Path | None:
+        """The checkpoint to continue from, after dropping metrics rows logged past it."""
+        if not (self.resumed and self.checkpoint.exists()):
+            return None
+        import torch
+
+        step = torch.load(self.checkpoint, map_location="cpu", weights_only=True)["global_step"]
+        self.rows = [r for r in self._read_rows() if int(r["step"]) <= step]
+        return self.checkpoint
+
+    def _read_rows(self) -> list[dict[str, Any]]:
+        try:
+            with (self.dir / "metrics.csv").open() as f:
+                return [{k: (int(v) if k == "step" else float(v)) for k, v in r.items() if v != ""}
+                        for r in csv.DictReader(f)]
+        except OSError:
+            return []
 
     def log_eval(self, row: dict[str, Any]) -> None:
         self.rows.append(row)

@@ -10,11 +10,11 @@ from typing import Any, Sequence
 import pytorch_lightning as pl
 import torch
 
-from bench.callbacks import DivergenceStop, ProgressPrinter, ResultsWriter
+from bench.callbacks import AtomicCheckpoint, DivergenceStop, ProgressPrinter, ResultsWriter
 from bench.config import RunConfig
 from bench.module import SeqModule
 from bench.registry import TASKS
-from bench.tracking import RunTracker, wandb_finish, wandb_log_summary
+from bench.tracking import RunTracker, read_results, wandb_finish, wandb_log_summary
 from tasks.base import Task, metric_goal
 
 
@@ -46,6 +46,14 @@ def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequenc
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
     tracker = tracker or RunTracker(cfg, list(argv) if argv is not None else None)
+    if tracker.resumed:
+        done = read_results(tracker.dir)
+        if done is not None and done.get("status") != "interrupted":
+            if progress:
+                print(f"[{cfg.task.name}/{cfg.model.name}] {tracker.run_id} already finished "
+                      f"({done.get('status')}); nothing to resume")
+            return done
+    ckpt = tracker.resume_from()
     pl.seed_everything(cfg.seed, workers=True, verbose=False)
     task = build_task(cfg)
     module = SeqModule(cfg, task)
@@ -53,8 +61,13 @@ def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequenc
     t = cfg.train
 
     writer = ResultsWriter(tracker)
+    if tracker.rows:  # resumed: continue the history, not a second copy of it
+        writer.last_step = int(tracker.rows[-1]["step"])
+        writer.t0 -= float(tracker.rows[-1].get("wall_s", 0.0))
     diverge = DivergenceStop(t.diverge_loss)
     cbs: list[pl.Callback] = [writer, diverge, *callbacks]
+    if t.checkpoint_every:
+        cbs.append(AtomicCheckpoint(tracker.checkpoint, t.checkpoint_every))
     if progress:
         cbs.append(ProgressPrinter(f"{cfg.task.name}/{cfg.model.name}", t.max_steps,
                                    {f"val/{k}": v for k, v in baseline.items()}))
@@ -82,7 +95,10 @@ def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequenc
     status, reason = "completed", None
     t0 = time.perf_counter()
     try:
-        trainer.fit(module)
+        if ckpt is not None and progress:
+            print(f"[{cfg.task.name}/{cfg.model.name}] resuming {tracker.run_id} from {ckpt}")
+        # weights_only: a checkpoint file cannot run code when loaded
+        trainer.fit(module, ckpt_path=ckpt, weights_only=True if ckpt is not None else None)
         if trainer.interrupted:
             status, reason = "interrupted", "KeyboardInterrupt"
     except KeyboardInterrupt:

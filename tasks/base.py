@@ -98,8 +98,13 @@ class Task:
         raise NotImplementedError
 
     def loader(self, split: str, batch_size: int, *, length: int | None = None,
-               n_batches: int | None = None, rank: int = 0, world_size: int = 1) -> Iterable[Any]:
-        """Iterable of batch items for a split ("train" is endless unless ``n_batches``)."""
+               n_batches: int | None = None, rank: int = 0, world_size: int = 1,
+               start: int = 0) -> Iterable[Any]:
+        """Iterable of batch items for a split ("train" is endless unless ``n_batches``).
+
+        ``start`` is the index of the first batch: a resumed run passes its global step
+        so it sees exactly the batches the uninterrupted run would have seen.
+        """
         raise NotImplementedError
 
     def materialize(self, item: Any, device: torch.device) -> Batch:

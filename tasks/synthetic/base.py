@@ -33,11 +33,13 @@ class BatchKey(tuple):
 
 
 class KeyStream(torch.utils.data.IterableDataset):
-    def __init__(self, split: str, n_batches: int | None, rank: int, length: int, batch_size: int):
+    def __init__(self, split: str, n_batches: int | None, rank: int, length: int, batch_size: int,
+                 start: int = 0):
         self.split, self.n, self.rank, self.length, self.bs = split, n_batches, rank, length, batch_size
+        self.start = start
 
     def __iter__(self) -> Iterator[BatchKey]:
-        idx = itertools.count() if self.n is None else range(self.n)
+        idx = itertools.count(self.start) if self.n is None else range(self.start, self.start + self.n)
         for i in idx:
             yield BatchKey((self.split, i, self.rank, self.length, self.bs))
 
@@ -54,10 +56,13 @@ def _collate_key(key: BatchKey) -> BatchKey:
 class SyntheticTask(Task):
     """Subclasses implement ``generate(g, batch_size, length, device) -> Batch``."""
 
-    def loader(self, split, batch_size, *, length=None, n_batches=None, rank=0, world_size=1):
+    def loader(self, split, batch_size, *, length=None, n_batches=None, rank=0, world_size=1, start=0):
         length = self.cfg.seq_len() if length is None else length
-        ds = KeyStream(split, n_batches, rank, length, batch_size)
-        return torch.utils.data.DataLoader(ds, batch_size=None, collate_fn=_collate_key)
+        ds = KeyStream(split, n_batches, rank, length, batch_size, start)
+        # own generator: creating the iterator must not draw from the global RNG, or a resumed
+        # run's dropout masks would drift from the uninterrupted run's
+        return torch.utils.data.DataLoader(ds, batch_size=None, collate_fn=_collate_key,
+                                           generator=torch.Generator().manual_seed(0))
 
     def materialize(self, item, device) -> Batch:
         if isinstance(item, Batch):
