@@ -254,3 +254,11 @@ def _learn(tmp_path, length, attention, steps):
 def test_seq2seq_with_attention_learns_reverse(tmp_path):
     r = _learn(tmp_path, 8, "dot", 300)
     assert r["final"]["val/exact_match"] >= 0.9 and r["solved"]
+
+
+@pytest.mark.slow
+def test_without_attention_the_bottleneck_hurts_at_a_longer_length(tmp_path):
+    with_attention = _learn(tmp_path, 16, "dot", 400)["final"]
+    bottleneck = _learn(tmp_path, 16, "none", 400)["final"]
+    assert with_attention["val/exact_match"] >= bottleneck["val/exact_match"] + 0.3
+    assert with_attention["val/token_acc"] >= bottleneck["val/token_acc"] + 0.15
