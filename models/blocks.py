@@ -1,0 +1,192 @@
+"""Shared Transformer pieces: norms, residual placement, attention, positions, layer stacks.
+
+``Residual`` is the one place where norm placement lives (``norm_position``):
+
+- ``post``: ``x = norm(x + f(x))`` after each sublayer (Vaswani et al. 2017). Gradients
+  near the output are large at init, hence the warmup folklore (Xiong et al. 2020).
+- ``pre``: ``x = x + f(norm(x))``; the stack ends with a final norm (``TransformerStack``).
+- ``rezero``: ``x = x + alpha * f(x)`` with a learnable scalar ``alpha = 0`` at init, no
+  norm at all: every block is the identity at initialisation (Bachlechner et al. 2020).
+- ``none``: ``x = x + f(x)``.
+
+Attention goes through ``F.scaled_dot_product_attention`` so GPUs get the fused kernels.
+"""
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from pydantic import Field, model_validator
+from torch import nn
+
+from models.base import ModelConfig
+
+NormPosition = Literal["post", "pre", "rezero", "none"]
+NormKind = Literal["layernorm", "rmsnorm"]
+
+
+class TransformerFields(ModelConfig):
+    """Knobs shared by the ``transformer`` backbone and ``transformer_seq2seq``."""
+
+    n_heads: int = Field(4, ge=1, description="attention heads; must divide d_model")
+    d_ff: int | None = Field(None, ge=1, description="feed-forward width; null = 4 * d_model")
+    norm_position: NormPosition = Field(
+        "pre", description="residual placement: post (original), pre (+ final norm), rezero (alpha=0), none")
+    norm: NormKind = Field("layernorm", description="normalisation layer used by post/pre placement")
+    pos_encoding: Literal["sinusoidal", "learned", "none"] = Field(
+        "sinusoidal", description="position signal; sinusoidal extends to lengths longer than training")
+    max_len: int = Field(2048, ge=1, description="positions a learned encoding has (longer inputs are refused)")
+
+    @model_validator(mode="after")
+    def _heads_divide(self):
+        if self.d_model % self.n_heads:
+            ok = [h for h in range(1, min(self.d_model, 16) + 1) if self.d_model % h == 0]
+            raise ValueError(f"model.n_heads: {self.n_heads} does not divide model.d_model={self.d_model}; "
+                             f"set model.n_heads to one of {ok} or change model.d_model")
+        return self
+
+    def ff_width(self) -> int:
+        return self.d_ff or 4 * self.d_model
+
+
+def make_norm(kind: str, d: int) -> nn.Module:
+    if kind == "layernorm":
+        return nn.LayerNorm(d)
+    if kind == "rmsnorm":
+        return nn.RMSNorm(d)
+    raise ValueError(f"model.norm: {kind!r}; choose layernorm or rmsnorm")
+
+
+class Residual(nn.Module):
+    """``x -> x + f(x)`` with the norm placement of ``position`` (see the module docstring)."""
+
+    def __init__(self, sublayer: nn.Module, d: int, position: str, norm: str, dropout: float):
+        super().__init__()
+        if position not in ("post", "pre", "rezero", "none"):
+            raise ValueError(f"model.norm_position: {position!r}; choose post, pre, rezero or none")
+        self.f, self.position = sublayer, position
+        self.norm = make_norm(norm, d) if position in ("post", "pre") else None
+        self.alpha = nn.Parameter(torch.zeros(())) if position == "rezero" else None
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+        if self.position == "pre":
+            return x + self.drop(self.f(self.norm(x), *args, **kwargs))
+        branch = self.drop(self.f(x, *args, **kwargs))
+        if self.position == "post":
+            return self.norm(x + branch)
+        if self.position == "rezero":
+            return x + self.alpha * branch
+        return x + branch
+
+
+class Attention(nn.Module):
+    """Multi-head (self or cross) attention on ``F.scaled_dot_product_attention``."""
+
+    def __init__(self, d: int, n_heads: int, dropout: float):
+        super().__init__()
+        self.n_heads, self.dropout = n_heads, dropout
+        self.q = nn.Linear(d, d)
+        self.kv = nn.Linear(d, 2 * d)
+        self.out = nn.Linear(d, d)
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, *,
+                key_valid: torch.Tensor | None = None, causal: bool = False) -> torch.Tensor:
+        """x (B, T, d) queries; memory (B, S, d) keys/values (None: self-attention);
+        key_valid (B, S) bool, False at padding; causal: query t sees keys <= t."""
+        B, T, d = x.shape
+        src = x if memory is None else memory
+        S, H = src.shape[1], self.n_heads
+        q = self.q(x).view(B, T, H, d // H).transpose(1, 2)  # (B, H, T, hd)
+        k, v = self.kv(src).view(B, S, 2, H, d // H).permute(2, 0, 3, 1, 4)  # 2 x (B, H, S, hd)
+        mask = None
+        if key_valid is not None:
+            mask = key_valid[:, None, None, :]  # (B, 1, 1, S)
+        if causal and mask is not None:  # SDPA cannot combine is_causal with a mask
+            mask = mask & torch.ones(T, S, dtype=torch.bool, device=x.device).tril(S - T)  # (B, 1, T, S)
+            causal = False
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
+                                           dropout_p=self.dropout if self.training else 0.0)  # (B, H, T, hd)
+        return self.out(y.transpose(1, 2).reshape(B, T, d))  # (B, T, d)
+
+
+class FeedForward(nn.Sequential):
+    def __init__(self, d: int, d_ff: int, dropout: float):
+        super().__init__(nn.Linear(d, d_ff), nn.GELU(), nn.Dropout(dropout), nn.Linear(d_ff, d))
+
+
+class TransformerLayer(nn.Module):
+    """Self-attention, optional cross-attention (decoder), feed-forward; each a Residual."""
+
+    def __init__(self, cfg: TransformerFields, cross: bool = False):
+        super().__init__()
+        d, p = cfg.d_model, cfg.dropout
+
+        def res(f: nn.Module) -> Residual:
+            return Residual(f, d, cfg.norm_position, cfg.norm, p)
+
+        self.self_attn = res(Attention(d, cfg.n_heads, p))
+        self.cross_attn = res(Attention(d, cfg.n_heads, p)) if cross else None
+        self.ff = res(FeedForward(d, cfg.ff_width(), p))
+
+    def forward(self, x, *, valid=None, causal=False, memory=None, memory_valid=None):
+        x = self.self_attn(x, key_valid=valid, causal=causal)
+        if self.cross_attn is not None:
+            x = self.cross_attn(x, memory, key_valid=memory_valid)
+        return self.ff(x)
+
+
+class TransformerStack(nn.Module):
+    """``n_layers`` TransformerLayers; pre-norm stacks end with a final norm."""
+
+    def __init__(self, cfg: TransformerFields, cross: bool = False):
+        super().__init__()
+        self.layers = nn.ModuleList(TransformerLayer(cfg, cross) for _ in range(cfg.n_layers))
+        self.final_norm = make_norm(cfg.norm, cfg.d_model) if cfg.norm_position == "pre" else None
+
+    def forward(self, x, **kw) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x, **kw)
+        return x if self.final_norm is None else self.final_norm(x)
+
+
+class PositionalEncoding(nn.Module):
+    """Adds positions to (B, T, d) inputs: sinusoidal (any length), learned (<= max_len), none."""
+
+    def __init__(self, kind: str, d: int, max_len: int):
+        super().__init__()
+        self.kind, self.d, self.max_len = kind, d, max_len
+        self.table = nn.Embedding(max_len, d) if kind == "learned" else None
+        if self.table is not None:
+            nn.init.normal_(self.table.weight, std=0.02)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        T = x.shape[1]
+        if self.kind == "none":
+            return x
+        if self.kind == "learned":
+            if offset + T > self.max_len:
+                raise ValueError(f"model.max_len: a sequence of {offset + T} positions exceeds the learned "
+                                 f"encoding's max_len={self.max_len}; raise model.max_len or use "
+                                 "model.pos_encoding=sinusoidal")
+            return x + self.table.weight[offset:offset + T]
+        return x + sinusoid(offset + T, self.d, x.device, x.dtype)[offset:]
+
+
+def sinusoid(T: int, d: int, device, dtype) -> torch.Tensor:
+    """The (T, d) table of Vaswani et al.: sin on even, cos on odd channels."""
+    pos = torch.arange(T, device=device, dtype=torch.float32)[:, None]  # (T, 1)
+    freq = torch.exp(torch.arange(0, d, 2, device=device, dtype=torch.float32) * (-math.log(10000.0) / d))
+    table = torch.zeros(T, d, device=device)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq[: d // 2])
+    return table.to(dtype)
+
+
+def valid_mask(lengths: torch.Tensor | None, T: int, device) -> torch.Tensor | None:
+    """(B, T) bool, True at real tokens; None when every sequence is full length."""
+    if lengths is None:
+        return None
+    return torch.arange(T, device=device)[None, :] < lengths.to(device)[:, None]

@@ -1,0 +1,70 @@
+"""Transformer encoder-decoder (Vaswani et al. 2017) with cross-attention.
+
+The encoder is bidirectional over the source (key-padding masked), the decoder is causal
+over the target and cross-attends to the encoder output. Both are ``TransformerStack``s
+from ``models.blocks``, so ``norm_position`` (post/pre/rezero/none), ``norm`` and the
+positional encodings mean exactly what they mean for the ``transformer`` backbone.
+Incremental decoding re-runs the decoder over the prefix at each step (no key/value
+cache): quadratic in the output length, simple, and exact.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+import torch
+from pydantic import Field
+from torch import nn
+
+from bench.registry import MODELS
+from models.base import InputEncoder
+from models.blocks import PositionalEncoding, TransformerFields, TransformerStack, valid_mask
+from models.decoding import DecodeConfig, EncoderDecoder, State
+from models.seq2seq import SEQ2SEQ_ONLY
+from tasks.base import Batch
+
+
+class TransformerSeq2SeqConfig(TransformerFields):
+    name: Literal["transformer_seq2seq"] = "transformer_seq2seq"
+    supported_kinds = SEQ2SEQ_ONLY
+
+    decode: DecodeConfig = Field(default_factory=DecodeConfig, description="greedy/beam decoding at evaluation")
+
+
+@MODELS.register("transformer_seq2seq", config=TransformerSeq2SeqConfig)
+class TransformerSeq2Seq(EncoderDecoder):
+    """Transformer encoder-decoder with cross-attention; post/pre/rezero norms; greedy and beam decoding."""
+
+    def __init__(self, cfg: TransformerSeq2SeqConfig, spec):
+        super().__init__(cfg, spec)
+        d = cfg.d_model
+        self.src_embed = InputEncoder(cfg, spec)
+        self.tgt_embed = InputEncoder(cfg, dataclasses.replace(spec, vocab_size=spec.n_classes))
+        self.src_proj = nn.Identity() if self.src_embed.d_out == d else nn.Linear(self.src_embed.d_out, d)
+        self.tgt_proj = nn.Identity() if self.tgt_embed.d_out == d else nn.Linear(self.tgt_embed.d_out, d)
+        self.pos = PositionalEncoding(cfg.pos_encoding, d, cfg.max_len)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.encoder = TransformerStack(cfg)
+        self.decoder = TransformerStack(cfg, cross=True)
+        self.out = nn.Linear(d, self.vocab)
+
+    def encode(self, batch: Batch) -> State:
+        x = self.drop(self.pos(self.src_proj(self.src_embed(batch.x))))  # (B, S, d)
+        valid = valid_mask(batch.lengths, x.shape[1], x.device)
+        state = {"mem": self.encoder(x, valid=valid),
+                 "prefix": torch.zeros(x.shape[0], 0, dtype=torch.long, device=x.device)}
+        if valid is not None:
+            state["valid"] = valid
+        return state
+
+    def decode(self, y_in: torch.Tensor, state: State) -> torch.Tensor:
+        h = self.drop(self.pos(self.tgt_proj(self.tgt_embed(y_in))))  # (B, T, d)
+        h = self.decoder(h, causal=True, memory=state["mem"], memory_valid=state.get("valid"))
+        return self.out(h)  # (B, T, V)
+
+    def step(self, tokens, state):
+        prefix = torch.cat([state["prefix"], tokens[:, None]], 1)  # (N, t+1)
+        return self.decode(prefix, state)[:, -1], {**state, "prefix": prefix}
+
+    def forward(self, batch: Batch, state=None):
+        return self.decode(batch.aux["y_in"], self.encode(batch)), None

@@ -1,0 +1,42 @@
+"""Sequence reversal, a synthetic sequence-to-sequence task.
+
+Worked example (length=4; ids shown as letters)::
+
+    source : a b c d
+    target : d c b a <eos>          decoder input: <sos> d c b a
+
+The first output depends on the last input and the last output on the first, so an
+encoder-decoder without attention must squeeze the whole source through its final state
+(the bottleneck), while attention can align each output with its mirrored input.
+Metrics on decoded output (see ``tasks.synthetic.seq2seq``): token_acc, exact_match, bleu.
+
+Memoryless baseline (a decoder that never sees the source): a uniform guess among
+``vocab`` symbols at each of the ``length`` positions and a certain <eos>, so
+cross-entropy ``length * ln(vocab) / (length + 1)``, token accuracy
+``(length / vocab + 1) / (length + 1)`` and exact match ``vocab ** -length``.
+Solved: ``val/exact_match >= 0.9``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from bench.registry import TASKS
+from tasks.synthetic.seq2seq import Seq2SeqTask, Seq2SeqTaskConfig
+
+
+class ReverseConfig(Seq2SeqTaskConfig):
+    name: Literal["reverse"] = "reverse"
+
+
+@TASKS.register("reverse", config=ReverseConfig)
+class ReverseTask(Seq2SeqTask):
+    """Reverse: output the source symbols in reverse order, then <eos>."""
+
+    def target(self, src):
+        return src.flip(1)  # (B, T)
+
+    def baseline(self) -> dict[str, float]:
+        T, V = self.cfg.length, self.cfg.vocab
+        return {"loss": T * math.log(V) / (T + 1), "token_acc": (T / V + 1) / (T + 1),
+                "exact_match": float(V) ** -T}

@@ -1,0 +1,126 @@
+"""Shared layout and metrics of the synthetic sequence-to-sequence tasks (reverse, sort).
+
+Token ids: 0 = <pad>, 1 = <sos>, 2 = <eos>, symbols 3 .. vocab+2. A batch is::
+
+    x              source symbols                      (B, T)
+    y              target symbols then <eos>           (B, T+1)
+    aux["y_in"]    <sos> then the target symbols       (B, T+1)   decoder input (teacher forcing)
+
+Metrics are measured on *decoded* outputs (the model's ``generate``: greedy or beam, as
+``model.decode`` says), never teacher-forced: ``token_acc`` (position-wise, <eos>
+included), ``exact_match`` (whole output incl. <eos>), and ``bleu`` (corpus BLEU from
+``sacrebleu`` on the symbol ids, <eos> stripped). The loss stays teacher-forced
+cross-entropy. Solved: ``val/exact_match >= 0.9``.
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+import torch.nn.functional as F
+import torchmetrics
+from pydantic import Field
+from sacrebleu.metrics import BLEU
+
+from tasks.base import Batch, OutputKind, Task, TaskConfig, TaskSpec, TokenAccuracy, positive_int
+from tasks.synthetic.base import SyntheticTask
+
+PAD, SOS, EOS, FIRST_SYMBOL = 0, 1, 2, 3
+SOLVED_EXACT_MATCH = 0.9
+
+
+class Seq2SeqTaskConfig(TaskConfig):
+    output_kind = OutputKind.SEQ2SEQ
+    causal = False  # the whole source is read before the first output
+    metric_names = ("loss", "token_acc", "exact_match", "bleu")
+    primary_metric = "exact_match"
+    primary_goal = "max"
+
+    length: int = positive_int("source symbols; the target has length + 1 tokens (with <eos>)", 16)
+    vocab: int = Field(16, ge=2, description="distinct symbols (ids 3..vocab+2; 0 <pad>, 1 <sos>, 2 <eos>)")
+
+    def seq_len(self) -> int:
+        return self.length
+
+
+class CorpusBLEU(torchmetrics.Metric):
+    """Corpus BLEU through sacrebleu: n-gram statistics are summed over batches (and devices),
+    then ``sacrebleu.metrics.BLEU.compute_bleu`` turns the totals into the corpus score."""
+
+    full_state_update = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bleu = BLEU(tokenize="none")
+        for name in ("correct", "total"):
+            self.add_state(name, torch.zeros(self.bleu.max_ngram_order, dtype=torch.long), dist_reduce_fx="sum")
+        for name in ("sys_len", "ref_len"):
+            self.add_state(name, torch.zeros((), dtype=torch.long), dist_reduce_fx="sum")
+
+    def update(self, hyps: list[str], refs: list[str]) -> None:
+        s = self.bleu.corpus_score(hyps, [refs])
+        self.correct += torch.tensor(s.counts, dtype=torch.long, device=self.correct.device)
+        self.total += torch.tensor(s.totals, dtype=torch.long, device=self.total.device)
+        self.sys_len += s.sys_len
+        self.ref_len += s.ref_len
+
+    def compute(self) -> torch.Tensor:
+        s = BLEU.compute_bleu(self.correct.tolist(), self.total.tolist(), int(self.sys_len), int(self.ref_len),
+                              smooth_method="exp", max_ngram_order=self.bleu.max_ngram_order)
+        return torch.tensor(s.score)
+
+
+def to_text(tokens: torch.Tensor) -> list[str]:
+    """Rows of ids -> space-joined symbols before the first <eos> (pads dropped)."""
+    out = []
+    for row in tokens.tolist():
+        words = []
+        for t in row:
+            if t == EOS:
+                break
+            if t != PAD:
+                words.append(str(t))
+        out.append(" ".join(words))
+    return out
+
+
+class Seq2SeqTask(SyntheticTask, Task):
+    """Subclasses implement ``target(src (B, T)) -> (B, T)`` and ``baseline``."""
+
+    solve_threshold: ClassVar[float] = SOLVED_EXACT_MATCH
+
+    @property
+    def spec(self) -> TaskSpec:
+        n = self.cfg.vocab + FIRST_SYMBOL
+        return TaskSpec(OutputKind.SEQ2SEQ, n_classes=n, causal=False, vocab_size=n, pad_id=PAD,
+                        sos_id=SOS, eos_id=EOS, dependency=self.cfg.length)
+
+    def target(self, src: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def generate(self, g, batch_size, length, device) -> Batch:
+        src = torch.randint(FIRST_SYMBOL, self.cfg.vocab + FIRST_SYMBOL, (batch_size, length),
+                            generator=g, device=device)
+        tgt = self.target(src)
+        eos = torch.full_like(src[:, :1], EOS)
+        sos = torch.full_like(src[:, :1], SOS)
+        return Batch(x=src, y=torch.cat([tgt, eos], 1), aux={"y_in": torch.cat([sos, tgt], 1)})
+
+    def metrics(self) -> dict[str, torchmetrics.Metric]:
+        return {"token_acc": TokenAccuracy(), "exact_match": torchmetrics.MeanMetric(), "bleu": CorpusBLEU()}
+
+    def update_metrics(self, metrics, out, batch, net=None) -> None:
+        if net is None or not hasattr(net, "generate"):
+            raise ValueError(f"task.name: {self.cfg.name!r} scores decoded outputs and needs a model with "
+                             "generate(); use model=seq2seq or model=transformer_seq2seq")
+        y = batch.y  # (B, L)
+        pred = net.generate(batch, max_len=y.shape[1])  # (B, <= L') decoded, pad after <eos>
+        L = y.shape[1]
+        pred = F.pad(pred[:, :L], (0, max(0, L - pred.shape[1])), value=PAD)  # (B, L) aligned to y
+        scored = torch.ones_like(y, dtype=torch.bool)
+        metrics["token_acc"].update(pred, y, scored)
+        metrics["exact_match"].update((pred == y).all(1).float())
+        metrics["bleu"].update(to_text(pred), to_text(y))
+
+    def solved(self, metrics, split="val") -> bool:
+        return metrics.get(f"{split}/exact_match", 0.0) >= self.solve_threshold

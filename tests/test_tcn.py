@@ -1,0 +1,63 @@
+"""Temporal convolutional network: measured receptive field, the dependency warning, knobs."""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import pytest
+import torch
+
+from tests.model_probe import build, fingerprint, same, tiny_config, token_spec
+from models.tcn import ReceptiveFieldWarning, receptive_field
+from tasks.base import Batch
+
+torch.set_num_threads(1)
+
+
+@pytest.mark.parametrize("kernel_size,n_levels", [(2, 1), (2, 3), (3, 2), (4, 2)])
+def test_receptive_field_matches_the_gradient_footprint(kernel_size, n_levels):
+    cfg = tiny_config("tcn", kernel_size=kernel_size, n_levels=n_levels, weight_norm=False)
+    net = build(cfg, dataclasses.replace(token_spec(), dependency=0)).eval()
+    T = receptive_field(kernel_size, n_levels) + 10
+    x = torch.randn(1, T, 16, requires_grad=True)
+    h, _ = net.backbone(x)
+    h[0, -1].sum().backward()
+    seen = (x.grad[0].abs().sum(-1) > 0).nonzero().flatten()
+    assert net.backbone.receptive_field == receptive_field(kernel_size, n_levels)
+    assert int(seen.min()) == T - net.backbone.receptive_field
+    assert int(seen.max()) == T - 1
+
+
+def test_warns_once_when_the_dependency_exceeds_the_receptive_field():
+    cfg = tiny_config("tcn", kernel_size=2, n_levels=2)  # receptive field 7
+    with pytest.warns(ReceptiveFieldWarning, match=r"receptive field 7 < task dependency 50.*model\.n_levels") as rec:
+        build(cfg, dataclasses.replace(token_spec(), dependency=50))
+    assert len([w for w in rec if issubclass(w.category, ReceptiveFieldWarning)]) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ReceptiveFieldWarning)
+        build(cfg, dataclasses.replace(token_spec(), dependency=7))
+
+
+def test_variable_lengths_leave_valid_steps_alone():
+    net = build(tiny_config("tcn"), token_spec()).eval()
+    x = torch.randint(0, 7, (2, 12))
+    lengths = torch.tensor([12, 5])
+    noisy = x.clone()
+    noisy[1, 5:] = (noisy[1, 5:] + 1) % 7
+    a, b = net(Batch(x=x, y=x, lengths=lengths))[0], net(Batch(x=noisy, y=x, lengths=lengths))[0]
+    torch.testing.assert_close(a[1, :5], b[1, :5])
+
+
+KNOBS = [("d_model", 8), ("kernel_size", 3), ("n_levels", 2), ("dropout", 0.5), ("weight_norm", False),
+         ("embedding", "onehot")]
+
+
+@pytest.mark.parametrize("field,value", KNOBS, ids=[f"{f}={v}" for f, v in KNOBS])
+def test_every_tcn_knob_reaches_the_model(field, value):
+    x = torch.randint(0, 7, (3, 10))
+    batch = Batch(x=x, y=x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReceptiveFieldWarning)
+        base = fingerprint(build(tiny_config("tcn"), token_spec()), batch)
+        other = fingerprint(build(tiny_config("tcn", **{field: value}), token_spec()), batch)
+    assert not same(base, other)
