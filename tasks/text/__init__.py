@@ -4,4 +4,4 @@
 anything can import ``datasets``.
 """
 from tasks.text import data  # noqa: F401  (offline flag first)
-from tasks.text import sentiment  # noqa: F401  (registers)
+from tasks.text import lm, sentiment  # noqa: F401  (registers)
