@@ -40,7 +40,7 @@ from bench.errors import UserError
 from bench.registry import TASKS
 from tasks.base import Batch, OutputKind, Task, TaskConfig, TaskSpec, positive_int
 from tasks.text import data
-from tasks.text.tokenize import MIN_BPE_VOCAB, TextTokenizer
+from tasks.text.tokenize import MIN_BPE_VOCAB, PAD, SOS, TextTokenizer
 
 SPLITS = ("train", "val", "test")
 PROMPT_TOKENS = 32  # at most this many validation tokens seed the final sample
@@ -243,7 +243,9 @@ class LMTask(Task):
         new: list[int] = []
         try:
             for _ in range(n_tokens):
-                probs = torch.softmax(logits.cpu() / temperature, -1)
+                logits = logits.cpu()
+                logits[[PAD, SOS]] = float("-inf")  # never targets in a stream
+                probs = torch.softmax(logits / temperature, -1)
                 nxt = int(torch.multinomial(probs, 1, generator=g))
                 new.append(nxt)
                 ctx.append(nxt)
