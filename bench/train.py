@@ -45,6 +45,7 @@ def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequenc
     quiet_lightning()
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
+    torch.set_flush_denormal(cfg.train.flush_denormal)
     tracker = tracker or RunTracker(cfg, list(argv) if argv is not None else None)
     if tracker.resumed:
         done = read_results(tracker.dir)
@@ -149,7 +150,8 @@ def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequenc
     }
     if trainer.global_rank == 0:
         tracker.finish(results)
-        wandb_log_summary(wandb_logger, {**final, "status": status, "solved": results["solved"]})
+        wandb_log_summary(wandb_logger, {**final, "status": status, "solved": results["solved"]},
+                          text={f"extras/{k}": str(v) for k, v in extras.items()})
     wandb_finish(wandb_logger)
     if status == "interrupted":
         raise KeyboardInterrupt

@@ -7,6 +7,7 @@ task is one new file plus one import in ``tasks/__init__.py``.
 from __future__ import annotations
 
 import enum
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable
 
@@ -140,6 +141,28 @@ class Task:
     def final_report(self, net: torch.nn.Module, device: torch.device) -> dict[str, Any]:
         """Extra JSON-able results at the end of a run (e.g. a generated text sample)."""
         return {}
+
+
+class SkipFirst(torch.utils.data.IterableDataset):
+    """Drop the first ``n`` items of a stream: resume support for loaders whose batches are
+    not addressable by index (the skipped batches are still drawn, so the stream matches)."""
+
+    def __init__(self, ds: Iterable[Any], n: int):
+        self.ds, self.n = ds, n
+
+    def __iter__(self):
+        return itertools.islice(iter(self.ds), self.n, None)
+
+
+def make_loader(ds: Iterable[Any], start: int = 0) -> torch.utils.data.DataLoader:
+    """A DataLoader over an iterable of ready batches. It owns its generator, so creating the
+    iterator draws nothing from the global RNG (a resumed run's dropout stays in step)."""
+    return torch.utils.data.DataLoader(SkipFirst(ds, start) if start else ds, batch_size=None,
+                                       collate_fn=_identity, generator=torch.Generator().manual_seed(0))
+
+
+def _identity(item: Any) -> Any:
+    return item
 
 
 class TokenAccuracy(torchmetrics.Metric):

@@ -28,7 +28,7 @@ TINY_TASK: dict[str, dict[str, Any]] = {
     "reverse": {"length": 5, "vocab": 6},
     "sort": {"length": 5, "vocab": 6},
     "sentiment": {"max_len": 16, "vocab_size": 200},
-    "lm": {"length": 16},
+    "lm": {"length": 16, "sample_tokens": 8},
 }
 TINY_MODEL_FIELDS = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "n_levels": 2,
                      "kernel_size": 2, "max_len": 64}

@@ -12,7 +12,7 @@ from typing import Iterator
 
 import torch
 
-from tasks.base import Batch, Task
+from tasks.base import Batch, Task, make_loader
 
 _SPLIT_ID = {"train": 0, "val": 1, "test": 2}
 _MASK = (1 << 62) - 1
@@ -49,20 +49,13 @@ class KeyStream(torch.utils.data.IterableDataset):
         return self.n
 
 
-def _collate_key(key: BatchKey) -> BatchKey:
-    return key
-
-
 class SyntheticTask(Task):
     """Subclasses implement ``generate(g, batch_size, length, device) -> Batch``."""
 
     def loader(self, split, batch_size, *, length=None, n_batches=None, rank=0, world_size=1, start=0):
         length = self.cfg.seq_len() if length is None else length
         ds = KeyStream(split, n_batches, rank, length, batch_size, start)
-        # own generator: creating the iterator must not draw from the global RNG, or a resumed
-        # run's dropout masks would drift from the uninterrupted run's
-        return torch.utils.data.DataLoader(ds, batch_size=None, collate_fn=_collate_key,
-                                           generator=torch.Generator().manual_seed(0))
+        return make_loader(ds)
 
     def materialize(self, item, device) -> Batch:
         if isinstance(item, Batch):

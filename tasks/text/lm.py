@@ -38,7 +38,7 @@ from pydantic import Field, model_validator
 
 from bench.errors import UserError
 from bench.registry import TASKS
-from tasks.base import Batch, OutputKind, Task, TaskConfig, TaskSpec, positive_int
+from tasks.base import Batch, OutputKind, Task, TaskConfig, TaskSpec, make_loader, positive_int
 from tasks.text import data
 from tasks.text.tokenize import MIN_BPE_VOCAB, PAD, SOS, TextTokenizer
 
@@ -190,11 +190,11 @@ class LMTask(Task):
         return TaskSpec(OutputKind.TOKENS, n_classes=V, causal=True, vocab_size=V, dependency=self.cfg.length,
                         stateful=self.cfg.stateful)
 
-    def loader(self, split, batch_size, *, length=None, n_batches=None, rank=0, world_size=1):
+    def loader(self, split, batch_size, *, length=None, n_batches=None, rank=0, world_size=1, start=0):
         ds = _Windows(self.streams[split], self.nchars[split], train=split == "train", batch_size=batch_size,
                       length=length or self.cfg.length, n_batches=n_batches, contiguous=self.cfg.stateful,
                       seed=self.seed, rank=rank, world_size=world_size, split=split)
-        return torch.utils.data.DataLoader(ds, batch_size=None, collate_fn=_identity)
+        return make_loader(ds, start)
 
     def materialize(self, item, device) -> Batch:
         if isinstance(item, Batch):
@@ -288,9 +288,6 @@ class StreamNLL(torchmetrics.Metric):
             return torch.exp(self.nll / self.tokens.clamp_min(1))
         return self.nll / math.log(2) / self.chars.clamp_min(1)
 
-
-def _identity(item):
-    return item
 
 
 class _Windows(torch.utils.data.IterableDataset):

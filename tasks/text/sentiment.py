@@ -30,7 +30,7 @@ from pydantic import Field, model_validator
 
 from bench.errors import UserError
 from bench.registry import TASKS
-from tasks.base import Batch, OutputKind, Task, TaskConfig, TaskSpec, positive_int
+from tasks.base import Batch, OutputKind, Task, TaskConfig, TaskSpec, make_loader, positive_int
 from tasks.text import data
 from tasks.text.tokenize import MIN_BPE_VOCAB, PAD, TextTokenizer
 
@@ -199,11 +199,11 @@ class SentimentTask(Task):
                         vocab_size=self.tokenizer.vocab_size, pad_id=PAD, pooling=self.cfg.pooling,
                         dependency=self.cfg.max_len)
 
-    def loader(self, split, batch_size, *, length=None, n_batches=None, rank=0, world_size=1):
+    def loader(self, split, batch_size, *, length=None, n_batches=None, rank=0, world_size=1, start=0):
         ds = _TextBatches(self.splits[split], train=split == "train", batch_size=batch_size,
                           max_len=length or self.cfg.max_len, n_batches=n_batches, seed=self.seed,
                           split_seed=self.cfg.split_seed, bucket=self.cfg.bucket, rank=rank, world_size=world_size)
-        return torch.utils.data.DataLoader(ds, batch_size=None, collate_fn=_identity)
+        return make_loader(ds, start)
 
     def materialize(self, item, device) -> Batch:
         if isinstance(item, Batch):
@@ -239,9 +239,6 @@ class SentimentTask(Task):
     def solved(self, metrics, split="val") -> bool:
         return metrics.get(f"{split}/acc", 0.0) >= self.solve_threshold()
 
-
-def _identity(item):
-    return item
 
 
 class _TextBatches(torch.utils.data.IterableDataset):
