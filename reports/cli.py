@@ -26,17 +26,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if args.publish_wandb:  # before any work: a missing key must not cost a full report build
         wandb_report.preflight()
-    from sweeps.storage import open_storage, redact
+    from sweeps.storage import journal_path, open_storage, redact
 
     from reports.build import build_report
     from reports.table import load_study
 
     out_dir = Path(args.out_dir)
-    if args.storage is None and not (out_dir / "optuna.journal").is_file():
-        raise UserError(f"--storage: no study journal at {out_dir / 'optuna.journal'}; run `seqbench sweep SPEC` "
-                        "first, or pass --storage URL / --out-dir DIR")
+    journal = journal_path(args.storage, out_dir)
+    if journal is not None and not journal.is_file():  # opening would create an empty journal
+        raise UserError(f"--storage: no study journal at {journal}; run `seqbench sweep SPEC` first, "
+                        "or pass --storage URL / --out-dir DIR")
     storage = open_storage(args.storage, out_dir)
-    label = redact(args.storage) if args.storage else str(out_dir / "optuna.journal")
+    label = str(journal) if journal is not None else redact(args.storage)
     study = load_study(args.name, storage)
     report_dir = Path(args.out) if args.out else out_dir / "reports" / args.name
     rep = build_report(study, label, report_dir, out_dir, color_by=args.color_by)

@@ -5,14 +5,14 @@ disk), so anything a figure shows can be checked against the table. Columns:
 
 - ``trial``, ``state`` (Optuna state name), ``seed``, ``run_id``, ``run_dir``, ``config_hash``
 - ``param.<dotted key>`` for every swept key (``param.model.name``, ``param.optim.warmup_steps``)
-- ``objective:<metric>`` the run's objective value for COMPLETE trials (the seed's entry of the
-  trial's ``per_seed``, else ``final[metric]`` from results.json; NaN for pruned/failed/running
-  trials, whose numbers stay in ``final.*``); ``trial_value:<metric>`` the trial's value in Optuna
+- ``objective:<metric>`` the run's objective value (the seed's entry of the trial's ``per_seed``,
+  else ``final[metric]`` from results.json) for COMPLETE and FAIL trials; NaN for pruned, running
+  and retried trials, whose numbers stay in ``final.*``; ``trial_value:<metric>`` Optuna's value
 - ``status`` (results.json status: completed/diverged/interrupted; ``incomplete`` when the run
   folder has no results.json yet; ``not-started`` for a trial without runs), ``diverged``, ``solved``
 - ``final.<key>``, ``best.<key>``, ``baseline.<key>`` from results.json
 - ``steps``, ``train_time_s``, ``wall_time_s``, ``n_params``, ``samples_per_s``, ``task``, ``model``
-- ``trial_wall_s``, ``fail_reason``
+- ``trial_wall_s``, ``fail_reason`` (or the prune reason)
 
 A trial that started no run (WAITING, RUNNING before its first seed, a FAIL before training) still
 gets one row with an empty ``run_id`` so that trial counts by state come from the same frame.
@@ -159,12 +159,16 @@ def build_table(study: optuna.Study, runs: Path) -> pd.DataFrame:
     for t in study.get_trials(deepcopy=False):
         ua = t.user_attrs
         base: dict[str, Any] = {"trial": t.number, "state": t.state.name,
-                                "config_hash": ua.get("config_hash"), "fail_reason": ua.get("fail_reason"),
+                                "config_hash": ua.get("config_hash"),
+                                "fail_reason": ua.get("fail_reason") or ua.get("prune_reason"),
                                 "trial_wall_s": _num(ua.get("wall_s"))}
         base.update({PARAM + k: _param_value(v) for k, v in t.params.items()})
         values = t.values or []
         for k, o in enumerate(objectives):
             base[o.trial_column] = _num(values[k]) if k < len(values) else math.nan
+        # seeds of COMPLETE trials, and the surviving seeds of FAIL trials (one diverged seed fails a
+        # trial, and those cells matter most); a pruned, running or retried run is not comparable
+        scored = t.state in (TrialState.COMPLETE, TrialState.FAIL) and not ua.get("retried")
         run_ids = list(ua.get("run_ids") or [])
         seeds = list(ua.get("seeds") or [])
         if not run_ids:
@@ -184,10 +188,10 @@ def build_table(study: optuna.Study, runs: Path) -> pd.DataFrame:
                     row.update({f"{part}.{k}": _num(v) for k, v in (res.get(part) or {}).items()})
                 row.update({k: res.get(k) for k in _RUN_SCALARS})
             row["diverged"] = row["status"] == "diverged"
-            for k, o in enumerate(objectives):  # NaN in per_seed means the sweeper scored the seed as failed
-                if t.state != TrialState.COMPLETE:  # a pruned/running run's value is not comparable
+            for k, o in enumerate(objectives):
+                if not scored:
                     row[o.column] = math.nan
-                elif "per_seed" in ua:
+                elif "per_seed" in ua:  # None/NaN there: the sweeper scored the seed as failed (diverged)
                     row[o.column] = _seed_value(ua["per_seed"], i, k)
                 else:
                     row[o.column] = row.get(f"final.{o.name}", math.nan)

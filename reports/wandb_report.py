@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import urlparse
 
-import pandas as pd
-
 from bench.errors import UserError
-from reports import figures as F
-from reports.table import StudyInfo
+
+if TYPE_CHECKING:  # preflight stays import-light so that a refusal is immediate
+    import pandas as pd
+
+    from reports.table import StudyInfo
 
 DEFAULT_BASE_URL = "https://api.wandb.ai"
 CONNECT_TIMEOUT_S = 3.0
@@ -55,14 +56,16 @@ def preflight(env: Mapping[str, str] | None = None) -> None:
         socket.setdefaulttimeout(None)
 
 
-def _project(info: StudyInfo) -> str:
+def _project(info: "StudyInfo") -> str:
     base = info.spec.get("base") or {}
     return ((base.get("tracking") or {}).get("project")) or "seqbench"
 
 
-def publish(info: StudyInfo, df: pd.DataFrame, env: Mapping[str, str] | None = None) -> str:
+def publish(info: "StudyInfo", df: "pd.DataFrame", env: Mapping[str, str] | None = None) -> str:
     """Build and save the W&B Report for ``info``'s study; returns its URL."""
     import wandb_workspaces.reports.v2 as wr
+
+    from reports import figures as F
 
     env = os.environ if env is None else env
     entity = env.get("WANDB_ENTITY") or None

@@ -22,7 +22,8 @@ from typing import Any
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--disable-quic", "--disable-extensions",
-         "--disable-default-apps", "--mute-audio", "--hide-scrollbars", "--remote-debugging-pipe"]
+         "--disable-default-apps", "--mute-audio", "--hide-scrollbars", "--remote-debugging-pipe",
+         "--host-resolver-rules=MAP * ~NOTFOUND"]  # no name resolves: a page that needs the network fails
 
 # per figure container: its size, how many plotly SVG layers and drawn marks it holds, and its traces
 _FIGURES_JS = """

@@ -87,9 +87,10 @@ def is_diverged(model: str, delay: int, warmup: int, seed: int) -> bool:
 
 
 def demo_study(storage: Any, out_dir: Path, name: str = "ld_demo",
-               acc: Callable[[str, int, int, int], float] = demo_acc, extra_states: bool = True) -> optuna.Study:
-    """12 complete trials (2 seeds each, one run diverged) plus, with ``extra_states``, one FAIL,
-    one PRUNED, one RUNNING and one WAITING trial."""
+               acc: Callable[[str, int, int, int], float] = demo_acc, extra_states: bool = True,
+               diagnostics: bool = True) -> optuna.Study:
+    """12 trials of 2 seeds (11 COMPLETE, 1 FAIL with a diverged seed) plus, with ``extra_states``,
+    one FAIL without runs, one PRUNED, one RUNNING and one WAITING trial."""
     parameters = {"model.name": {"values": list(MODELS)}, "task.delay": {"values": list(DELAYS)},
                   "optim.warmup_steps": {"values": list(WARMUPS)}}
     study = new_study(storage, name, out_dir, parameters,
@@ -110,27 +111,38 @@ def demo_study(storage: Any, out_dir: Path, name: str = "ld_demo",
                     curve = [{"step": st, "wall_s": st / 10, "train/loss": round(2.0 * (1 - a * st / 200) + 0.05, 4),
                               "val/loss": round(2.0 * (1 - a * st / 200) + 0.1, 4), "val/acc": round(a * st / 200, 4)}
                              for st in (50, 100, 150, 200)]
-                    write_run(out_dir, run_id, final=final, seed=s, model=m, status="diverged" if div else "completed",
-                              baseline={"val/acc": BASELINE_ACC, "val/loss": 1.3863}, curve=curve, wall_s=5.0 + d)
+                    rd = write_run(out_dir, run_id, final=final, seed=s, model=m, wall_s=5.0 + d, curve=curve,
+                                   status="diverged" if div else "completed",
+                                   baseline={"val/acc": BASELINE_ACC, "val/loss": 1.3863})
+                    if diagnostics and s == 0 and w == 0:  # a guess at issue 7's layout; the reader takes any
+                        decay = 0.6 if m == "rnn" else 0.97
+                        (rd / "diagnostics.json").write_text(json.dumps({
+                            "grad_through_time": {"distance": list(range(0, 2 * d + 1, 2)),
+                                                  "norm": [decay ** k for k in range(0, 2 * d + 1, 2)]},
+                            "grad_norm_per_layer": {"layer0": 0.5 + 0.1 * (m == "lstm"), "layer1": 0.8}}))
                     run_ids.append(run_id)
-                    per_seed.append(math.nan if div else a)
-                finite = [v for v in per_seed if v == v]
+                    per_seed.append(None if div else a)
+                finite = [v for v in per_seed if v is not None]
                 mean = sum(finite) / len(finite)
                 std = (sum((v - mean) ** 2 for v in finite) / (len(finite) - 1)) ** 0.5 if len(finite) > 1 else 0.0
+                n_div = sum(v is None for v in per_seed)
+                attrs = {"run_ids": run_ids, "seeds": list(SEEDS), "per_seed": per_seed, "mean": mean, "std": std,
+                         "n_diverged": n_div, "config_hash": f"h{n:04d}", "wall_s": 2 * (5.0 + d)}
+                if n_div:  # as the sweeps runner does: a diverged seed fails the trial
+                    attrs["fail_reason"] = f"{n_div}/{len(SEEDS)} seeds diverged"
                 add_trial(study, {"model.name": m, "task.delay": d, "optim.warmup_steps": w}, dists,
-                          state=TrialState.COMPLETE, values=[mean],
-                          attrs={"run_ids": run_ids, "seeds": list(SEEDS), "per_seed": per_seed, "mean": mean,
-                                 "std": std, "n_diverged": sum(v != v for v in per_seed),
-                                 "config_hash": f"h{n:04d}", "wall_s": 2 * (5.0 + d)})
+                          state=TrialState.FAIL if n_div else TrialState.COMPLETE,
+                          values=None if n_div else [mean], attrs=attrs)
                 n += 1
     if extra_states:
         p = {"model.name": "lstm", "task.delay": 20, "optim.warmup_steps": 0}
         add_trial(study, p, dists, state=TrialState.FAIL,
                   attrs={"run_ids": [], "seeds": [], "fail_reason": "RuntimeError: out of memory", "wall_s": 1.0})
         write_run(out_dir, "pruned-s0", final={"val/acc": 0.3}, baseline={"val/acc": BASELINE_ACC}, model="rnn",
-                  curve=[{"step": 50, "val/acc": 0.3}])
+                  curve=[{"step": 50, "val/acc": 0.3}], status="pruned")
         add_trial(study, {**p, "model.name": "rnn"}, dists, state=TrialState.PRUNED,
-                  attrs={"run_ids": ["pruned-s0"], "seeds": [0], "wall_s": 3.0})
+                  attrs={"run_ids": ["pruned-s0"], "seeds": [0], "per_seed": [0.3], "wall_s": 3.0,
+                         "prune_reason": "pruned at step 50"})
         (out_dir / "runs" / "running-s0").mkdir(parents=True)  # started, no results.json yet
         add_trial(study, p, dists, state=TrialState.RUNNING, attrs={"run_ids": ["running-s0"], "seeds": [0]})
         add_trial(study, p, dists, state=TrialState.WAITING)
