@@ -86,10 +86,10 @@ def _finite(s: pd.Series) -> pd.Series:
 
 
 def cell_stats(g: pd.DataFrame, col: str) -> dict[str, float]:
-    """mean, std (over seeds/runs, ddof=1; 0 for one run), n finite runs and diverged runs of a group."""
+    """mean, std (over seeds/runs, ddof=1; NaN below two runs), n finite runs and diverged runs of a group."""
     v = _finite(g[col]) if col in g else pd.Series(dtype=float)
     return {"mean": float(v.mean()) if len(v) else math.nan,
-            "std": float(v.std(ddof=1)) if len(v) > 1 else (0.0 if len(v) else math.nan),
+            "std": float(v.std(ddof=1)) if len(v) > 1 else math.nan,
             "n": int(len(v)), "diverged": int(g["diverged"].fillna(False).astype(bool).sum())}
 
 
@@ -146,7 +146,7 @@ def top_trials(df: pd.DataFrame, obj: Objective, k: int = 10) -> pd.DataFrame:
 def fmt(mean: float, std: float) -> str:
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "–"
-    return f"{mean:.4g} ± {std:.2g}" if std == std else f"{mean:.4g}"
+    return f"{mean:.4g} ± {std:.2g}" if std == std else f"{mean:.4g} (one run)"
 
 
 # -- figures --------------------------------------------------------------------------------
@@ -173,7 +173,8 @@ def fig_heatmap(df: pd.DataFrame, obj: Objective, x: str, y: str, facet: str | N
             r, c = ys.index(yv), xs.index(xv)
             z[r, c] = s["mean"]
             div = f"<br>{s['diverged']} div" if s["diverged"] else ""
-            text[r][c] = (f"{s['mean']:.3g}<br>±{s['std']:.2g}" if s["n"] else "no result") + div
+            spread = f"±{s['std']:.2g}" if s["n"] > 1 else f"{s['n']} run"
+            text[r][c] = (f"{s['mean']:.3g}<br>{spread}" if s["n"] else "no result") + div
         fig.add_trace(go.Heatmap(z=z, x=[str(v) for v in xs], y=[str(v) for v in ys], text=text,
                                  texttemplate="%{text}", zmin=zmin, zmax=zmax, colorscale="Viridis",
                                  reversescale=not obj.maximize, showscale=(i == len(facets) - 1),
@@ -225,7 +226,7 @@ def fig_length(df: pd.DataFrame, obj: Objective, length: str, arch: str | None) 
         pts = [(lv, s) for lv, s in pts if s["n"]]
         fig.add_trace(go.Scatter(
             x=[p[0] for p in pts], y=[p[1]["mean"] for p in pts], mode="lines+markers", name=_group_label(a),
-            error_y=dict(type="data", array=[p[1]["std"] for p in pts], visible=True),
+            error_y=dict(type="data", array=[p[1]["std"] if p[1]["n"] > 1 else 0 for p in pts], visible=True),
             line=dict(color=PALETTE[i % len(PALETTE)]),
             customdata=[[p[1]["n"], p[1]["diverged"]] for p in pts],
             hovertemplate="%{x}: %{y:.4g}<br>runs %{customdata[0]}, diverged %{customdata[1]}<extra>%{fullData.name}</extra>"))
@@ -259,7 +260,8 @@ def fig_length_generalisation(df: pd.DataFrame, metric: str, arch: str | None,
     for i, (a, g) in enumerate(groups):
         ys = [cell_stats(g, f"final.test@{L}/{metric}") for L in lens]
         fig.add_trace(go.Scatter(x=lens, y=[s["mean"] for s in ys], mode="lines+markers",
-                                 error_y=dict(type="data", array=[s["std"] for s in ys], visible=True),
+                                 error_y=dict(type="data", array=[s["std"] if s["n"] > 1 else 0 for s in ys],
+                                              visible=True),
                                  name=_group_label(a) if length is None else
                                  _group_label(a).replace(" · ", f" · {label(length)}="),
                                  line=dict(color=PALETTE[i % len(PALETTE)])))
