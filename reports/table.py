@@ -30,7 +30,6 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from bench.errors import UserError
-from tasks.base import metric_goal
 
 PARAM = "param."
 OBJ = "objective:"
@@ -250,10 +249,3 @@ def compute_seconds(df: pd.DataFrame) -> float:
             total += float(pd.to_numeric(g["wall_time_s"], errors="coerce").fillna(0).sum())
     return total
 
-
-def goal_of(metric: str, objectives: list[Objective]) -> str:
-    """Direction of a metric: the study's word for an objective, else the metric-name convention."""
-    for o in objectives:
-        if o.name == metric:
-            return o.goal
-    return "minimize" if metric_goal(metric) == "min" else "maximize"

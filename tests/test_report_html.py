@@ -80,17 +80,20 @@ def test_cli_publish_wandb_offline_exits_2_fast(tmp_path):
     assert not (tmp_path / "reports").exists()  # failed before any work
 
 
-def test_cli_end_to_end(tmp_path):
+def test_cli_end_to_end(tmp_path, capsys):
     pytest.importorskip("sweeps.storage", reason="seqbench report opens storage through sweeps.storage (issue 5)")
+    from bench.cli import main
+
     out_dir = tmp_path / "outputs"
     out_dir.mkdir()
     demo_study(journal_storage(out_dir / "optuna.journal"), out_dir, extra_states=False)
-    r = run_cli("report", "ld_demo", "--out-dir", str(out_dir), "--color-by", "optim.warmup_steps")
-    assert r.returncode == 0, r.stderr
-    assert (out_dir / "reports" / "ld_demo" / "index.html").is_file() and "12 trials, 24 runs" in r.stdout
-    r = run_cli("report", "ld_demo", "--out-dir", str(out_dir), "--color-by", "model.d_model")
-    assert r.returncode == 2 and "--color-by: 'model.d_model' is not a swept key" in r.stderr
-    r = run_cli("report", "nope", "--out-dir", str(out_dir))
-    assert r.returncode == 2 and "no study named 'nope'" in r.stderr
-    r = run_cli("report", "ld_demo", "--out-dir", str(tmp_path / "empty"))
-    assert r.returncode == 2 and "no study journal" in r.stderr
+    assert main(["report", "ld_demo", "--out-dir", str(out_dir), "--color-by", "optim.warmup_steps"]) == 0
+    assert "12 trials, 24 runs" in capsys.readouterr().out
+    assert (out_dir / "reports" / "ld_demo" / "index.html").is_file()
+    assert "by optim.warmup_steps" in (out_dir / "reports" / "ld_demo" / "index.html").read_text()
+    for args, msg in ((["ld_demo", "--color-by", "model.d_model"], "--color-by: 'model.d_model' is not a swept key"),
+                      (["nope"], "no study named 'nope'")):
+        assert main(["report", *args, "--out-dir", str(out_dir)]) == 2
+        assert msg in capsys.readouterr().err
+    assert main(["report", "ld_demo", "--out-dir", str(tmp_path / "empty")]) == 2
+    assert "no study journal" in capsys.readouterr().err
