@@ -1,0 +1,227 @@
+"""The dashboard: ``index.html`` (self-contained; plotly.min.js written beside it), ``summary.md``, ``trials.csv``.
+
+The page loads only ``plotly.min.js`` from its own folder, so it opens from file:// with no
+network, and the folder can be zipped, mailed or committed as it is.
+"""
+from __future__ import annotations
+
+import html
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import plotly
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+
+from bench.tracking import atomic_write as _atomic_write
+from reports import figures as F
+from reports.diagnostics import fig_diagnostics
+from reports.optuna_views import optuna_figures
+from reports.table import StudyInfo, compute_seconds, state_counts
+
+PLOTLY_JS = "plotly.min.js"
+
+
+@dataclass
+class Section:
+    title: str
+    caption: str
+    items: list[tuple[str, Any]] = field(default_factory=list)  # (title, go.Figure | pd.DataFrame | "skipped: why")
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Readable by others too (mkstemp makes 0600 files): the folder is meant to be shared or served."""
+    _atomic_write(path, text)
+    umask = os.umask(0)
+    os.umask(umask)
+    path.chmod(0o644 & ~umask)
+
+
+def duration(s: float) -> str:
+    if not s or s != s:
+        return "0 s"
+    if s < 120:
+        return f"{s:.0f} s"
+    h, m = divmod(round(s / 60), 60)
+    return f"{h} h {m:02d} min" if h else f"{m} min"
+
+
+def _frame_cells(t: pd.DataFrame) -> pd.DataFrame:
+    """A display copy: 'mean ± std' joined, floats shortened."""
+    t = t.copy()
+    for a, b, name in (("best mean", "best std", "best (mean ± std)"), ("mean", "std", "mean ± std")):
+        if a in t.columns and b in t.columns:
+            t.insert(list(t.columns).index(a), name, [F.fmt(m, s) for m, s in zip(t[a], t[b])])
+            t = t.drop(columns=[a, b])
+    for c in t.columns:
+        if pd.api.types.is_float_dtype(t[c]):
+            t[c] = [("–" if v != v else f"{v:.4g}") for v in t[c]]
+    return t
+
+
+def sections(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.DataFrame,
+             color_by: str | None = None) -> list[Section]:
+    """What the dashboard shows, chosen from what the study swept (see reports.figures' heuristics)."""
+    out: list[Section] = []
+    runs = df[df["run_id"].astype(bool)] if not df.empty else df
+    for obj in info.objectives:
+        s = Section(f"Summary: {obj.name} ({obj.goal})",
+                    "Best configuration at every level of each swept factor: the trial with the best seed-mean "
+                    "at that level (mean ± std over its seeds), the mean over all runs at the level, and how many "
+                    "runs diverged.")
+        s.items.append(("Best per level", _frame_cells(F.summary_table(df, obj))))
+        s.items.append(("Top trials", _frame_cells(F.top_trials(df, obj))))
+        out.append(s)
+    obj = info.objectives[0]
+    arch = F.arch_column(df)
+    axes = F.heatmap_axes(df)
+    if axes:
+        x, y, facet = axes
+        out.append(Section("Factorial view", f"Mean {obj.name} over runs in each cell (seeds and any other swept "
+                           "factor pooled); the text gives mean, ± std and diverged runs.",
+                           [("heatmap", F.fig_heatmap(df, obj, x, y, facet))]))
+    if F.swept(df):
+        out.append(Section("Factors", "Every run's objective at each level of each swept factor.",
+                           [("factors", F.fig_factors(df, obj))]))
+    length = F.length_column(df)
+    tl = F.test_lengths(df)
+    if length or tl:
+        s = Section("Long-range dependencies", "The objective against the dependency length, one line per "
+                    "architecture, with the task's memoryless baseline (the score of a model with no memory); "
+                    "and, where runs were evaluated at longer lengths (eval.lengths), the test metric there.")
+        if length:
+            s.items.append(("length", F.fig_length(df, obj, length, arch)))
+        for metric in tl:
+            s.items.append((f"generalisation {metric}", F.fig_length_generalisation(df, metric, arch, length)))
+        out.append(s)
+    color = color_by or F.color_column(df)
+    metric = F.curve_metric(curves, obj)
+    if metric:
+        s = Section("Learning curves", "Each run's validation curves from its metrics.csv"
+                    + (f", coloured by {F.label(color)}." if color else "."))
+        for m in dict.fromkeys([metric, "train/loss"]):
+            if m in set(curves["metric"]):
+                s.items.append((m, F.fig_learning_curves(curves, runs, m, color)))
+        out.append(s)
+    out.append(Section("Optuna views", "Optuna's own plots over the completed trials (trial value = mean over "
+                       "seeds).", optuna_figures(df, info.objectives)))
+    if not diag.empty:
+        out.append(Section("Diagnostics", "Quantities the runs recorded in diagnostics.json.",
+                           [("diagnostics", fig_diagnostics(diag, runs, color))]))
+    return out
+
+
+def header_facts(info: StudyInfo, df: pd.DataFrame, built: dict[str, Any]) -> list[tuple[str, str]]:
+    counts = state_counts(df)
+    runs = df[df["run_id"].astype(bool)] if not df.empty else df
+    by_status = runs["status"].value_counts().to_dict() if not runs.empty else {}
+    made = " ".join(x for x in (info.seqbench_version, f"({info.git_sha})" if info.git_sha else "") if x)
+    return [
+        ("objective", ", ".join(f"{o.name} ({o.goal})" for o in info.objectives)),
+        ("storage", info.storage),
+        ("trials", " · ".join(f"{n} {s.lower()}" for s, n in counts.items()) + f"  (total {sum(counts.values())})"),
+        ("runs", " · ".join(f"{n} {s}" for s, n in by_status.items()) + f"  (total {len(runs)})"),
+        ("compute time", duration(compute_seconds(df))),
+        ("swept", ", ".join(info.params) or "nothing"),
+        ("sweep spec", info.spec_path or "–"),
+        ("study made with", f"seqbench {made}" if made else "–"),
+        ("report built", f"seqbench {built['version']} ({built['git_sha']}) on {built['when']}"),
+    ]
+
+
+_CSS = """
+body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:0 auto;max-width:1280px;padding:16px 28px;color:#222}
+h1{margin-bottom:4px} .question{font-size:1.25em;font-style:italic;color:#333;margin:6px 0 14px}
+table{border-collapse:collapse;font-size:13px;margin:8px 0 18px} th,td{border:1px solid #ddd;padding:4px 8px;text-align:left}
+th{background:#f3f5f8} table.facts th{width:150px} .caption{color:#555;font-size:14px;max-width:980px}
+.skipped{color:#777;font-style:italic;font-size:13px} section{margin-top:26px;border-top:2px solid #e6e9ef}
+figure.panel{margin:8px 0 18px} .files{color:#555;font-size:13px}
+"""
+
+
+def _table_html(t: pd.DataFrame) -> str:
+    return t.to_html(index=False, border=0, classes="data", na_rep="–", escape=True)
+
+
+def page(info: StudyInfo, df: pd.DataFrame, secs: list[Section], built: dict[str, Any]) -> str:
+    e = html.escape
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>seqbench report: {e(info.name)}</title>",
+             f"<script src='{PLOTLY_JS}' charset='utf-8'></script><style>{_CSS}</style></head><body>",
+             f"<h1>seqbench report: {e(info.name)}</h1>",
+             f"<div class='question'>{e(info.question) or 'No question recorded with this study.'}</div>",
+             "<table class='facts'>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>"
+                                               for k, v in header_facts(info, df, built)) + "</table>",
+             "<p class='files'>Also here: <a href='summary.md'>summary.md</a> (these tables in Markdown), "
+             "<a href='trials.csv'>trials.csv</a> (the table every figure is drawn from).</p>"]
+    n = 0
+    for s in secs:
+        parts.append(f"<section><h2>{e(s.title)}</h2><p class='caption'>{e(s.caption)}</p>")
+        for title, item in s.items:
+            if isinstance(item, go.Figure):
+                n += 1
+                div = item.to_html(full_html=False, include_plotlyjs=False, div_id=f"fig-{n}",
+                                   config={"displaylogo": False, "responsive": True})
+                parts.append(f"<figure class='panel' data-title='{e(title)}'>{div}</figure>")
+            elif isinstance(item, pd.DataFrame):
+                parts.append(f"<h3>{e(title)}</h3>" + _table_html(item))
+            else:
+                parts.append(f"<p class='skipped'>{e(title)}: {e(str(item))}</p>")
+        parts.append("</section>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _md_table(t: pd.DataFrame) -> str:
+    if t.empty:
+        return "_(no rows)_\n"
+    cells = [[str(c) for c in t.columns]] + [["–" if (isinstance(v, float) and math.isnan(v)) else str(v)
+                                               for v in row] for row in t.itertuples(index=False)]
+    cells = [[c.replace("|", "\\|") for c in row] for row in cells]
+    lines = ["| " + " | ".join(cells[0]) + " |", "|" + "---|" * len(cells[0])]
+    lines += ["| " + " | ".join(r) + " |" for r in cells[1:]]
+    return "\n".join(lines) + "\n"
+
+
+def summary_md(info: StudyInfo, df: pd.DataFrame, secs: list[Section], built: dict[str, Any]) -> str:
+    out = [f"# seqbench report: {info.name}", "", f"> {info.question}" if info.question else "", ""]
+    out += [f"- **{k}**: {v}" for k, v in header_facts(info, df, built)] + [""]
+    for s in secs:
+        tables = [(t, i) for t, i in s.items if isinstance(i, pd.DataFrame)]
+        for title, t in tables:
+            out += [f"## {s.title}: {title}", "", _md_table(t)]
+    return "\n".join(out)
+
+
+def write_report(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.DataFrame, report_dir: Path,
+                 built: dict[str, Any], color_by: str | None = None) -> Path:
+    """Write index.html, plotly.min.js, summary.md and trials.csv into ``report_dir``; return index.html."""
+    report_dir.mkdir(parents=True, exist_ok=True)
+    secs = sections(info, df, curves, diag, color_by)
+    js = report_dir / PLOTLY_JS
+    stamp = f"/* plotly.js for plotly.py {plotly.__version__} */\n"
+    if not js.is_file() or not js.read_text(errors="ignore").startswith(stamp):
+        atomic_write(js, stamp + get_plotlyjs())
+    atomic_write(report_dir / "trials.csv", df.to_csv(index=False))
+    atomic_write(report_dir / "summary.md", summary_md(info, df, secs, built))
+    index = report_dir / "index.html"
+    atomic_write(index, page(info, df, secs, built))
+    return index
+
+
+def built_by() -> dict[str, Any]:
+    from importlib import metadata
+
+    from bench.tracking import git_sha
+
+    try:
+        version = metadata.version("seqbench")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    sha = git_sha()
+    return {"version": version, "git_sha": (sha[:12] + ("+dirty" if sha.endswith("+dirty") else "")) if sha else "no git",
+            "when": time.strftime("%Y-%m-%d %H:%M")}
