@@ -36,7 +36,8 @@ def format_validation_error(err: ValidationError, *, tagged=frozenset({"task", "
     elif e["type"] == "union_tag_not_found":
         where = f"{where}.name" if where else "name"
         msg = "missing 'name'"
-    elif "input" in e and e["type"] not in ("missing",) and not isinstance(e["input"], (dict, list)):
+    elif ("input" in e and e["type"] not in ("missing",) and not isinstance(e["input"], (dict, list))
+          and str(e["input"]) not in msg):
         msg = f"{msg} (got {e['input']!r})"
     more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
     line = f"{where}: {msg}{more}" if where and not msg.startswith(f"{where}:") else f"{msg}{more}"
