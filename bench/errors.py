@@ -1,6 +1,8 @@
 """User-facing errors: one line, naming the field and the allowed values."""
 from __future__ import annotations
 
+import re
+
 from pydantic import ValidationError
 
 
@@ -11,7 +13,7 @@ class UserError(Exception):
 def _loc(loc: tuple, tagged: frozenset[str]) -> str:
     parts = [str(p) for p in loc]
     # discriminated unions insert the tag: ('task', 'copy', 'delay') -> task.delay
-    if len(parts) > 2 and parts[0] in tagged:
+    if len(parts) >= 2 and parts[0] in tagged:
         parts = [parts[0]] + parts[2:]
     return ".".join(parts)
 
@@ -40,5 +42,8 @@ def format_validation_error(err: ValidationError, *, tagged=frozenset({"task", "
           and str(e["input"]) not in msg):
         msg = f"{msg} (got {e['input']!r})"
     more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-    line = f"{where}: {msg}{more}" if where and not msg.startswith(f"{where}:") else f"{msg}{more}"
+    # validators that name their own field ("model.n_layers: ...") keep it
+    names_field = re.match(r"^[\w.@]+: ", msg) is not None and msg.split(":", 1)[0].split(".")[0] == \
+        (where.split(".")[0] if where else "")
+    line = f"{msg}{more}" if (not where or names_field or msg.startswith(f"{where}:")) else f"{where}: {msg}{more}"
     return " ".join(line.split())

@@ -17,7 +17,7 @@ from typing import Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import Field
+from pydantic import Field, model_validator
 from torch import nn
 from torch.nn.utils.parametrizations import weight_norm as apply_weight_norm
 
@@ -34,6 +34,13 @@ class TCNConfig(ModelConfig):
     kernel_size: int = Field(3, ge=2, description="taps per causal conv (the paper uses 2-8)")
     n_levels: int = Field(8, ge=1, description="residual blocks; block i has dilation 2^i")
     weight_norm: bool = Field(True, description="weight-normalise the convolutions (as Bai et al.)")
+
+    @model_validator(mode="after")
+    def _depth_is_n_levels(self):
+        if self.n_layers != 1:
+            raise ValueError("model.n_layers: a tcn's depth is model.n_levels (block i has dilation 2^i); "
+                             "set model.n_levels instead and leave n_layers at 1")
+        return self
 
     def receptive_field(self) -> int:
         return receptive_field(self.kernel_size, self.n_levels)

@@ -50,7 +50,7 @@ def tiny_overrides(task: str, model: str, out_dir: Path | str, **extra: Any) -> 
 
 def compatible_pairs() -> list[tuple[str, str]]:
     """Every (task, model) pair the config validator accepts."""
-    import bench.config  # noqa: F401
+    import bench.config  # noqa: F401,F811
     from bench.registry import MODELS, TASKS
 
     pairs = []
