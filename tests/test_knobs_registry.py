@@ -101,3 +101,36 @@ def test_every_model_field_reaches_the_model(model_name, field, tmp_path):
     a, b = _fingerprint(cfg_a, task), _fingerprint(cfg_b, task)
     same_out = a[2].shape == b[2].shape and torch.allclose(a[2], b[2]) and torch.allclose(a[3], b[3])
     assert a[0] != b[0] or a[1] != b[1] or not same_out, f"model.{field}: {default!r} -> {alt!r} changed nothing"
+
+
+SYNTHETIC_CASES = [(t.name, f) for t in TASKS if "synthetic" in t.cls.__module__
+                   for f in t.config_cls.model_fields if f != "name"]
+
+
+@pytest.mark.parametrize("task_name, field", SYNTHETIC_CASES)
+def test_every_synthetic_task_field_changes_the_data(task_name, field, tmp_path):
+    """(Text tasks' fields are covered in tests/test_sentiment.py, test_lm.py, test_text_data.py.)"""
+    fields = TASKS.get(task_name).config_cls.model_fields
+    model = next(m.name for m in MODELS if TASKS.get(task_name).config_cls.output_kind in m.config_cls.supported_kinds)
+    base = tiny_overrides(task_name, model, tmp_path)
+    cfg_a = build_config({}, base)
+    current = getattr(cfg_a.task, field)
+    for alt in (current * 2, current + 1, current - 1):
+        try:
+            cfg_b = build_config({}, base + [f"task.{field}={alt}"])
+            break
+        except UserError:
+            continue
+    else:
+        pytest.fail(f"task.{field}: no valid alternative to {current}")
+    a, b = build_task(cfg_a), build_task(cfg_b)
+
+    def data(task):
+        key = next(iter(task.loader("train", 4, n_batches=1)))
+        batch = task.materialize(key, torch.device("cpu"))
+        return task.spec, batch.x, batch.y
+
+    (sa, xa, ya), (sb, xb, yb) = data(a), data(b)
+    changed = sa != sb or xa.shape != xb.shape or ya.shape != yb.shape or not (torch.equal(xa, xb)
+                                                                              and torch.equal(ya, yb))
+    assert changed, f"task.{field}: {current} -> {alt} changed neither the spec nor the data"
