@@ -28,7 +28,10 @@ class ResultsWriter(pl.Callback):
         self.last_step = -1
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: Any) -> None:
-        if trainer.sanity_checking or trainer.global_rank != 0:
+        if trainer.sanity_checking:
+            return
+        self.last_step = trainer.global_step  # every rank: run() decides on a final validation from it
+        if trainer.global_rank != 0:
             return
         row: dict[str, Any] = {"step": trainer.global_step, "wall_s": round(time.perf_counter() - self.t0, 3),
                                "lr": _lr(trainer)}
@@ -38,7 +41,6 @@ class ResultsWriter(pl.Callback):
         for k, v in trainer.callback_metrics.items():
             if k.startswith("val/"):
                 row[k] = float(v)
-        self.last_step = trainer.global_step
         self.tracker.log_eval(row)
 
 

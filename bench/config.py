@@ -89,6 +89,13 @@ class TrackingConfig(Section):
     tags: list[str] = Field(default_factory=list, description="W&B tags")
 
 
+class DiagnosticsConfig(Section):
+    gradients: bool = Field(False, description="record gradient through time, per-layer and global gradient "
+                            "norms and W_hh spectral norms to <run>/diagnostics.json (bench/diagnostics.py)")
+    every: int = Field(100, ge=1, description="record at step 0 and every N optimizer steps; each record costs "
+                       "one extra backward pass")
+
+
 def _default_task():
     return TASKS.get("copy").config_cls()
 
@@ -104,6 +111,7 @@ class RunConfig(Section):
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig)
     seed: int = Field(0, ge=0, description="seeds weights, data streams and dropout")
     out_dir: Path = Field(Path("outputs"), description="root for runs/, wandb/, reports/")
     run_id: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]+$", description="run folder name; default derived")
@@ -123,6 +131,9 @@ class RunConfig(Section):
         if self.optim.warmup_steps and self.optim.warmup_steps >= self.train.max_steps:
             raise ValueError(f"optim.warmup_steps: {self.optim.warmup_steps} >= train.max_steps="
                              f"{self.train.max_steps}; the run would never reach the peak lr")
+        if self.diagnostics.gradients and self.train.compile:
+            raise ValueError("diagnostics.gradients: the gradient-through-time probe needs a second backward "
+                             "through the eager graph, which compiled graphs refuse; set train.compile=false")
         es = self.train.early_stop
         if es is not None:
             allowed = [f"val/{n}" for n in t.metric_names]
@@ -138,7 +149,7 @@ class RunConfig(Section):
     def config_hash(self) -> str:
         """Hash of everything that changes the experiment (not where or how it is logged)."""
         d = self.to_dict()
-        for k in ("out_dir", "run_id", "tracking", "resume"):
+        for k in ("out_dir", "run_id", "tracking", "resume", "diagnostics"):  # diagnostics only observe
             d.pop(k)
         for k in ("threads", "checkpoint_every", "flush_denormal"):
             d["train"].pop(k)

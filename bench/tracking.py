@@ -4,6 +4,8 @@ Every run writes ``<out_dir>/runs/<run_id>/``:
 - ``config.yaml``   the resolved RunConfig (written before training starts)
 - ``metrics.csv``   one row per validation (step, wall time, lr, train/loss, val/*)
 - ``results.json``  final and best metrics, baseline, status, timing, provenance
+- ``diagnostics.json`` with ``diagnostics.gradients=true``: gradient through time, per-layer
+  and global gradient norms, W_hh spectral norms (format: ``bench/diagnostics.py``)
 These are the source of truth for reports (W&B offline runs have no readable summary).
 This is the only module that imports wandb, and a W&B failure never stops training.
 """

@@ -11,6 +11,8 @@ import torch
 
 from bench.callbacks import AtomicCheckpoint, DivergenceStop, ProgressPrinter, ResultsWriter
 from bench.config import RunConfig
+from bench.diagnostics import GradientDiagnostics
+from bench.distributed import launch, spawned
 from bench.module import SeqModule
 from bench.registry import TASKS
 from bench.tracking import RunTracker, read_results, wandb_finish, wandb_log_summary
@@ -41,10 +43,6 @@ def _floats(metrics: dict[str, Any], prefix: str = "") -> dict[str, float]:
 def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequence[pl.Callback] = (),
         progress: bool = True, tracker: RunTracker | None = None) -> dict[str, Any]:
     """Train and evaluate one configuration; returns the dict written to results.json."""
-    quiet_lightning()
-    if cfg.train.threads:
-        torch.set_num_threads(cfg.train.threads)
-    torch.set_flush_denormal(cfg.train.flush_denormal)
     tracker = tracker or RunTracker(cfg, list(argv) if argv is not None else None)
     if tracker.resumed:
         done = read_results(tracker.dir)
@@ -53,6 +51,18 @@ def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequenc
                 print(f"[{cfg.task.name}/{cfg.model.name}] {tracker.run_id} already finished "
                       f"({done.get('status')}); nothing to resume")
             return done
+    if spawned(cfg.train.strategy):  # seqbench starts the processes; rank 0 writes the run's files
+        return launch(cfg, tracker, callbacks, progress)
+    return run_in_process(cfg, tracker, callbacks, progress, strategy=cfg.train.strategy)
+
+
+def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.Callback] = (),
+                   progress: bool = True, *, strategy: str = "auto") -> dict[str, Any]:
+    """``run`` in this process (one of several under DDP, see ``bench.distributed``)."""
+    quiet_lightning()
+    if cfg.train.threads:
+        torch.set_num_threads(cfg.train.threads)
+    torch.set_flush_denormal(cfg.train.flush_denormal)
     ckpt = tracker.resume_from()
     pl.seed_everything(cfg.seed, workers=True, verbose=False)
     task = build_task(cfg)
@@ -68,6 +78,8 @@ def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequenc
     cbs: list[pl.Callback] = [writer, diverge, *callbacks]
     if t.checkpoint_every:
         cbs.append(AtomicCheckpoint(tracker.checkpoint, t.checkpoint_every))
+    if cfg.diagnostics.gradients:
+        cbs.append(GradientDiagnostics(cfg.diagnostics.every, tracker.dir))
     if progress:
         cbs.append(ProgressPrinter(f"{cfg.task.name}/{cfg.model.name}", t.max_steps,
                                    {f"val/{k}": v for k, v in baseline.items()}))
@@ -77,6 +89,11 @@ def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequenc
             stopping_threshold=t.early_stop.threshold, patience=10**9, check_on_train_epoch_end=False))
     wandb_logger = tracker.wandb_logger()
     if cfg.train.compile:
+        import torch._dynamo as dynamo
+
+        # torch.compile is lazy: backend failures (e.g. no C++ compiler for inductor on CPU) surface at
+        # the first forward; with this they fall back to eager with a warning instead of ending the run
+        dynamo.config.suppress_errors = True
         try:
             module.net = torch.compile(module.net)
         except Exception as e:  # noqa: BLE001 - compile is an optimisation, never a requirement
@@ -84,7 +101,7 @@ def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequenc
 
     trainer = pl.Trainer(
         max_steps=t.max_steps, val_check_interval=min(t.val_every, t.max_steps), check_val_every_n_epoch=None,
-        num_sanity_val_steps=0, accelerator=t.accelerator, devices=t.devices, strategy=t.strategy,
+        num_sanity_val_steps=0, accelerator=t.accelerator, devices=t.devices, strategy=strategy,
         num_nodes=t.num_nodes, precision=t.precision, deterministic=t.deterministic,
         gradient_clip_val=cfg.optim.grad_clip, gradient_clip_algorithm="norm",
         logger=wandb_logger if wandb_logger is not None else False, callbacks=cbs,
@@ -142,7 +159,7 @@ def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequenc
         "solved": bool(task.solved(final, "val")) if final else False,
         "primary_metric": f"val/{cfg.task.primary_metric}", "primary_goal": cfg.task.primary_goal,
         "steps": steps, "wall_time_s": round(time.time() - tracker.started, 3), "train_time_s": round(train_s, 3),
-        "samples_per_s": round(steps * t.batch_size / train_s, 2) if train_s > 0 else None,
+        "samples_per_s": round(steps * t.batch_size * trainer.world_size / train_s, 2) if train_s > 0 else None,
         "n_params": n_params, "device": str(module.device),
         "extras": extras,
         "config": cfg.to_dict(),

@@ -1,0 +1,364 @@
+"""``seqbench cost``: forward+backward time and peak memory against sequence length.
+
+    seqbench cost models=rnn,lstm,gru,transformer,tcn lengths=64,128,256,512 d_model=128
+
+For each model and length (shortest first) one training step on random tokens
+(B = ``batch_size``, vocab 16, per-step cross-entropy) is timed: ``warmup`` untimed steps,
+then the median of ``repeats`` timed ones (CUDA synchronised on GPU).
+
+Peak memory, one number per point, is the memory one forward+backward needs on top of the
+model, inputs and everything set up before it:
+- GPU: ``torch.cuda.max_memory_allocated`` during the first step minus the allocated bytes
+  before it (the caching allocator's own count, not the reserved pool).
+- CPU: torch's CPU allocator keeps no statistics and ``tracemalloc`` does not see it, so each
+  point runs in a fresh subprocess (``isolate=true``) and reports the rise of the process's
+  peak resident set size (``ru_maxrss``) over its resident size just before the first step.
+  That is what the OS had to provide: it includes allocator slack and excludes pages the
+  allocator reused, so it is coarse (about 1 MiB) and meaningful only at sizes well above that.
+  ``isolate=false`` measures in-process (faster, no CPU memory: recorded as empty).
+
+A model's sweep stops cleanly and says why when a point runs out of memory (CUDA OOM, or
+the subprocess killed by the OS), exceeds ``timeout_s``, or its median step exceeds
+``max_step_s`` (longer lengths would only be slower). Exponents are least-squares slopes
+of log(time) and log(memory) against log(T), over all measured lengths and over the upper
+half; fixed per-step overheads flatten the curve at short T, so the upper half is closer
+to the asymptotic exponent in the complexity table.
+
+Writes ``cost.csv`` (one row per point), ``cost.md`` (table, exponents, complexity table),
+``cost.json`` and plotly figures ``cost_time.html``, ``cost_memory.html`` under ``out_dir``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator
+
+from bench.errors import UserError, format_validation_error
+from bench.schema import Section
+
+# What the course material says each family costs per sequence (T length, d width, k kernel).
+COMPLEXITY = {
+    "rnn": ("O(T·d²)", 1), "irnn": ("O(T·d²)", 1), "lstm": ("O(T·d²)", 1), "gru": ("O(T·d²)", 1),
+    "transformer": ("O(T²·d + T·d²)", 2), "tcn": ("O(k·T·d²)", 1),
+}
+DEFAULT_MODELS = ("rnn", "lstm", "gru", "transformer", "tcn")
+VOCAB = 16
+
+
+def _default_models() -> list[str]:
+    return [m for m in DEFAULT_MODELS if m in _backbones()]
+
+
+def _backbones() -> list[str]:
+    import bench.config  # noqa: F401  (fills MODELS)
+    from bench.registry import MODELS
+    from models.base import Backbone
+
+    return [e.name for e in MODELS if isinstance(e.cls, type) and issubclass(e.cls, Backbone)]
+
+
+class CostConfig(Section):
+    models: list[str] = Field(default_factory=_default_models, min_length=1,
+                              description="registered backbone models to sweep (default: those of "
+                              + ", ".join(DEFAULT_MODELS) + " that are registered)")
+    lengths: list[int] = Field(default_factory=lambda: [64, 128, 256, 512, 1024], min_length=2,
+                               description="sequence lengths, swept shortest first")
+    d_model: int = Field(128, ge=1, description="model width")
+    n_layers: int = Field(1, ge=1, description="stacked layers")
+    batch_size: int = Field(16, ge=1, description="sequences per step")
+    repeats: int = Field(5, ge=1, description="timed steps per point (the median is reported)")
+    warmup: int = Field(2, ge=0, description="untimed steps before timing (allocator, kernel selection)")
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="cuda when available under auto")
+    threads: int = Field(1, ge=1, description="torch intra-op threads (the harness default is 1)")
+    isolate: bool = Field(True, description="each point in a fresh subprocess: CPU peak-RSS memory, and an "
+                          "out-of-memory kill cannot end the sweep")
+    max_step_s: float = Field(10.0, gt=0, description="stop a model's sweep after a length whose median "
+                              "step exceeds this")
+    timeout_s: float = Field(300.0, gt=0, description="kill an isolated point after this many seconds "
+                             "and stop that model's sweep")
+    out_dir: Path = Field(Path("outputs/cost"), description="where cost.csv/md/json and figures go")
+
+    @field_validator("models")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        ok = _backbones()
+        bad = [m for m in v if m not in ok]
+        if bad:
+            raise ValueError(f"unknown model {bad[0]!r}; choose from {', '.join(ok)}")
+        return v
+
+    @field_validator("lengths")
+    @classmethod
+    def _sorted(cls, v: list[int]) -> list[int]:
+        if any(n < 1 for n in v):
+            raise ValueError("lengths must be positive")
+        return sorted(set(v))
+
+
+def parse_settings(settings: list[str]) -> CostConfig:
+    d: dict[str, Any] = {}
+    for s in settings:
+        if "=" not in s:
+            raise UserError(f"{s}: settings look like key=value, e.g. lengths=64,128,256")
+        k, _, v = s.partition("=")
+        k, v = k.strip(), v.strip()
+        if k in ("models", "lengths"):
+            d[k] = [x.strip() for x in v.strip("[]").split(",") if x.strip()]
+        else:
+            d[k] = v
+    try:
+        return CostConfig.model_validate(d)
+    except ValidationError as e:
+        raise UserError(format_validation_error(e, allowed_fields=lambda loc: list(CostConfig.model_fields)))
+
+
+# -- one point ------------------------------------------------------------------------------
+
+def measure_point(model: str, length: int, c: dict[str, Any]) -> dict[str, Any]:
+    """Time (and on GPU/isolated CPU, memory of) one training step of ``model`` at ``length``."""
+    import torch
+    import torch.nn.functional as F
+
+    import bench.config  # noqa: F401
+    from bench.registry import MODELS
+    from models.base import build_model
+    from tasks.base import Batch, OutputKind, TaskSpec
+
+    torch.set_num_threads(c["threads"])
+    torch.manual_seed(0)
+    dev = torch.device(c["device"])
+    cfg_cls = MODELS.get(model).config_cls
+    fields = {"d_model": c["d_model"], "n_layers": c["n_layers"]}
+    if "max_len" in cfg_cls.model_fields:
+        fields["max_len"] = max(length, cfg_cls.model_fields["max_len"].default or 0)
+    spec = TaskSpec(OutputKind.TOKENS, n_classes=VOCAB, causal=True, vocab_size=VOCAB)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = build_model(cfg_cls(**fields), spec).to(dev)
+    B = c["batch_size"]
+    batch = Batch(x=torch.randint(0, VOCAB, (B, length), device=dev), y=torch.randint(0, VOCAB, (B, length), device=dev))
+
+    def step() -> None:
+        out, _ = net(batch)  # (B, T, VOCAB)
+        F.cross_entropy(out.flatten(0, 1), batch.y.flatten()).backward()
+        net.zero_grad(set_to_none=True)
+
+    def sync() -> None:
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+
+    mem = None
+    if dev.type == "cuda":
+        sync()
+        torch.cuda.reset_peak_memory_stats(dev)
+        before = torch.cuda.memory_allocated(dev)
+        step()
+        sync()
+        mem = (torch.cuda.max_memory_allocated(dev) - before) / 2**20
+    elif c.get("_rss"):
+        rss_before = _rss_kib()
+        step()
+        mem = max(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
+    else:
+        step()
+    for _ in range(max(0, c["warmup"] - 1)):
+        step()
+    sync()
+    times = []
+    for _ in range(c["repeats"]):
+        t0 = time.perf_counter()
+        step()
+        sync()
+        times.append(time.perf_counter() - t0)
+    med = statistics.median(times)
+    return {"status": "ok", "time_ms": med * 1e3, "time_ms_min": min(times) * 1e3, "peak_mem_mib": mem,
+            "tokens_per_s": B * length / med}
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() // 1024
+
+
+def _point_main() -> None:  # entry point of an isolated point: argv[1] JSON in, JSON line out
+    args = json.loads(sys.argv[1])
+    try:
+        res = measure_point(args["model"], args["length"], args["c"])
+    except Exception as e:  # noqa: BLE001 - reported to the parent as the point's status
+        oom = "out of memory" in str(e).lower() or type(e).__name__ == "OutOfMemoryError"
+        res = {"status": "oom" if oom else "error", "detail": f"{type(e).__name__}: {str(e)[:200]}"}
+    print("RESULT " + json.dumps(res), flush=True)
+
+
+def run_point(model: str, length: int, c: dict[str, Any], isolate: bool, timeout_s: float) -> dict[str, Any]:
+    if not isolate:
+        try:
+            return measure_point(model, length, c)
+        except RuntimeError as e:
+            if "out of memory" not in str(e).lower():
+                raise
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            return {"status": "oom", "detail": str(e)[:200]}
+    arg = json.dumps({"model": model, "length": length, "c": {**c, "_rss": c["device"] == "cpu"}})
+    code = "from bench.cost import _point_main; _point_main()"
+    try:
+        p = subprocess.run([sys.executable, "-c", code, arg], capture_output=True, text=True, timeout=timeout_s,
+                           cwd=str(Path(__file__).resolve().parent.parent))
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "detail": f"point took longer than timeout_s={timeout_s}"}
+    for line in reversed(p.stdout.splitlines()):
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    if p.returncode in (-9, 137):
+        return {"status": "oom", "detail": "killed by the OS (SIGKILL), most likely out of memory"}
+    return {"status": "error", "detail": (p.stderr.strip().splitlines() or ["no output"])[-1][:200]}
+
+
+# -- sweep, fit, write ------------------------------------------------------------------------
+
+def fit_exponent(lengths: list[float], values: list[float]) -> float | None:
+    """Least-squares slope of log(value) against log(length); None with fewer than two points."""
+    pts = [(math.log(t), math.log(v)) for t, v in zip(lengths, values) if v and v > 0]
+    if len(pts) < 2:
+        return None
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    den = sum((p[0] - mx) ** 2 for p in pts)
+    return sum((p[0] - mx) * (p[1] - my) for p in pts) / den if den else None
+
+
+def exponents(rows: list[dict[str, Any]], key: str) -> tuple[float | None, float | None]:
+    ok = [r for r in rows if r["status"] == "ok" and r.get(key)]
+    ts, vs = [r["length"] for r in ok], [r[key] for r in ok]
+    upper = len(ts) // 2
+    return fit_exponent(ts, vs), fit_exponent(ts[upper:], vs[upper:]) if len(ts) - upper >= 2 else None
+
+
+def sweep(c: CostConfig, progress=print) -> dict[str, Any]:
+    import torch
+
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if c.device == "auto" else c.device
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UserError("device: cuda requested but no CUDA device is visible; use device=cpu or auto")
+    pc = {"d_model": c.d_model, "n_layers": c.n_layers, "batch_size": c.batch_size, "repeats": c.repeats,
+          "warmup": c.warmup, "device": device, "threads": c.threads}
+    rows: list[dict[str, Any]] = []
+    summary: dict[str, Any] = {}
+    for model in c.models:
+        model_rows, stopped = [], None
+        for length in c.lengths:
+            if stopped:
+                model_rows.append({"model": model, "length": length, "status": "skipped", "detail": stopped})
+                continue
+            r = {"model": model, "length": length, **run_point(model, length, pc, c.isolate, c.timeout_s)}
+            model_rows.append(r)
+            if r["status"] != "ok":
+                stopped = f"after {r['status']} at T={length}"
+            elif r["time_ms"] / 1e3 > c.max_step_s:
+                stopped = f"median step {r['time_ms'] / 1e3:.1f}s > max_step_s={c.max_step_s} at T={length}"
+            progress(f"[cost] {model:<12} T={length:<6} " + (
+                f"{r['time_ms']:9.2f} ms  " + (f"{r['peak_mem_mib']:8.1f} MiB" if r.get("peak_mem_mib")
+                                               is not None else "") if r["status"] == "ok" else r["status"]))
+        t_all, t_up = exponents(model_rows, "time_ms")
+        m_all, m_up = exponents(model_rows, "peak_mem_mib")
+        summary[model] = {"complexity": COMPLEXITY.get(model, ("?", None))[0],
+                          "expected_time_exponent": COMPLEXITY.get(model, ("?", None))[1],
+                          "time_exponent": t_all, "time_exponent_upper": t_up,
+                          "memory_exponent": m_all, "memory_exponent_upper": m_up, "stopped": stopped}
+        rows += model_rows
+    mem_method = "cuda max_memory_allocated" if device == "cuda" else (
+        "peak RSS rise in a fresh subprocess" if c.isolate else "not measured (isolate=false)")
+    meta = {**pc, "memory_method": mem_method, "torch": torch.__version__}
+    return {"config": c.model_dump(mode="json"), "meta": meta, "rows": rows, "summary": summary}
+
+
+def _fmt(v: Any, nd: int = 2) -> str:
+    return "" if v is None else f"{v:.{nd}f}" if isinstance(v, float) else str(v)
+
+
+def write_outputs(result: dict[str, Any], out_dir: Path) -> list[Path]:
+    import csv
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows, summary, meta = result["rows"], result["summary"], result["meta"]
+    cols = ["model", "length", "status", "time_ms", "time_ms_min", "peak_mem_mib", "tokens_per_s", "detail"]
+    with open(out_dir / "cost.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    (out_dir / "cost.json").write_text(json.dumps(result, indent=2) + "\n")
+    lines = [f"# Cost vs sequence length ({meta['device']}, d_model={meta['d_model']}, "
+             f"n_layers={meta['n_layers']}, batch {meta['batch_size']}, {meta['threads']} thread(s), "
+             f"torch {meta['torch']})", "",
+             f"Time: median of {meta['repeats']} forward+backward steps after {meta['warmup']} warm-up. "
+             f"Memory: {meta['memory_method']}.", "",
+             "| model | T | status | time ms | peak MiB | tokens/s |", "|---|---:|---|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['length']} | {r['status']} | {_fmt(r.get('time_ms'))} | "
+                     f"{_fmt(r.get('peak_mem_mib'), 1)} | {_fmt(r.get('tokens_per_s'), 0)} |")
+    lines += ["", "## Scaling exponents in T (log-log least squares) and the complexity table", "",
+              "| model | complexity | expected (T >> d) | time exp (all) | time exp (upper half) | "
+              "memory exp (all) | stopped |", "|---|---|---:|---:|---:|---:|---|"]
+    for m, s in summary.items():
+        lines.append(f"| {m} | {s['complexity']} | {_fmt(s['expected_time_exponent'])} | "
+                     f"{_fmt(s['time_exponent'])} | {_fmt(s['time_exponent_upper'])} | "
+                     f"{_fmt(s['memory_exponent'])} | {s['stopped'] or ''} |")
+    lines += ["", "RNN O(T·d²): T sequential steps of a d×d matmul; self-attention O(T²·d): all pairs of "
+              "positions; convolution O(k·T·d²): k taps per layer at every position. Short lengths sit "
+              "below the asymptote (fixed per-step costs), so the upper-half exponent is the one to compare."]
+    (out_dir / "cost.md").write_text("\n".join(lines) + "\n")
+    paths = [out_dir / "cost.csv", out_dir / "cost.md", out_dir / "cost.json"]
+    paths += _figures(rows, out_dir, meta)
+    return paths
+
+
+def _figures(rows: list[dict[str, Any]], out_dir: Path, meta: dict[str, Any]) -> list[Path]:
+    import plotly.graph_objects as go
+
+    out = []
+    for key, title, fname in (("time_ms", "forward+backward time (ms)", "cost_time.html"),
+                              ("peak_mem_mib", f"peak memory (MiB, {meta['memory_method']})", "cost_memory.html")):
+        fig = go.Figure()
+        for m in dict.fromkeys(r["model"] for r in rows):
+            pts = [r for r in rows if r["model"] == m and r["status"] == "ok" and r.get(key)]
+            if pts:
+                fig.add_trace(go.Scatter(x=[r["length"] for r in pts], y=[r[key] for r in pts],
+                                         mode="lines+markers", name=m))
+        if not fig.data:
+            continue
+        fig.update_layout(title=f"{title} vs sequence length, d_model={meta['d_model']} on {meta['device']}",
+                          xaxis_title="sequence length T", yaxis_title=title, xaxis_type="log", yaxis_type="log")
+        fig.write_html(out_dir / fname, include_plotlyjs=True, full_html=True)
+        out.append(out_dir / fname)
+    return out
+
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    c = parse_settings(args.settings)
+    result = sweep(c)
+    paths = write_outputs(result, Path(c.out_dir))
+    for m, s in result["summary"].items():
+        print(f"{m:<12} {s['complexity']:<16} time exponent {_fmt(s['time_exponent'])} "
+              f"(upper half {_fmt(s['time_exponent_upper'])})" + (f"  stopped {s['stopped']}" if s["stopped"] else ""))
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def register(sub: Any) -> None:
+    sp = sub.add_parser("cost", help="time and memory of one training step against sequence length")
+    sp.add_argument("settings", nargs="*", help="key=value: models=rnn,lstm lengths=64,128,256 d_model=128 "
+                    "batch_size=16 repeats=5 warmup=2 device=auto isolate=true max_step_s=10 out_dir=outputs/cost")
+    sp.set_defaults(func=cmd_cost)
