@@ -11,14 +11,15 @@ model, inputs and everything set up before it:
 - GPU: ``torch.cuda.max_memory_allocated`` during the first step minus the allocated bytes
   before it (the caching allocator's own count, not the reserved pool).
 - CPU: torch's CPU allocator keeps no statistics and ``tracemalloc`` does not see it, so each
-  point runs in a fresh subprocess (``isolate=true``) and reports the rise of the process's
-  peak resident set size (``ru_maxrss``) over its resident size just before the first step.
+  point runs in a freshly forked child process (``isolate=true``) and reports the rise of the
+  child's peak resident set size (``ru_maxrss``) over its resident size just before the first step
+  at length T (after one step at T=2, which pages in library code and runs lazy initialisation).
   That is what the OS had to provide: it includes allocator slack and excludes pages the
   allocator reused, so it is coarse (about 1 MiB) and meaningful only at sizes well above that.
   ``isolate=false`` measures in-process (faster, no CPU memory: recorded as empty).
 
 A model's sweep stops cleanly and says why when a point runs out of memory (CUDA OOM, or
-the subprocess killed by the OS), exceeds ``timeout_s``, or its median step exceeds
+the forked child killed by the OS), exceeds ``timeout_s``, or its median step exceeds
 ``max_step_s`` (longer lengths would only be slower). Exponents are least-squares slopes
 of log(time) and log(memory) against log(T), over all measured lengths and over the upper
 half; fixed per-step overheads flatten the curve at short T, so the upper half is closer
@@ -34,8 +35,6 @@ import json
 import math
 import resource
 import statistics
-import subprocess
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -80,8 +79,8 @@ class CostConfig(Section):
     warmup: int = Field(2, ge=0, description="untimed steps before timing (allocator, kernel selection)")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="cuda when available under auto")
     threads: int = Field(1, ge=1, description="torch intra-op threads (the harness default is 1)")
-    isolate: bool = Field(True, description="each point in a fresh subprocess: CPU peak-RSS memory, and an "
-                          "out-of-memory kill cannot end the sweep")
+    isolate: bool = Field(True, description="CPU: each point in a forked child process, for its peak-RSS "
+                          "memory and so that an out-of-memory kill cannot end the sweep")
     max_step_s: float = Field(10.0, gt=0, description="stop a model's sweep after a length whose median "
                               "step exceeds this")
     timeout_s: float = Field(300.0, gt=0, description="kill an isolated point after this many seconds "
@@ -148,9 +147,9 @@ def measure_point(model: str, length: int, c: dict[str, Any]) -> dict[str, Any]:
     B = c["batch_size"]
     batch = Batch(x=torch.randint(0, VOCAB, (B, length), device=dev), y=torch.randint(0, VOCAB, (B, length), device=dev))
 
-    def step() -> None:
-        out, _ = net(batch)  # (B, T, VOCAB)
-        F.cross_entropy(out.flatten(0, 1), batch.y.flatten()).backward()
+    def step(b: Batch = batch) -> None:
+        out, _ = net(b)  # (B, T, VOCAB)
+        F.cross_entropy(out.flatten(0, 1), b.y.flatten()).backward()
         net.zero_grad(set_to_none=True)
 
     def sync() -> None:
@@ -166,6 +165,7 @@ def measure_point(model: str, length: int, c: dict[str, Any]) -> dict[str, Any]:
         sync()
         mem = (torch.cuda.max_memory_allocated(dev) - before) / 2**20
     elif c.get("_rss"):
+        step(Batch(x=batch.x[:, :2], y=batch.y[:, :2]))  # pages in code, initialises libraries: not per-T cost
         rss_before = _rss_kib()
         step()
         mem = max(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
@@ -190,21 +190,27 @@ def _rss_kib() -> int:
         return int(f.read().split()[1]) * resource.getpagesize() // 1024
 
 
-def _point_main() -> None:  # entry point of an isolated point: argv[1] JSON in, JSON line out
-    args = json.loads(sys.argv[1])
+def _point_child(conn: Any, model: str, length: int, c: dict[str, Any]) -> None:
     try:
-        res = measure_point(args["model"], args["length"], args["c"])
+        res = measure_point(model, length, {**c, "_rss": True})
     except Exception as e:  # noqa: BLE001 - reported to the parent as the point's status
-        oom = "out of memory" in str(e).lower() or type(e).__name__ == "OutOfMemoryError"
-        res = {"status": "oom" if oom else "error", "detail": f"{type(e).__name__}: {str(e)[:200]}"}
-    print("RESULT " + json.dumps(res), flush=True)
+        res = {"status": "oom" if isinstance(e, MemoryError) else "error", "detail": f"{type(e).__name__}: {e}"[:200]}
+    conn.send(res)
+    conn.close()
 
 
 def run_point(model: str, length: int, c: dict[str, Any], isolate: bool, timeout_s: float) -> dict[str, Any]:
-    if not isolate:
+    """One point; on CPU with ``isolate`` in a forked child (fresh peak RSS, survives the OOM killer).
+
+    Forked, not spawned: the child inherits the imported modules (a spawned interpreter re-imports torch,
+    ~10-30 s per point on a busy machine). The parent runs no torch ops before forking, so no intra-op
+    thread pool is inherited. On GPU every point runs in-process: the CUDA allocator's counters need no
+    fresh process, its OOM is an exception, and CUDA does not survive fork.
+    """
+    if not (isolate and c["device"] == "cpu"):
         try:
             return measure_point(model, length, c)
-        except RuntimeError as e:
+        except RuntimeError as e:  # torch.cuda.OutOfMemoryError is a RuntimeError
             if "out of memory" not in str(e).lower():
                 raise
             import torch
@@ -212,19 +218,25 @@ def run_point(model: str, length: int, c: dict[str, Any], isolate: bool, timeout
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
             return {"status": "oom", "detail": str(e)[:200]}
-    arg = json.dumps({"model": model, "length": length, "c": {**c, "_rss": c["device"] == "cpu"}})
-    code = "from bench.cost import _point_main; _point_main()"
-    try:
-        p = subprocess.run([sys.executable, "-c", code, arg], capture_output=True, text=True, timeout=timeout_s,
-                           cwd=str(Path(__file__).resolve().parent.parent))
-    except subprocess.TimeoutExpired:
-        return {"status": "timeout", "detail": f"point took longer than timeout_s={timeout_s}"}
-    for line in reversed(p.stdout.splitlines()):
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    if p.returncode in (-9, 137):
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    p = ctx.Process(target=_point_child, args=(send, model, length, c), daemon=True)
+    p.start()
+    send.close()
+    res = recv.recv() if recv.poll(timeout_s) else None
+    p.join(5 if res is not None else 0)
+    if p.is_alive():
+        p.kill()
+        p.join()
+    if res is not None:
+        return res
+    if p.exitcode in (-9, 137):
         return {"status": "oom", "detail": "killed by the OS (SIGKILL), most likely out of memory"}
-    return {"status": "error", "detail": (p.stderr.strip().splitlines() or ["no output"])[-1][:200]}
+    if p.exitcode is None or p.exitcode == -9 or p.exitcode < 0:
+        return {"status": "timeout", "detail": f"point took longer than timeout_s={timeout_s}"}
+    return {"status": "error", "detail": f"child exited with code {p.exitcode}"}
 
 
 # -- sweep, fit, write ------------------------------------------------------------------------
@@ -280,7 +292,7 @@ def sweep(c: CostConfig, progress=print) -> dict[str, Any]:
                           "memory_exponent": m_all, "memory_exponent_upper": m_up, "stopped": stopped}
         rows += model_rows
     mem_method = "cuda max_memory_allocated" if device == "cuda" else (
-        "peak RSS rise in a fresh subprocess" if c.isolate else "not measured (isolate=false)")
+        "peak RSS rise in a forked child per point" if c.isolate else "not measured (isolate=false)")
     meta = {**pc, "memory_method": mem_method, "torch": torch.__version__}
     return {"config": c.model_dump(mode="json"), "meta": meta, "rows": rows, "summary": summary}
 
