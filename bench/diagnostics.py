@@ -173,6 +173,11 @@ class GradientDiagnostics(pl.Callback):
             h.remove()
         self._handles, self._z, self._seen = [], None, None
 
+    def on_train_start(self, trainer, pl_module) -> None:
+        if self.path.exists():  # resumed run: keep the records from before the checkpoint
+            old = json.loads(self.path.read_text()).get("records", [])
+            self.records = [r for r in old if r["step"] < trainer.global_step]
+
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         if trainer.global_rank != 0 or trainer.global_step % self.every:
             return
