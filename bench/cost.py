@@ -40,7 +40,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from bench.errors import UserError, format_validation_error
 from bench.schema import Section
@@ -96,6 +96,18 @@ class CostConfig(Section):
             raise ValueError(f"unknown model {bad[0]!r}; choose from {', '.join(ok)}")
         return v
 
+    @model_validator(mode="after")
+    def _models_accept_sizes(self):
+        for m in self.models:
+            extra = {"n_layers": self.n_layers} if self.n_layers != 1 else {}
+            try:
+                from bench.registry import MODELS
+
+                MODELS.get(m).config_cls(d_model=self.d_model, **extra)
+            except ValidationError as e:
+                raise ValueError(f"{m}: {format_validation_error(e)}") from None
+        return self
+
     @field_validator("lengths")
     @classmethod
     def _sorted(cls, v: list[int]) -> list[int]:
@@ -137,7 +149,9 @@ def measure_point(model: str, length: int, c: dict[str, Any]) -> dict[str, Any]:
     torch.manual_seed(0)
     dev = torch.device(c["device"])
     cfg_cls = MODELS.get(model).config_cls
-    fields = {"d_model": c["d_model"], "n_layers": c["n_layers"]}
+    fields = {"d_model": c["d_model"]}
+    if c["n_layers"] != 1:  # models whose depth has another name (tcn: n_levels) refuse n_layers
+        fields["n_layers"] = c["n_layers"]
     if "max_len" in cfg_cls.model_fields:
         fields["max_len"] = max(length, cfg_cls.model_fields["max_len"].default or 0)
     spec = TaskSpec(OutputKind.TOKENS, n_classes=VOCAB, causal=True, vocab_size=VOCAB)

@@ -178,7 +178,8 @@ def _backbones() -> list[str]:
 
 @pytest.mark.parametrize("model", _backbones())
 def test_every_backbone_gets_a_through_time_curve_and_layer_norms(model, out_dir):
-    cfg = build_config({}, tiny_overrides("copy", model, out_dir, **{"model.n_layers": 2}))
+    depth = "model.n_levels" if model == "tcn" else "model.n_layers"  # a tcn's depth is n_levels
+    cfg = build_config({}, tiny_overrides("copy", model, out_dir, **{depth: 2}))
     rec, *_ = _fit_one_step(cfg)
     tt = rec["through_time"]
     assert tt["distance"][0] == 0 and all(math.isfinite(v) for v in tt["grad_norm"])
