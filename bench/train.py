@@ -124,6 +124,9 @@ def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.C
     steps = trainer.global_step
     if diverge.reason:
         status, reason = "diverged", diverge.reason
+    for cb in callbacks:  # a caller's callback may end the run and name why (sweeps: "pruned")
+        if status == "completed" and getattr(cb, "stop_status", None):
+            status, reason = cb.stop_status, cb.stop_reason
 
     if status != "interrupted":
         if writer.last_step != steps:  # make the last step's validation the final one

@@ -1,0 +1,163 @@
+"""``seqbench sweep SPEC [--trials N] [--workers K] [--storage URL] [--study NAME]``.
+
+Re-running the same command continues the study: finished trials are kept, a grid is never
+duplicated, trials of dead workers are retried, and the command ends when the budget is met.
+Prints one line per finished trial and a table of the best configurations.
+
+What a study stores (the contract with ``reports/``, see helpers' CONTRACT_SWEEP_REPORT):
+study user attrs ``spec``, ``spec_path``, ``question``, ``metrics``, ``out_dir``,
+``seqbench_version``, ``git_sha``; trial params = the spec's dotted keys; trial user attrs
+``run_ids``, ``seeds``, ``per_seed``, ``mean``, ``std``, ``n_diverged``, ``config_hash``,
+``wall_s``, and ``fail_reason`` on FAIL (``prune_reason`` on PRUNED, ``retried``/``retry_of``
+on trials a dead worker left behind).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from optuna.trial import FrozenTrial, TrialState
+
+from bench.errors import UserError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    sp = sub.add_parser("sweep", help="run (or continue) an Optuna study from a sweep spec")
+    sp.add_argument("spec", help="sweep YAML, e.g. sweeps/demo.yaml")
+    sp.add_argument("overrides", nargs="*", help="dotted key=value applied to the spec's base, "
+                    "e.g. train.max_steps=200 (a changed spec needs a new --study)")
+    sp.add_argument("--trials", type=int, help="budget (grid: run the first N points)")
+    sp.add_argument("--workers", type=int, default=1, help="local worker processes sharing the study")
+    sp.add_argument("--storage", help="journal file path, journal:///path, or postgresql://... / mysql://... "
+                    "(default: <out_dir>/optuna.journal)")
+    sp.add_argument("--study", help="study name (default: the spec file's stem)")
+    sp.add_argument("--out-dir", help="where runs and the default journal go (default: the spec's "
+                    "base.out_dir, else outputs)")
+    sp.add_argument("--heartbeat", type=float, default=10.0, help="seconds between liveness stamps; a "
+                    "trial silent for 6 of them is failed and retried")
+    sp.set_defaults(func=cmd_sweep, argv=None)
+
+
+def _threads_set_by_spec(spec) -> bool:
+    if "threads" in (spec.base.get("train") or {}):
+        return True
+    blocks = [spec.parameters, *spec.per_model.values(), *spec.per_task.values()]
+    return any("train.threads" in b for b in blocks)
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from sweeps.runner import Job, open_study, optuna_quiet, run_workers, worker
+    from sweeps.spec import load_spec
+    from sweeps.storage import describe
+
+    if args.workers < 1:
+        raise UserError(f"--workers: must be >= 1 (got {args.workers})")
+    if args.trials is not None and args.trials < 1:
+        raise UserError(f"--trials: must be >= 1 (got {args.trials})")
+    if args.heartbeat <= 0:
+        raise UserError(f"--heartbeat: must be > 0 seconds (got {args.heartbeat})")
+    optuna_quiet()
+    spec = load_spec(args.spec, args.overrides, trials=args.trials)
+    out_dir = str(args.out_dir or spec.base.get("out_dir") or "outputs")
+    threads = None if _threads_set_by_spec(spec) else max(1, cores() // args.workers)
+    job = Job(spec=spec.to_dict(), spec_path=args.spec, study=args.study or Path(args.spec).stem,
+              storage=args.storage, out_dir=out_dir, threads=threads, heartbeat=args.heartbeat,
+              argv=["seqbench", "sweep", *(sys.argv[2:] if args.argv is None else args.argv)])
+    study = open_study(job, spec, coordinator=True)
+    done = sum(1 for t in study.get_trials(deepcopy=False)
+               if t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL) and not t.user_attrs.get("retried"))
+    print(f"study {job.study}: {spec.method}, {spec.budget()} configurations x {len(spec.seeds)} seed(s), "
+          f"{done} done; {args.workers} worker(s)" + (f", {threads} torch thread(s) each" if threads else "")
+          + f"; storage {describe(args.storage, out_dir)}", flush=True)
+    if spec.question:
+        print(f"question: {spec.question}", flush=True)
+    if args.workers == 1:
+        worker(job, study)
+        status = 0
+    else:
+        status = run_workers(job, args.workers)
+    study = open_study(job, spec, coordinator=False)
+    print(summary(study.get_trials(deepcopy=False), spec))
+    print(f"runs under {Path(out_dir) / 'runs'}; dashboard: seqbench report {job.study}"
+          + (f" --storage {args.storage}" if args.storage else ""))
+    return status
+
+
+# -- printing ---------------------------------------------------------------------------------
+
+def _params(t: FrozenTrial) -> str:
+    return " ".join(f"{k}={_fmt(v)}" for k, v in t.params.items())
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _value(t: FrozenTrial, metrics) -> str:
+    mean, std = t.user_attrs.get("mean"), t.user_attrs.get("std")
+    if mean is None:
+        return ""
+    means = mean if isinstance(mean, list) else [mean]
+    stds = std if isinstance(std, list) else [std]
+    return "  ".join(f"{m.name} {a:.4f}" + (f"±{s:.4f}" if s else "") for m, a, s in zip(metrics, means, stds))
+
+
+def trial_line(t: FrozenTrial, metrics) -> str:
+    """One line per finished trial: number, state, value, params, wall time (and why, if not complete)."""
+    why = t.user_attrs.get("fail_reason") or t.user_attrs.get("prune_reason") or ""
+    parts = [f"trial {t.number:>4}", f"{t.state.name:<8}", _value(t, metrics), _params(t),
+             f"{t.user_attrs.get('wall_s', 0):.1f}s", f"({why})" if why else ""]
+    return "  ".join(p for p in parts if p)
+
+
+def best_trials(trials: list[FrozenTrial], spec, k: int = 10) -> list[FrozenTrial]:
+    """Single objective: the top ``k`` complete trials; several: the Pareto front."""
+    done = [t for t in trials if t.state == TrialState.COMPLETE and t.values]
+    metrics = spec.metrics()
+    signs = [1 if m.goal == "maximize" else -1 for m in metrics]
+    if len(metrics) == 1:
+        return sorted(done, key=lambda t: -signs[0] * t.values[0])[:k]
+
+    def dominated(a: FrozenTrial) -> bool:
+        return any(all(s * b.values[i] >= s * a.values[i] for i, s in enumerate(signs))
+                   and any(s * b.values[i] > s * a.values[i] for i, s in enumerate(signs)) for b in done)
+    return sorted((t for t in done if not dominated(t)), key=lambda t: -signs[0] * t.values[0])
+
+
+def summary(trials: list[FrozenTrial], spec) -> str:
+    metrics = spec.metrics()
+    by: dict[str, int] = {}
+    for t in trials:
+        name = "retried" if t.state == TrialState.FAIL and t.user_attrs.get("retried") else t.state.name.lower()
+        by[name] = by.get(name, 0) + 1
+    lines = [f"{len(trials)} trials: " + ", ".join(f"{n} {s}" for s, n in sorted(by.items()))]
+    best = best_trials(trials, spec)
+    if not best:
+        lines.append("no complete trial yet")
+        return "\n".join(lines)
+    keys = list(spec.parameters)
+    head = ["trial", *keys, *(f"{m.name} ({m.goal[:3]})" for m in metrics), "seeds", "wall_s"]
+    rows = []
+    for t in best:
+        mean, std = t.user_attrs.get("mean"), t.user_attrs.get("std")
+        means = mean if isinstance(mean, list) else [mean]
+        stds = std if isinstance(std, list) else [std]
+        vals = [f"{a:.4f}" + (f" ± {s:.4f}" if s else "") for a, s in zip(means, stds)]
+        rows.append([str(t.number), *(_fmt(t.params.get(k, "")) for k in keys), *vals,
+                     str(len(t.user_attrs.get("seeds", []))), f"{t.user_attrs.get('wall_s', 0):.0f}"])
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    title = "Pareto front" if len(metrics) > 1 else "best configurations"
+    lines.append(f"{title}:")
+    for r in [head, *rows]:
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    return "\n".join(lines)

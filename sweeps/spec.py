@@ -1,0 +1,349 @@
+"""Sweep specs: a YAML file that says what to vary, what to measure and how to search.
+
+Close to W&B sweep configs::
+
+    question: Does an LSTM bridge delays a tanh RNN cannot?   # shown by `seqbench list`
+    base:                         # a RunConfig fragment shared by every trial
+      task: {name: copy, n_symbols: 3, alphabet: 4}
+      model: {d_model: 64}        # fields every swept model has
+      train: {max_steps: 1200}
+    method: grid                  # grid | tpe | random | nsga2
+    metric: {name: val/acc, goal: maximize}      # or a list of them (multi-objective)
+    parameters:                   # dotted RunConfig keys
+      model.name: {values: [rnn, lstm]}
+      task.delay: {values: [12, 40]}
+      optim.lr: {distribution: log_uniform, min: 1.0e-4, max: 1.0e-2}   # not with grid
+    per_model:                    # applied only to trials that choose that model
+      lstm: {model.forget_bias: 1.0}
+      transformer: {model.n_heads: 4, optim.lr: 3.0e-4}
+    per_task:                     # the same for task.name
+      adding: {task.length: 50}
+    seeds: [0, 1, 2]              # replicates per configuration (or a count: 3)
+    pruner: {name: median, warmup_steps: 200}   # none | median | hyperband
+    trials: 24                    # budget; grid defaults to (and at most) its size
+    timeout: 3600                 # seconds per worker before it stops starting trials
+
+Comparing architectures is the common case, so ``model.name`` and ``task.name`` can be
+swept. A swept name keeps the other fields of ``base.model`` / ``base.task``: put there
+only the fields every chosen model (task) has, and the fields only one has under
+``per_model.<name>`` (``per_task.<name>``), as dotted keys. The order a trial's config is
+built in is: ``base``, the swept parameters, then its model's and task's blocks.
+
+Every grid point (for grid) or every corner of the search space (otherwise) is built into
+a RunConfig when the spec loads, so a bad key, value or combination fails before any
+training, with one line naming the field, like a bad run config does.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any, Literal, Union
+
+from pydantic import Field, ValidationError, model_validator
+
+from bench.config import build_config, load_yaml, set_dotted
+from bench.errors import UserError, format_validation_error
+from bench.registry import MODELS, TASKS
+from bench.schema import Section
+from tasks.base import metric_goal
+
+Scalar = Union[bool, int, float, str, None]
+_GOALS = {"max": "maximize", "min": "minimize"}
+_NOT_SWEPT = ("seed", "out_dir", "run_id", "tracking")  # the runner owns these
+_CORNER_CAP = 4096  # search-space corners validated jointly; beyond this, one parameter at a time
+
+
+class Metric(Section):
+    name: str = Field(description="key of results.json `final`: val/<m>, test/<m> or time/train_s")
+    goal: Literal["maximize", "minimize"] = Field(description="Optuna direction")
+
+
+class Param(Section):
+    values: list[Scalar] | None = Field(None, min_length=1, description="the choices (grid: every one)")
+    distribution: Literal["uniform", "log_uniform", "int_uniform"] | None = Field(
+        None, description="sampled range for tpe/random/nsga2")
+    min: float | None = Field(None, description="lower bound of the distribution")
+    max: float | None = Field(None, description="upper bound of the distribution")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "Param":
+        if (self.values is None) == (self.distribution is None):
+            raise ValueError("give either values: [...] or distribution: uniform|log_uniform|int_uniform "
+                             "with min and max")
+        if self.distribution is not None:
+            if self.min is None or self.max is None:
+                raise ValueError(f"distribution {self.distribution} needs min and max")
+            if self.min >= self.max:
+                raise ValueError(f"min {self.min} must be below max {self.max}")
+            if self.distribution == "log_uniform" and self.min <= 0:
+                raise ValueError(f"log_uniform needs min > 0 (got {self.min})")
+            if self.distribution == "int_uniform" and not (self.min.is_integer() and self.max.is_integer()):
+                raise ValueError("int_uniform needs integer min and max")
+        elif self.min is not None or self.max is not None:
+            raise ValueError("min/max go with distribution:, not with values:")
+        return self
+
+    def corners(self) -> list[Any]:
+        """Values that bound what a trial can get (all choices, or the two ends of the range)."""
+        if self.values is not None:
+            return list(self.values)
+        if self.distribution == "int_uniform":
+            return [int(self.min), int(self.max)]  # type: ignore[arg-type]
+        return [self.min, self.max]
+
+
+class Pruner(Section):
+    name: Literal["none", "median", "hyperband"] = Field("none", description="Optuna pruner")
+    warmup_steps: int = Field(0, ge=0, description="training steps before any trial can be pruned "
+                              "(median: n_warmup_steps; hyperband: min_resource)")
+    startup_trials: int = Field(4, ge=0, description="median: trials that must finish before pruning starts")
+    reduction_factor: int = Field(3, ge=2, description="hyperband: keep 1/reduction_factor per rung")
+
+
+class SweepSpec(Section):
+    question: str = Field("", description="what the sweep answers (shown by `seqbench list` and reports)")
+    base: dict[str, Any] = Field(default_factory=dict, description="RunConfig fragment shared by all trials")
+    method: Literal["grid", "tpe", "random", "nsga2"] = Field("grid", description="search strategy")
+    metric: list[Metric] = Field(default_factory=list, description="objective(s); default: the task's primary "
+                                 "validation metric")
+    parameters: dict[str, Param] = Field(default_factory=dict, description="dotted RunConfig key -> choices")
+    per_model: dict[str, dict[str, Any]] = Field(default_factory=dict, description="model name -> overrides")
+    per_task: dict[str, dict[str, Any]] = Field(default_factory=dict, description="task name -> overrides")
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1, description="replicates per config")
+    pruner: Pruner = Field(default_factory=Pruner, description="stop hopeless trials early")
+    trials: int | None = Field(None, ge=1, description="budget; grid: the first N points (default all)")
+    timeout: float | None = Field(None, gt=0, description="seconds a worker keeps starting trials")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthands(cls, d: Any) -> Any:
+        if not isinstance(d, dict):
+            return d
+        d = dict(d)
+        if isinstance(d.get("metric"), dict):
+            d["metric"] = [d["metric"]]
+        if isinstance(d.get("seeds"), int) and not isinstance(d.get("seeds"), bool):
+            if d["seeds"] < 1:
+                raise ValueError(f"seeds: a count must be >= 1 (got {d['seeds']})")
+            d["seeds"] = list(range(d["seeds"]))
+        if isinstance(d.get("pruner"), str):
+            d["pruner"] = {"name": d["pruner"]}
+        return d
+
+    @model_validator(mode="after")
+    def _rules(self) -> "SweepSpec":
+        if self.method == "grid":
+            for k, p in self.parameters.items():
+                if p.values is None:
+                    raise ValueError(f"parameters.{k}: method grid needs values: [...], not a distribution; "
+                                     "use method tpe or random to sample a range")
+            if self.trials is not None and self.trials > self.grid_size():
+                raise ValueError(f"trials: {self.trials} > the grid's {self.grid_size()} points; "
+                                 "drop trials: to run the whole grid")
+        elif self.trials is None:
+            raise ValueError(f"trials: method {self.method} needs a budget; set trials: N")
+        if len(self.metric) > 1 and self.pruner.name != "none":
+            raise ValueError("pruner: Optuna cannot prune multi-objective studies; set pruner: none")
+        if len(set(self.seeds)) != len(self.seeds) or min(self.seeds) < 0:
+            raise ValueError(f"seeds: replicates need distinct seeds >= 0 (got {self.seeds})")
+        for k in self.parameters:
+            if k.split(".")[0] in _NOT_SWEPT:
+                raise ValueError(f"parameters.{k}: set by the runner (seeds come from seeds:, "
+                                 "out_dir/tracking from the command line); not sweepable")
+            if k in ("model", "task"):
+                raise ValueError(f"parameters.{k}: sweep {k}.name to switch the {k}")
+        for block, section in (("per_model", "model"), ("per_task", "task")):
+            for name, ovs in getattr(self, block).items():
+                for k in ovs:
+                    if k in ("model", "task") or k.endswith(".name") and k.count(".") == 1:
+                        raise ValueError(f"{block}.{name}.{k}: a block cannot switch the {k.split('.')[0]}")
+                    if k in self.parameters:
+                        raise ValueError(f"{block}.{name}.{k}: also swept in parameters; keep one")
+        return self
+
+    # -- the search space -----------------------------------------------------------------
+    def grid_size(self) -> int:
+        n = 1
+        for p in self.parameters.values():
+            n *= len(p.values or ())
+        return n
+
+    def grid(self) -> list[dict[str, Any]]:
+        """Grid points in a fixed order (the first key varies slowest), each {dotted key: value}."""
+        keys = list(self.parameters)
+        points = [dict(zip(keys, combo)) for combo in itertools.product(*(self.parameters[k].values or []
+                                                                           for k in keys))]
+        return points[: self.trials] if self.trials else points
+
+    def budget(self) -> int:
+        return len(self.grid()) if self.method == "grid" else int(self.trials or 0)
+
+    def metrics(self) -> list[Metric]:
+        """The objectives (the task's primary validation metric when the spec names none)."""
+        return self.metric or [_primary_metric(self)]
+
+    def choices(self, section: str) -> list[str]:
+        """Every task/model name a trial can get."""
+        key = f"{section}.name"
+        if key in self.parameters:
+            return [str(v) for v in self.parameters[key].corners()]
+        node = self.base.get(section)
+        if isinstance(node, str):
+            return [node]
+        return [str((node or {}).get("name", "copy" if section == "task" else "lstm"))]
+
+    def config_dict(self, params: dict[str, Any], seed: int | None = None) -> dict[str, Any]:
+        """The RunConfig dict of one trial: base, then params, then its model's and task's blocks."""
+        d = json.loads(json.dumps(self.base, default=str))
+        for sec in ("task", "model"):  # `task: copy` in base is short for `task: {name: copy}`
+            if isinstance(d.get(sec), str):
+                d[sec] = {"name": d[sec]}
+        names_first = sorted(params, key=lambda k: k not in ("model.name", "task.name"))
+        for k in names_first:
+            set_dotted(d, k, params[k])
+        model = (d.get("model") or {}).get("name", "lstm")
+        task = (d.get("task") or {}).get("name", "copy")
+        for k, v in {**self.per_task.get(task, {}), **self.per_model.get(model, {})}.items():
+            set_dotted(d, k, v)
+        if seed is not None:
+            d["seed"] = seed
+        return d
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def _primary_metric(spec: SweepSpec) -> Metric:
+    prim = {(TASKS.get(t).config_cls.primary_metric, TASKS.get(t).config_cls.primary_goal)
+            for t in spec.choices("task") if t in TASKS}
+    if len(prim) != 1:
+        raise UserError("metric: the swept tasks have different primary metrics; set metric: {name, goal}")
+    name, goal = prim.pop()
+    return Metric(name=f"val/{name}", goal=_GOALS[goal])
+
+
+# -- loading and checking -------------------------------------------------------------------
+
+def load_spec(path: str | Path, overrides: list[str] | tuple[str, ...] = (), trials: int | None = None
+              ) -> SweepSpec:
+    """Read, validate and check a spec; ``overrides`` (dotted key=value) change its ``base``."""
+    raw = load_yaml(path)
+    if overrides:
+        raw["base"] = _apply_base_overrides(raw.get("base") or {}, overrides)
+    if trials is not None:
+        raw["trials"] = trials
+    return parse_spec(raw, source=str(path))
+
+
+def _apply_base_overrides(base: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    from bench.config import parse_value
+
+    d = json.loads(json.dumps(base, default=str))
+    for ov in overrides:
+        if "=" not in ov:
+            raise UserError(f"{ov}: overrides look like key=value, e.g. train.max_steps=200")
+        k, _, v = ov.partition("=")
+        set_dotted(d, k.strip(), parse_value(v.strip()))
+    return d
+
+
+def parse_spec(raw: dict[str, Any], source: str = "") -> SweepSpec:
+    pre = f"{source}: " if source else ""
+    try:
+        spec = SweepSpec.model_validate(raw)
+    except ValidationError as e:
+        raise UserError(pre + format_validation_error(e, tagged=frozenset(),
+                                                      allowed_fields=_spec_fields)) from None
+    try:
+        check_spec(spec)
+    except UserError as e:
+        raise UserError(pre + str(e)) from None
+    return spec
+
+
+def _spec_fields(loc: tuple) -> list[str] | None:
+    classes = {(): SweepSpec, ("pruner",): Pruner}
+    if len(loc) == 2 and loc[0] == "parameters":
+        return list(Param.model_fields)
+    if len(loc) == 2 and loc[0] == "metric" or loc == ("metric",):
+        return list(Metric.model_fields)
+    cls = classes.get(tuple(loc))
+    return list(cls.model_fields) if cls else None
+
+
+def check_spec(spec: SweepSpec) -> None:
+    """Build the RunConfig of every grid point / search-space corner; UserError naming the culprit."""
+    for block, reg, section in (("per_model", MODELS, "model"), ("per_task", TASKS, "task")):
+        chosen = spec.choices(section)
+        for name in getattr(spec, block):
+            if name not in reg:
+                raise UserError(f"{block}.{name}: unknown {section}; choose from {', '.join(reg.names())}")
+            if name not in chosen:
+                raise UserError(f"{block}.{name}: {section} {name!r} is never chosen "
+                                f"({section}.name takes {', '.join(chosen)})")
+    for section, reg in (("model", MODELS), ("task", TASKS)):
+        for name in spec.choices(section):
+            if name not in reg:
+                where = f"parameters.{section}.name" if f"{section}.name" in spec.parameters else f"base.{section}"
+                raise UserError(f"{where}: unknown {section} {name!r}; choose from {', '.join(reg.names())}")
+    points = spec.grid() if spec.method == "grid" else _corners(spec)
+    for point in points:
+        _build(spec, point)
+    metrics = spec.metrics()
+    for t in spec.choices("task"):
+        names = TASKS.get(t).config_cls.metric_names
+        allowed = [f"val/{m}" for m in names] + [f"test/{m}" for m in names] + ["time/train_s"]
+        for m in metrics:
+            if m.name not in allowed:
+                raise UserError(f"metric.name: {m.name!r} is not reported by task {t!r}; "
+                                f"choose from {', '.join(allowed)}")
+            if m.name.startswith("test/") and not spec.base.get("eval", {}).get("test", True):
+                raise UserError(f"metric.name: {m.name} needs the test split; drop eval.test=false from base")
+    if spec.pruner.name != "none" and not metrics[0].name.startswith(("val/", "test/")):
+        raise UserError(f"pruner: pruning watches a validation curve; {metrics[0].name} has none; "
+                        "set pruner: none or use a val/ metric")
+
+
+def _corners(spec: SweepSpec) -> list[dict[str, Any]]:
+    keys = list(spec.parameters)
+    sizes = [len(spec.parameters[k].corners()) for k in keys]
+    total = 1
+    for s in sizes:
+        total *= s
+    if total <= _CORNER_CAP:
+        return [dict(zip(keys, c)) for c in itertools.product(*(spec.parameters[k].corners() for k in keys))]
+    # too many jointly: each parameter's corners with every model/task choice
+    names = {k: spec.parameters[k].corners() for k in ("model.name", "task.name") if k in spec.parameters}
+    base_pts = [dict(zip(names, c)) for c in itertools.product(*names.values())] or [{}]
+    return [{**b, k: v} for b in base_pts for k in keys if k not in names for v in spec.parameters[k].corners()]
+
+
+def _build(spec: SweepSpec, point: dict[str, Any]):
+    where = " ".join(f"{k}={v}" for k, v in point.items()) or "base"
+    try:
+        return build_config(spec.config_dict(point, seed=spec.seeds[0]))
+    except UserError as e:
+        msg = str(e)
+        hint = ""
+        if "unknown field" in msg and ("model.name" in spec.parameters or spec.per_model):
+            hint = "; fields only some models have go under per_model.<name>"
+        elif "unknown field" in msg and "task.name" in spec.parameters:
+            hint = "; fields only some tasks have go under per_task.<name>"
+        raise UserError(f"with {where}: {msg}{hint}") from None
+
+
+def trial_config(spec: SweepSpec, params: dict[str, Any], seed: int, extra: dict[str, Any]):
+    """The validated RunConfig of one seed of one trial; ``extra`` are runner-owned dotted keys."""
+    d = spec.config_dict(params, seed=seed)
+    for k, v in extra.items():
+        set_dotted(d, k, v)
+    return build_config(d)
+
+
+def direction_words(spec: SweepSpec) -> list[str]:
+    return [m.goal for m in spec.metrics()]
+
+
+def goal_of(metric: str) -> str:
+    return _GOALS[metric_goal(metric)]
