@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -247,6 +248,7 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
     run_ids: list[str] = []
     n_div, reasons = 0, []
     state, values, params = TrialState.COMPLETE, None, {}
+    study._storage.set_trial_system_attr(trial._trial_id, "worker", f"{socket.gethostname()}:{os.getpid()}")
     hb = Heartbeat(study._storage, trial._trial_id, job.heartbeat)
     with hb:
         try:

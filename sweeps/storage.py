@@ -65,18 +65,34 @@ def open_storage(url: str | None, out_dir: str | Path = "outputs") -> optuna.sto
     if scheme == "sqlite":
         print("warning: SQLite storage loses trials with several writers ('database is locked'); "
               "prefer the default journal file for local workers", file=sys.stderr)
+    url = _with_driver(url)
     last: Exception | None = None
     for attempt in range(3):  # two processes creating the tables at once can collide: retry
         try:
             return RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
-        except ModuleNotFoundError as e:
-            raise UserError(f"--storage: {scheme} needs the {e.name} driver; "
+        except ImportError as e:
+            raise UserError(f"--storage: no database driver for {scheme} ({e}); "
                             "pip install 'seqbench[postgres]' (psycopg2-binary)") from None
         except Exception as e:  # noqa: BLE001 - sqlalchemy raises many kinds; all mean "unusable"
             last = e
+            if type(e).__name__ not in ("IntegrityError", "ProgrammingError"):
+                break  # not the table-creation race: retrying will not help
             time.sleep(0.5 * (attempt + 1))
     first = str(last).strip().splitlines()[0] if str(last).strip() else ""
     raise UserError(f"--storage: cannot open {redact(url)} ({type(last).__name__}: {redact(first)})")
+
+
+def _with_driver(url: str) -> str:
+    """SQLAlchemy 2.1 maps a bare postgresql:// to psycopg 3; use psycopg2 when only it is installed."""
+    scheme, rest = url.split("://", 1)
+    if scheme not in ("postgresql", "postgres"):
+        return url
+    import importlib.util
+
+    for module, driver in (("psycopg", "psycopg"), ("psycopg2", "psycopg2")):
+        if importlib.util.find_spec(module) is not None:
+            return f"postgresql+{driver}://{rest}"
+    return f"postgresql://{rest}"
 
 
 def describe(url: str | None, out_dir: str | Path) -> str:

@@ -1,0 +1,61 @@
+"""Two worker processes share one study on a real PostgreSQL server on loopback (as on two machines)."""
+from __future__ import annotations
+
+import json
+import time
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from bench.cli import main
+from sweeps.storage import open_storage
+from tests.pg_server import NoServer, postgres_url
+from tests.test_sweep_runner import TINY_BASE, grid_points, sweep_cli, write_spec
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def pg_url():
+    try:
+        import psycopg2  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg2 is not installed (pip install -e '.[dev]')")
+    try:
+        with postgres_url() as url:
+            yield url
+    except NoServer as e:
+        pytest.skip(f"no PostgreSQL server could be started: {e}")
+
+
+def test_two_workers_on_postgres_finish_the_grid_once(tmp_path, pg_url, capsys):
+    out = tmp_path / "out"
+    points = [(m, d) for m in ("rnn", "gru") for d in (2, 3, 4)]
+    p = write_spec(tmp_path, parameters={"model.name": {"values": ["rnn", "gru"]},
+                                         "task.delay": {"values": [2, 3, 4]}},
+                   base={**TINY_BASE, "train": {**TINY_BASE["train"], "max_steps": 60, "val_every": 30}})
+    args = (str(p), "--out-dir", str(out), "--storage", pg_url, "--study", "pg")
+    other = sweep_cli(*args)  # "another machine"; this test process is the second one, joining
+    deadline = time.time() + 300  # once the other is at work, so that both take trials
+    storage = open_storage(pg_url)
+    while time.time() < deadline and other.poll() is None:
+        try:
+            study = optuna.load_study(study_name="pg", storage=storage)
+            if study.get_trials(states=(TrialState.RUNNING,)):
+                break
+        except KeyError:  # not created yet
+            pass
+        time.sleep(0.2)
+    assert main(list(("sweep",) + args)) == 0
+    text, _ = other.communicate(timeout=600)
+    assert other.returncode == 0, text
+    study = optuna.load_study(study_name="pg", storage=open_storage(pg_url))
+    trials = study.get_trials()
+    assert [t.state for t in trials] == [TrialState.COMPLETE] * 6, text
+    assert grid_points(study) == sorted(json.dumps({"model.name": m, "task.delay": d}, sort_keys=True)
+                                        for m, d in points)
+    assert study.user_attrs["spec"]["parameters"]["task.delay"]["values"] == [2, 3, 4]
+    assert len({t.system_attrs["worker"] for t in trials}) == 2, text  # both processes took trials
+    assert all((out / "runs" / t.user_attrs["run_ids"][0] / "results.json").exists() for t in trials)
+    assert "postgresql://seqbench@127.0.0.1" in capsys.readouterr().out

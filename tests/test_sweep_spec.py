@@ -1,0 +1,112 @@
+"""Sweep specs: shipped specs load, per-model blocks, grid order, and one-line errors for each mistake."""
+from __future__ import annotations
+
+import pytest
+
+from bench.cli import main
+from bench.errors import UserError
+from bench.registry import MODELS
+from sweeps import SWEEPS_DIR, shipped_sweeps
+from sweeps.spec import load_spec, parse_spec, trial_config
+
+BASE = {"task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 4},
+        "model": {"d_model": 16}, "train": {"max_steps": 8}}
+MODELS_SWEPT = {"model.name": {"values": ["rnn", "lstm"]}}
+
+
+def spec(**kw):
+    return parse_spec({"base": BASE, **kw}, source="s.yaml")
+
+
+@pytest.mark.parametrize("path", sorted(SWEEPS_DIR.glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_specs_load_and_say_what_they_ask(path):
+    text = path.read_text()
+    missing = [m for m in ("transformer", "tcn") if m in text and m not in MODELS]
+    if missing:
+        pytest.skip(f"{path.name} sweeps {', '.join(missing)}, not registered in this checkout")
+    s = load_spec(path)
+    assert s.question and s.budget() >= 1
+    assert (f"sweeps/{path.name}", s.question) in shipped_sweeps()
+    head = text.split("\nquestion:")[0]
+    for word in ("Expected", "Measured"):  # each file documents the literature's answer and its CPU time
+        assert word in head, f"{path.name}: header lacks '{word}'"
+
+
+def test_grid_order_size_and_shorthands():
+    s = spec(parameters={**MODELS_SWEPT, "task.delay": {"values": [3, 5, 7]}}, seeds=3,
+             metric={"name": "val/acc", "goal": "maximize"}, pruner="median")
+    assert s.grid_size() == 6 and s.seeds == [0, 1, 2] and s.pruner.name == "median"
+    assert s.grid()[:4] == [{"model.name": "rnn", "task.delay": 3}, {"model.name": "rnn", "task.delay": 5},
+                            {"model.name": "rnn", "task.delay": 7}, {"model.name": "lstm", "task.delay": 3}]
+    assert spec(parameters=MODELS_SWEPT, trials=1).grid() == [{"model.name": "rnn"}]
+
+
+def test_per_model_block_reaches_only_its_model():
+    s = spec(parameters=MODELS_SWEPT, per_model={"lstm": {"model.forget_bias": 3.0, "optim.lr": 0.02}},
+             per_task={"copy": {"task.alphabet": 5}})
+    lstm = trial_config(s, {"model.name": "lstm"}, seed=4, extra={"tracking.group": "g"})
+    rnn = trial_config(s, {"model.name": "rnn"}, seed=4, extra={})
+    assert (lstm.model.forget_bias, lstm.optim.lr, lstm.seed, lstm.tracking.group) == (3.0, 0.02, 4, "g")
+    assert rnn.optim.lr == 1e-3 and not hasattr(rnn.model, "forget_bias")
+    assert lstm.model.d_model == rnn.model.d_model == 16 and lstm.task.alphabet == rnn.task.alphabet == 5
+
+
+def test_default_metric_is_the_tasks_primary():
+    assert [(m.name, m.goal) for m in spec().metrics()] == [("val/acc", "maximize")]
+    s = parse_spec({"base": {"task": "adding", "train": {"max_steps": 8}}})
+    assert [(m.name, m.goal) for m in s.metrics()] == [("val/mse", "minimize")]
+
+
+@pytest.mark.parametrize("kw, where, says", [
+    ({"bogus": 1}, "bogus:", "allowed: question, base"),
+    ({"method": "bayes"}, "method:", "'grid', 'tpe', 'random' or 'nsga2'"),
+    ({"parameters": {"optim.lr": {"values": [1e-3], "distribution": "uniform", "min": 0, "max": 1}}},
+     "parameters.optim.lr:", "either values"),
+    ({"parameters": {"optim.lr": {"distribution": "uniform", "min": 0.1, "max": 1}}},
+     "parameters.optim.lr:", "method grid needs values"),
+    ({"parameters": {"model.nope": {"values": [1]}}}, "model.nope:", "unknown field; allowed: name, d_model"),
+    ({"parameters": {"model.name": {"values": ["rnn", "nosuch"]}}}, "parameters.model.name:",
+     "unknown model 'nosuch'; choose from rnn"),
+    ({"parameters": MODELS_SWEPT, "per_model": {"nosuch": {"model.d_model": 8}}}, "per_model.nosuch:",
+     "unknown model; choose from"),
+    ({"parameters": MODELS_SWEPT, "per_model": {"gru": {"model.d_model": 8}}}, "per_model.gru:",
+     "never chosen"),
+    ({"base": {**BASE, "model": {"forget_bias": 1.0}}, "parameters": MODELS_SWEPT}, "model.forget_bias:",
+     "go under per_model.<name>"),
+    ({"metric": {"name": "val/mse", "goal": "minimize"}}, "metric.name:", "choose from val/loss, val/acc"),
+    ({"metric": [{"name": "val/acc", "goal": "maximize"}, {"name": "time/train_s", "goal": "minimize"}],
+      "pruner": "median"}, "pruner:", "multi-objective"),
+    ({"method": "tpe", "parameters": {"optim.lr": {"distribution": "log_uniform", "min": 1e-4, "max": 1e-2}}},
+     "trials:", "needs a budget"),
+    ({"parameters": {"task.delay": {"values": [3, 4]}}, "trials": 3}, "trials:", "grid's 2 points"),
+    ({"seeds": [0, 0]}, "seeds:", "distinct"),
+    ({"parameters": {"seed": {"values": [1, 2]}}}, "parameters.seed:", "not sweepable"),
+    ({"parameters": {"model.d_model": {"values": [16, 0]}}}, "model.d_model:", "greater than or equal to 1"),
+    ({"parameters": {"optim.warmup_steps": {"values": [0, 10]}}}, "optim.warmup_steps:", ">= train.max_steps"),
+    ({"method": "random", "trials": 2, "parameters": {"optim.lr": {"distribution": "uniform", "min": -1,
+                                                                    "max": 1}}}, "optim.lr:", "greater than 0"),
+    ({"pruner": "asha"}, "pruner.name:", "'none', 'median' or 'hyperband'"),
+    ({"parameters": MODELS_SWEPT, "per_model": {"lstm": {"model.name": "gru"}}}, "per_model.lstm.model.name:",
+     "cannot switch"),
+])
+def test_each_mistake_gets_one_line_naming_the_field(kw, where, says):
+    with pytest.raises(UserError) as e:
+        spec(**kw)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("s.yaml: ") and where in msg and says in msg, msg
+
+
+def test_cli_prints_a_bad_spec_as_one_line_and_exits_2(tmp_path, capsys):
+    p = tmp_path / "bad.yaml"
+    p.write_text("base: {train: {max_steps: 8}}\nparameters:\n  model.d_model: {values: [8, -1]}\n")
+    assert main(["sweep", str(p), "--out-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "model.d_model" in err and "\n" not in err
+    assert not (tmp_path / "optuna.journal").exists()  # nothing started
+
+
+def test_base_overrides_from_the_command_line(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("base: {train: {max_steps: 8}}\nparameters:\n  task.delay: {values: [3, 4]}\n")
+    s = load_spec(p, ["train.max_steps=20", "model=gru"], trials=1)
+    assert s.base["train"]["max_steps"] == 20 and s.base["model"] == {"name": "gru"} and s.budget() == 1
