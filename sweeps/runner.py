@@ -33,7 +33,7 @@ from optuna.trial import FrozenTrial, TrialState
 from bench.errors import UserError
 from sweeps.pruning import PruningCallback
 from sweeps.spec import SweepSpec, parse_spec, trial_config
-from sweeps.storage import Heartbeat, open_storage, reap_stale, trial_params
+from sweeps.storage import Heartbeat, open_storage, reap_stale, requeue, trial_params
 
 READY_ATTR = "seqbench:ready"
 REPO = Path(__file__).resolve().parent.parent
@@ -258,8 +258,10 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
                                      "tracking.tags": _tags(spec, trial, params)}
             if job.threads:
                 extra["train.threads"] = job.threads
+            resume_ids = trial.user_attrs.get("resume_run_ids", [])  # a retry continues its runs
             for i, seed in enumerate(spec.seeds):
-                cfg = trial_config(spec, params, seed, extra)
+                again = {"run_id": resume_ids[i], "resume": True} if i < len(resume_ids) else {}
+                cfg = trial_config(spec, params, seed, {**extra, **again})
                 if i == 0:
                     trial.set_user_attr("config_hash", cfg.config_hash())
                 tracker = RunTracker(cfg, job.argv or None)
@@ -287,8 +289,7 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
             _set(trial, {"fail_reason": "interrupted by the user; retried", "retried": True,
                          "wall_s": time.perf_counter() - t0, "run_ids": run_ids})
             _tell(study, trial, TrialState.FAIL)
-            study.enqueue_trial({**trial_params(study._storage.get_trial(trial._trial_id)), **params},
-                                user_attrs={"retry_of": _retry_of(study, trial)})
+            requeue(study, study._storage.get_trial(trial._trial_id))
             raise
         except Exception as e:  # noqa: BLE001 - one bad trial never stops the study
             state = TrialState.FAIL
@@ -332,10 +333,6 @@ def _objective(results: dict[str, Any], metrics) -> list[float]:
                             f"{results['status']}); keys: {', '.join(sorted(results['final']))}")
         out.append(float(results["final"][m.name]))
     return out
-
-
-def _retry_of(study: optuna.Study, trial: optuna.Trial) -> int:
-    return study._storage.get_trial(trial._trial_id).user_attrs.get("retry_of", trial.number)
 
 
 def _set(trial: optuna.Trial, attrs: dict[str, Any]) -> None:

@@ -169,9 +169,14 @@ def reap_stale(study: optuna.Study, grace: float, on_reaped: Callable[[FrozenTri
             storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
         except UpdateFinishedTrialError:
             continue  # finished meanwhile, or another worker reaped it first
-        retry_of = t.user_attrs.get("retry_of", t.number)
-        study.enqueue_trial(trial_params(t), user_attrs={"retry_of": retry_of})
+        requeue(study, t)
         reaped.append(t)
         if on_reaped is not None:
             on_reaped(t)
     return reaped
+
+
+def requeue(study: optuna.Study, t: FrozenTrial) -> None:
+    """Enqueue a failed trial's configuration again; its runs continue from their checkpoints."""
+    study.enqueue_trial(trial_params(t), user_attrs={"retry_of": t.user_attrs.get("retry_of", t.number),
+                                                     "resume_run_ids": t.user_attrs.get("run_ids", [])})

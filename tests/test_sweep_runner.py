@@ -188,6 +188,10 @@ def test_sigkill_mid_study_then_rerun_retries_the_stuck_trial_and_meets_the_budg
     assert "no heartbeat" in after[1].user_attrs["fail_reason"]
     retry = [t for t in after if t.user_attrs.get("retry_of") == 1]
     assert len(retry) == 1 and retry[0].state == TrialState.COMPLETE and retry[0].params == {"train.max_steps": 1000}
+    run_id = after[1].user_attrs["run_ids"][0]  # the retry continued the killed run's folder
+    assert retry[0].user_attrs["run_ids"] == [run_id]
+    res = json.loads((out / "runs" / run_id / "results.json").read_text())
+    assert res["status"] == "completed" and res["steps"] == 1000
     assert grid_points(load(out, "tiny")) == sorted(json.dumps({"train.max_steps": n}) for n in (4, 1000, 6))
     assert "worker lost" in text
 
