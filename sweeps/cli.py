@@ -8,8 +8,9 @@ What a study stores (the contract with ``reports/``, see helpers' CONTRACT_SWEEP
 study user attrs ``spec``, ``spec_path``, ``question``, ``metrics``, ``out_dir``,
 ``seqbench_version``, ``git_sha``; trial params = the spec's dotted keys; trial user attrs
 ``run_ids``, ``seeds``, ``per_seed``, ``mean``, ``std``, ``n_diverged``, ``config_hash``,
-``wall_s``, and ``fail_reason`` on FAIL (``prune_reason`` on PRUNED, ``retried``/``retry_of``
-on trials a dead worker left behind).
+``wall_s``, and ``fail_reason`` on FAIL; besides, ``prune_reason`` on PRUNED, ``retried`` on a
+FAIL whose configuration was queued again (dead worker, Ctrl-C), and ``retry_of`` /
+``resume_run_ids`` on that retry (its runs continue the dead trial's from their checkpoints).
 """
 from __future__ import annotations
 
@@ -109,7 +110,8 @@ def _value(t: FrozenTrial, metrics) -> str:
         return ""
     means = mean if isinstance(mean, list) else [mean]
     stds = std if isinstance(std, list) else [std]
-    return "  ".join(f"{m.name} {a:.4f}" + (f"±{s:.4f}" if s else "") for m, a, s in zip(metrics, means, stds))
+    n = len([v for v in t.user_attrs.get("per_seed", []) if v is not None])
+    return "  ".join(f"{m.name} {a:.4f}" + (f"±{s:.4f}" if n > 1 else "") for m, a, s in zip(metrics, means, stds))
 
 
 def trial_line(t: FrozenTrial, metrics) -> str:
@@ -152,7 +154,8 @@ def summary(trials: list[FrozenTrial], spec) -> str:
         mean, std = t.user_attrs.get("mean"), t.user_attrs.get("std")
         means = mean if isinstance(mean, list) else [mean]
         stds = std if isinstance(std, list) else [std]
-        vals = [f"{a:.4f}" + (f" ± {s:.4f}" if s else "") for a, s in zip(means, stds)]
+        n = len([v for v in t.user_attrs.get("per_seed", []) if v is not None])
+        vals = [f"{a:.4f}" + (f" ± {s:.4f}" if n > 1 else "") for a, s in zip(means, stds)]
         rows.append([str(t.number), *(_fmt(t.params.get(k, "")) for k in keys), *vals,
                      str(len(t.user_attrs.get("seeds", []))), f"{t.user_attrs.get('wall_s', 0):.0f}"])
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]

@@ -46,7 +46,6 @@ from bench.config import build_config, load_yaml, set_dotted
 from bench.errors import UserError, format_validation_error
 from bench.registry import MODELS, TASKS
 from bench.schema import Section
-from tasks.base import metric_goal
 
 Scalar = Union[bool, int, float, str, None]
 _GOALS = {"max": "maximize", "min": "minimize"}
@@ -340,10 +339,3 @@ def trial_config(spec: SweepSpec, params: dict[str, Any], seed: int, extra: dict
         set_dotted(d, k, v)
     return build_config(d)
 
-
-def direction_words(spec: SweepSpec) -> list[str]:
-    return [m.goal for m in spec.metrics()]
-
-
-def goal_of(metric: str) -> str:
-    return _GOALS[metric_goal(metric)]
