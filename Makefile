@@ -3,8 +3,6 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.seqbench-installed
-# copy with 3 symbols over a 40-step delay: the LSTM bridges it, the tanh RNN stays at the baseline
-DEMO_RUN := task.n_symbols=3 task.alphabet=4 task.delay=40 model.d_model=64 optim.lr=0.01 train.max_steps=1500 train.val_every=250 "train.early_stop={metric: val/acc, threshold: 0.99}"
 
 .PHONY: venv demo test test-fast bench clean
 
@@ -20,9 +18,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# A small long-dependency study (rnn vs lstm vs transformer on copy, two delays; a few minutes
+# on 2 cores) and its dashboard. Re-running continues the study: finished trials never re-run.
 demo: venv
-	$(BIN)/seqbench run task=copy model=rnn  $(DEMO_RUN)
-	$(BIN)/seqbench run task=copy model=lstm $(DEMO_RUN)
+	$(BIN)/seqbench sweep sweeps/demo.yaml --workers 2
+	$(BIN)/seqbench report demo
 
 test: venv
 	$(BIN)/python -m pytest -q
