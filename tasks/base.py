@@ -44,6 +44,16 @@ class TaskConfig(Section):
         raise NotImplementedError
 
 
+class TokenTaskConfig(TaskConfig):
+    """Per-step classification scored by accuracy on the answer positions (copy, recall, ...)."""
+
+    output_kind = OutputKind.TOKENS
+    causal = True
+    metric_names = ("loss", "acc")
+    primary_metric = "acc"
+    primary_goal = "max"
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     """What a model needs to know to be built for a task."""

@@ -23,17 +23,12 @@ import torch
 from pydantic import Field, model_validator
 
 from bench.registry import TASKS
-from tasks.base import IGNORE, Batch, OutputKind, TaskConfig, TaskSpec, TokenTask, positive_int
+from tasks.base import IGNORE, Batch, OutputKind, TaskSpec, TokenTask, TokenTaskConfig, positive_int
 from tasks.synthetic.base import SyntheticTask
 
 
-class AssocRecallConfig(TaskConfig):
+class AssocRecallConfig(TokenTaskConfig):
     name: Literal["assoc_recall"] = "assoc_recall"
-    output_kind = OutputKind.TOKENS
-    causal = True
-    metric_names = ("loss", "acc")
-    primary_metric = "acc"
-    primary_goal = "max"
 
     vocab: int = Field(64, ge=8, description="token ids; keys use 1..vocab//2-1, values vocab//2..vocab-1")
     n_pairs: int = positive_int("key-value pairs to store (each queried once)", 8)

@@ -23,17 +23,12 @@ import torch
 from pydantic import Field
 
 from bench.registry import TASKS
-from tasks.base import Batch, OutputKind, TaskConfig, TaskSpec, TokenTask, positive_int
+from tasks.base import Batch, OutputKind, TaskSpec, TokenTask, TokenTaskConfig, positive_int
 from tasks.synthetic.base import SyntheticTask
 
 
-class CopyConfig(TaskConfig):
+class CopyConfig(TokenTaskConfig):
     name: Literal["copy"] = "copy"
-    output_kind = OutputKind.TOKENS
-    causal = True
-    metric_names = ("loss", "acc")
-    primary_metric = "acc"
-    primary_goal = "max"
 
     n_symbols: int = positive_int("symbols to remember (10 in Arjovsky et al.)", 10)
     alphabet: int = Field(8, ge=2, description="distinct symbols; uniform guess accuracy is 1/alphabet")

@@ -22,17 +22,12 @@ import torch
 from pydantic import Field, model_validator
 
 from bench.registry import TASKS
-from tasks.base import IGNORE, Batch, OutputKind, TaskConfig, TaskSpec, TokenTask, positive_int
+from tasks.base import IGNORE, Batch, OutputKind, TaskSpec, TokenTask, TokenTaskConfig, positive_int
 from tasks.synthetic.base import SyntheticTask
 
 
-class SelectiveCopyConfig(TaskConfig):
+class SelectiveCopyConfig(TokenTaskConfig):
     name: Literal["selective_copy"] = "selective_copy"
-    output_kind = OutputKind.TOKENS
-    causal = True
-    metric_names = ("loss", "acc")
-    primary_metric = "acc"
-    primary_goal = "max"
 
     length: int = positive_int("positions the symbols are scattered over", 64)
     n_symbols: int = positive_int("symbols to find and reproduce in order", 8)
