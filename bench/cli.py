@@ -106,6 +106,13 @@ def _command_modules() -> list[Any]:
 _COMMAND_MODULES: list[Any] = []
 
 
+def one_line(msg: str, longest: int = 100) -> str:
+    """A message as one terminal line: line breaks of any kind (\\n, \\x85, \\u2028 ...) become
+    spaces, and a huge value echoed from the input is cut to its ends."""
+    words = [w if len(w) <= longest else f"{w[:40]}...({len(w)} chars)...{w[-20:]}" for w in msg.split()]
+    return " ".join(words)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     global _COMMAND_MODULES
     _COMMAND_MODULES = _command_modules()
@@ -113,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
     except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {one_line(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted; finished work is saved under out_dir", file=sys.stderr)

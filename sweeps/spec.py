@@ -50,7 +50,8 @@ from bench.schema import Section
 Scalar = Union[bool, int, float, str, None]
 _GOALS = {"max": "maximize", "min": "minimize"}
 _NOT_SWEPT = ("seed", "out_dir", "run_id", "tracking")  # the runner owns these
-_CORNER_CAP = 4096  # search-space corners validated jointly; beyond this, one parameter at a time
+_CORNER_CAP = 4096
+_MAX_SEEDS = 1000  # replicates per configuration; a huge count is a typo, not a plan  # search-space corners validated jointly; beyond this, one parameter at a time
 
 
 class Metric(Section):
@@ -109,7 +110,8 @@ class SweepSpec(Section):
     parameters: dict[str, Param] = Field(default_factory=dict, description="dotted RunConfig key -> choices")
     per_model: dict[str, dict[str, Any]] = Field(default_factory=dict, description="model name -> overrides")
     per_task: dict[str, dict[str, Any]] = Field(default_factory=dict, description="task name -> overrides")
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1, description="replicates per config")
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1, max_length=_MAX_SEEDS,
+                             description="replicates per config")
     pruner: Pruner = Field(default_factory=Pruner, description="stop hopeless trials early")
     trials: int | None = Field(None, ge=1, description="budget; grid: the first N points (default all)")
     timeout: float | None = Field(None, gt=0, description="seconds a worker keeps starting trials")
@@ -123,8 +125,8 @@ class SweepSpec(Section):
         if isinstance(d.get("metric"), dict):
             d["metric"] = [d["metric"]]
         if isinstance(d.get("seeds"), int) and not isinstance(d.get("seeds"), bool):
-            if d["seeds"] < 1:
-                raise ValueError(f"seeds: a count must be >= 1 (got {d['seeds']})")
+            if not 1 <= d["seeds"] <= _MAX_SEEDS:
+                raise ValueError(f"seeds: a count must be between 1 and {_MAX_SEEDS} (got {d['seeds']})")
             d["seeds"] = list(range(d["seeds"]))
         if isinstance(d.get("pruner"), str):
             d["pruner"] = {"name": d["pruner"]}
@@ -142,6 +144,11 @@ class SweepSpec(Section):
                                  "drop trials: to run the whole grid")
         elif self.trials is None:
             raise ValueError(f"trials: method {self.method} needs a budget; set trials: N")
+        for sec in ("task", "model"):
+            node = self.base.get(sec)
+            if node is not None and not isinstance(node, (str, dict)):
+                raise ValueError(f"base.{sec}: give a {sec} name or a mapping with name: ... "
+                                 f"(got {type(node).__name__} {node!r:.40})")
         if len(self.metric) > 1 and self.pruner.name != "none":
             raise ValueError("pruner: Optuna cannot prune multi-objective studies; set pruner: none")
         if len(set(self.seeds)) != len(self.seeds) or min(self.seeds) < 0:
