@@ -63,7 +63,7 @@ def cores() -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from sweeps.runner import Job, open_study, optuna_quiet, run_workers, worker
     from sweeps.spec import load_spec
-    from sweeps.storage import describe
+    from sweeps.storage import describe, redact
 
     if args.workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {args.workers})")
@@ -78,9 +78,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     # intra-op threads on 2 busy cores, and 8x slower in a 1-worker sweep); a spec that asks for more
     # is capped so K workers never oversubscribe the machine.
     threads = max(1, cores() // args.workers) if _spec_threads(spec) > cores() // args.workers else None
+    # the command line is provenance (results.json, W&B metadata): never with a storage password
+    sys.argv[:] = [redact(a) for a in sys.argv]
     job = Job(spec=spec.to_dict(), spec_path=args.spec, study=args.study or Path(args.spec).stem,
               storage=args.storage, out_dir=out_dir, threads=threads, heartbeat=args.heartbeat,
-              argv=["seqbench", "sweep", *(sys.argv[2:] if args.argv is None else args.argv)])
+              argv=[redact(a) for a in ["seqbench", "sweep", *(sys.argv[2:] if args.argv is None else args.argv)]])
     study = open_study(job, spec, coordinator=True)
     done = sum(1 for t in study.get_trials(deepcopy=False)
                if t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL) and not t.user_attrs.get("retried"))
@@ -97,7 +99,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     study = open_study(job, spec, coordinator=False)
     print(summary(study.get_trials(deepcopy=False), spec))
     print(f"runs under {Path(out_dir) / 'runs'}; dashboard: seqbench report {job.study}"
-          + (f" --storage {args.storage}" if args.storage else ""))
+          + (f" --storage {redact(args.storage)}" if args.storage else ""))
     return status
 
 

@@ -36,6 +36,7 @@ from sweeps.spec import SweepSpec, parse_spec, trial_config
 from sweeps.storage import Heartbeat, open_storage, reap_stale, requeue, trial_params
 
 READY_ATTR = "seqbench:ready"
+JOB_ENV = "SEQBENCH_SWEEP_JOB"  # how run_workers hands a Job to its worker processes
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -355,9 +356,10 @@ def _tell(study: optuna.Study, trial: optuna.Trial, state: TrialState, values: l
 
 def run_workers(job: Job, n: int) -> int:
     """``n`` local worker processes on the study (already created by the caller); exit status."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    procs = [subprocess.Popen([sys.executable, "-m", "sweeps.runner", json.dumps(asdict(job))], env=env)
-             for _ in range(n)]
+    # the job goes by environment, not argv: `ps` shows every user the arguments (storage password)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+           JOB_ENV: json.dumps(asdict(job))}
+    procs = [subprocess.Popen([sys.executable, "-m", "sweeps.runner"], env=env) for _ in range(n)]
     try:
         return max(p.wait() for p in procs)
     except KeyboardInterrupt:
@@ -370,6 +372,7 @@ def run_workers(job: Job, n: int) -> int:
 
 
 def _worker_main(payload: str) -> int:
+    os.environ.pop(JOB_ENV, None)  # not inherited by anything the worker starts
     job = Job(**json.loads(payload))
     try:
         worker(job)
@@ -382,4 +385,4 @@ def _worker_main(payload: str) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(_worker_main(sys.argv[1]))
+    raise SystemExit(_worker_main(sys.argv[1] if len(sys.argv) > 1 else os.environ[JOB_ENV]))

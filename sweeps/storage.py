@@ -33,8 +33,9 @@ HEARTBEAT_ATTR = "heartbeat"
 
 
 def redact(url: str) -> str:
-    """The URL with its password replaced by ``***`` (safe to print and to store)."""
-    return re.sub(r"^([A-Za-z][\w+.-]*://[^:/@]*):[^@/]*@", r"\1:***@", str(url))
+    """``url`` (or any text holding URLs, e.g. ``--storage=URL``) with passwords replaced by ``***``,
+    safe to print and to store; a password holding an unescaped ``@`` is hidden up to its last one."""
+    return re.sub(r"([A-Za-z][\w+.-]*://[^:/@\s]*):[^/\s]*@", r"\1:***@", str(url))
 
 
 def journal_path(url: str | None, out_dir: str | Path) -> Path | None:
