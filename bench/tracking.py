@@ -73,12 +73,16 @@ def default_run_id(cfg: RunConfig) -> str:
     return f"{stamp}-{cfg.task.name}-{cfg.model.name}-s{cfg.seed}-{cfg.config_hash()[:6]}"
 
 
+_PROBE_BYTES = 64 * 1024  # a full disk (or a file-size limit) refuses this; an empty probe file would pass
+
+
 def check_writable(out_dir: Path) -> None:
-    """Fail before training if ``out_dir`` cannot take a run's files."""
+    """Fail before training if ``out_dir`` cannot take a run's files (unwritable, or a full disk)."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".write-test-"):
-            pass
+        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".write-test-") as f:
+            f.write(b"\0" * _PROBE_BYTES)
+            f.flush()
     except OSError as e:
         raise UserError(f"out_dir: cannot write to {out_dir} ({e.strerror})") from None
 

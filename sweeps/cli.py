@@ -61,9 +61,10 @@ def cores() -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from bench.tracking import check_writable
     from sweeps.runner import Job, open_study, optuna_quiet, run_workers, worker
     from sweeps.spec import load_spec
-    from sweeps.storage import describe, redact
+    from sweeps.storage import check_scheme, describe, redact
 
     if args.workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {args.workers})")
@@ -83,6 +84,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     job = Job(spec=spec.to_dict(), spec_path=args.spec, study=args.study or Path(args.spec).stem,
               storage=args.storage, out_dir=out_dir, threads=threads, heartbeat=args.heartbeat,
               argv=[redact(a) for a in ["seqbench", "sweep", *(sys.argv[2:] if args.argv is None else args.argv)]])
+    check_scheme(args.storage)
+    check_writable(Path(out_dir))  # one line now, not a failed trial per configuration later
     study = open_study(job, spec, coordinator=True)
     done = sum(1 for t in study.get_trials(deepcopy=False)
                if t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL) and not t.user_attrs.get("retried"))

@@ -59,10 +59,7 @@ def open_storage(url: str | None, out_dir: str | Path = "outputs") -> optuna.sto
         except OSError as e:
             raise UserError(f"--storage: cannot use journal file {path} ({e.strerror})") from None
     assert url is not None
-    scheme = url.split("://", 1)[0].split("+", 1)[0].lower()
-    if scheme not in _RDB_SCHEMES:
-        raise UserError(f"--storage: unknown scheme {scheme!r}; use a journal file path, journal:///path, "
-                        "postgresql://, mysql:// or sqlite:///")
+    scheme = check_scheme(url)
     if scheme == "sqlite":
         print("warning: SQLite storage loses trials with several writers ('database is locked'); "
               "prefer the default journal file for local workers", file=sys.stderr)
@@ -81,6 +78,17 @@ def open_storage(url: str | None, out_dir: str | Path = "outputs") -> optuna.sto
             time.sleep(0.5 * (attempt + 1))
     first = str(last).strip().splitlines()[0] if str(last).strip() else ""
     raise UserError(f"--storage: cannot open {redact(url)} ({type(last).__name__}: {redact(first)})")
+
+
+def check_scheme(url: str | None) -> str | None:
+    """The RDB scheme of ``url`` (None for a journal file); UserError for a scheme seqbench cannot use."""
+    if url is None or journal_path(url, ".") is not None:
+        return None
+    scheme = url.split("://", 1)[0].split("+", 1)[0].lower()
+    if scheme not in _RDB_SCHEMES:
+        raise UserError(f"--storage: unknown scheme {scheme!r}; use a journal file path, journal:///path, "
+                        "postgresql://, mysql:// or sqlite:///")
+    return scheme
 
 
 def _with_driver(url: str) -> str:

@@ -59,6 +59,7 @@ def leaks(out: Path, texts: list[str], study: optuna.Study, secrets: list[str]) 
     return found
 
 
+@pytest.mark.slow  # W&B offline in two worker processes, then a report: ~35 s
 def test_journal_sweep_with_wandb_offline_and_report_leak_no_key(tmp_path):
     out = tmp_path / "out"
     spec = write_spec(tmp_path)
