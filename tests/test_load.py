@@ -1,0 +1,66 @@
+"""Load: four local workers on one journal study, and two on PostgreSQL, run a 24-point grid to the
+end: no duplicate or missing grid point, no trial left RUNNING or WAITING, every COMPLETE trial has
+its runs' files. Two steps per trial, so process start-up and the storage are what is exercised."""
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from sweeps.storage import open_storage
+from tests.pg_server import NoServer, postgres_url
+from tests.test_sweep_runner import TINY_BASE, sweep_cli, write_spec
+
+pytestmark = pytest.mark.slow
+
+GRID = {"model.name": ["rnn", "gru", "lstm"], "task.delay": [2, 3, 4, 5], "optim.lr": [0.01, 0.001]}
+POINTS = sorted(json.dumps(dict(zip(GRID, combo)), sort_keys=True) for combo in itertools.product(*GRID.values()))
+
+
+def spec(tmp_path: Path) -> Path:
+    base = {**TINY_BASE, "train": {**TINY_BASE["train"], "max_steps": 2, "val_every": 2}}
+    return write_spec(tmp_path, name="load", base=base, parameters={k: {"values": v} for k, v in GRID.items()})
+
+
+def check_study(study: optuna.Study, out: Path, workers: int, text: str) -> None:
+    trials = study.get_trials()
+    counted = [t for t in trials if not (t.state == TrialState.FAIL and t.user_attrs.get("retried"))]
+    assert sorted(json.dumps(t.params, sort_keys=True) for t in counted) == POINTS, text  # none twice, none missing
+    assert not [t.number for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)], text
+    assert [t.state for t in counted] == [TrialState.COMPLETE] * len(POINTS), text
+    for t in counted:
+        for run_id in t.user_attrs["run_ids"]:
+            run = out / "runs" / run_id
+            assert all((run / f).is_file() for f in ("config.yaml", "metrics.csv", "results.json")), run_id
+            assert json.loads((run / "results.json").read_text())["status"] == "completed"
+    assert len({t.system_attrs["worker"] for t in counted}) == workers, text  # every worker took trials
+
+
+def test_four_workers_on_one_journal_finish_a_24_point_grid(tmp_path):
+    out = tmp_path / "out"
+    proc = sweep_cli(str(spec(tmp_path)), "--out-dir", str(out), "--workers", "4")
+    text, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, text
+    check_study(optuna.load_study(study_name="load", storage=open_storage(None, out)), out, 4, text)
+    assert "24 trials: 24 complete" in text
+
+
+def test_two_workers_on_postgres_finish_a_24_point_grid(tmp_path):
+    try:
+        import psycopg2  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg2 is not installed (pip install -e '.[dev]')")
+    out = tmp_path / "out"
+    try:
+        with postgres_url() as url:
+            proc = sweep_cli(str(spec(tmp_path)), "--out-dir", str(out), "--workers", "2", "--storage", url)
+            text, _ = proc.communicate(timeout=600)
+            assert proc.returncode == 0, text
+            check_study(optuna.load_study(study_name="load", storage=open_storage(url)), out, 2, text)
+    except NoServer as e:
+        pytest.skip(f"no PostgreSQL server could be started: {e}")
+    assert "24 trials: 24 complete" in text
