@@ -112,3 +112,16 @@ def test_offline_hub_name_exit_code_2_through_the_cli(tmp_path):
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert "some/hubname" in lines[-1] and "task.source=path/to/data.csv" in lines[-1]
     assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("task, name, body", [("sentiment", "latin.csv", b"text,label\ncaf\xe9,1\n"),
+                                              ("lm", "latin.txt", b"hello w\xf6rld\n")])
+def test_non_utf8_file_through_the_cli_names_the_file(tmp_path, capsys, task, name, body):
+    from bench.cli import main
+
+    f = tmp_path / name
+    f.write_bytes(body)
+    code = main(["run", f"task={task}", f"task.source={f}", f"task.cache_dir={tmp_path / 'cache'}",
+                 f"out_dir={tmp_path / 'out'}", "tracking.wandb=off"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and f"{f}: not valid UTF-8" in err[0], err
