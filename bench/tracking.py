@@ -16,6 +16,7 @@ import io
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,8 @@ from bench.config import RunConfig
 from bench.errors import UserError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 _PACKAGES = ("seqbench", "torch", "pytorch-lightning", "torchmetrics", "pydantic", "optuna", "wandb", "datasets")
 
 
@@ -36,6 +39,7 @@ def atomic_write(path: Path, text: str) -> None:
     """Write via a temp file + rename, so a reader never sees half a file."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are meant to be shared
         with os.fdopen(fd, "w") as f:
             f.write(text)
         os.replace(tmp, path)
@@ -142,6 +146,11 @@ class RunTracker:
         self.resumed = resumed is not None
         if not self.resumed:
             atomic_write(self.dir / "config.yaml", cfg.to_yaml())
+
+    def discard_if_empty(self) -> None:
+        """Remove a new run folder that holds nothing but its config (the run never started)."""
+        if not self.resumed and {p.name for p in self.dir.iterdir()} <= {"config.yaml"}:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def resume_from(self) -> Path | None:
         """The checkpoint to continue from, after dropping metrics rows logged past it."""

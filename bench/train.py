@@ -11,6 +11,7 @@ import torch
 
 from bench.callbacks import AtomicCheckpoint, DivergenceStop, ProgressPrinter, ResultsWriter
 from bench.config import RunConfig
+from bench.errors import UserError
 from bench.diagnostics import GradientDiagnostics
 from bench.distributed import launch, spawned
 from bench.module import SeqModule
@@ -65,7 +66,11 @@ def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.C
     torch.set_flush_denormal(cfg.train.flush_denormal)
     ckpt = tracker.resume_from()
     pl.seed_everything(cfg.seed, workers=True, verbose=False)
-    task = build_task(cfg)
+    try:
+        task = build_task(cfg)
+    except UserError:  # bad data files: leave no half-made run folder behind
+        tracker.discard_if_empty()
+        raise
     module = SeqModule(cfg, task)
     baseline = task.baseline()
     t = cfg.train

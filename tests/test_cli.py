@@ -77,3 +77,25 @@ def test_unwritable_out_dir_fails_before_training(tmp_path, capsys):
     assert main(["run", *tiny_overrides("copy", "lstm", blocker / "sub")]) == 2
     err = capsys.readouterr().err
     assert "out_dir: cannot write" in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_data_file_leaves_no_run_folder(tmp_path, capsys):
+    data = tmp_path / "bad.csv"
+    data.write_text("foo,bar\n1,2\n")
+    out = tmp_path / "o"
+    assert main(["run", "task=sentiment", f"task.source={data}", "tracking.wandb=off", f"out_dir={out}"]) == 2
+    err = capsys.readouterr().err
+    assert str(data) in err and len(err.strip().splitlines()) == 1
+    assert not list((out / "runs").glob("*"))  # the refused run left nothing half-made
+
+
+def test_results_files_are_readable_by_others(tmp_path):
+    import stat
+
+    from bench.config import build_config
+    from bench.train import run
+
+    r = run(build_config({}, tiny_overrides("copy", "gru", tmp_path)), progress=False)
+    for name in ("config.yaml", "results.json", "metrics.csv"):
+        mode = (tmp_path / "runs" / r["run_id"] / name).stat().st_mode
+        assert mode & stat.S_IRGRP and mode & stat.S_IROTH, name
