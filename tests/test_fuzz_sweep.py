@@ -80,6 +80,8 @@ def mutated(draw):
         if key == "base":  # dropping base's task can orphan a per_task block or the metric: those are named
             token = (next(iter(spec[key])) if isinstance(spec[key], dict) and spec[key] else "base",
                      "per_task", "per_model", "metric")
+        elif key == "parameters":  # emptying parameters can orphan a per_model block: that is named instead
+            token = ("parameters", "per_model", "per_task")
     elif kind == "unknown_top":
         token = draw(ZZ)
         spec[token] = 1
