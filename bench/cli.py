@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from typing import Any, Sequence
 
 from bench.errors import UserError
@@ -113,9 +115,16 @@ def one_line(msg: str, longest: int = 100) -> str:
     return " ".join(words)
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    # SIGTERM (schedulers, `kill`) stops work like Ctrl-C: a checkpointed run resumes with resume=true
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     global _COMMAND_MODULES
     _COMMAND_MODULES = _command_modules()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)

@@ -125,6 +125,10 @@ def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.C
             status, reason = "interrupted", "KeyboardInterrupt"
     except KeyboardInterrupt:
         status, reason = "interrupted", "KeyboardInterrupt"
+    except SystemExit:  # Lightning's graceful shutdown after Ctrl-C/SIGTERM exits; keep the record
+        if not trainer.interrupted:
+            raise
+        status, reason = "interrupted", "interrupted by a signal"
     train_s = time.perf_counter() - t0
     steps = trainer.global_step
     if diverge.reason:

@@ -81,3 +81,27 @@ def test_checkpoints_load_with_weights_only(tmp_path):
     ckpt = tmp_path / "runs" / r["run_id"] / "checkpoints" / "last.ckpt"
     state = torch.load(ckpt, weights_only=True)  # raises if the file needs pickled code
     assert state["global_step"] == 2 and "seqbench" in state
+
+
+def test_sigterm_stops_gracefully_and_resume_finishes_the_run(tmp_path):
+    ovs = ["task=copy", "task.delay=30", "task.n_symbols=2", "model.d_model=64", "train.batch_size=64",
+           "train.max_steps=600", "train.val_every=20", "train.checkpoint_every=20", "eval.test=false",
+           "tracking.wandb=off", f"out_dir={tmp_path}"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled"}
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "run", *ovs], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        dirs = list((tmp_path / "runs").glob("*")) if (tmp_path / "runs").exists() else []
+        if dirs and len(_rows(dirs[0])) >= 3:
+            break
+        assert proc.poll() is None, "the run finished before it could be stopped"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    res = json.loads((dirs[0] / "results.json").read_text())
+    assert res["status"] == "interrupted" and 0 < res["steps"] < 600
+
+    done = run(build_config({}, ovs + ["resume=true"]), progress=False)
+    assert done["run_id"] == dirs[0].name and done["status"] == "completed" and done["steps"] == 600
