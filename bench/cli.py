@@ -89,23 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("overrides", nargs="*", help="dotted key=value, e.g. task=copy model.d_model=64")
     sp.set_defaults(func=cmd_run, argv=None)
 
-    for module in _COMMAND_MODULES:
+    from bench import cost
+    from reports import cli as report_cli
+    from sweeps import cli as sweep_cli
+
+    for module in (sweep_cli, report_cli, cost):  # each adds its subcommand
         module.register(sub)
     return p
-
-
-def _command_modules() -> list[Any]:
-    mods = []
-    for name in ("sweeps.cli", "reports.cli", "bench.cost"):
-        try:
-            mods.append(__import__(name, fromlist=["register"]))
-        except ModuleNotFoundError as e:
-            if e.name != name:
-                raise
-    return mods
-
-
-_COMMAND_MODULES: list[Any] = []
 
 
 def one_line(msg: str, longest: int = 100) -> str:
@@ -121,8 +111,6 @@ def _terminate(signum: int, frame: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    global _COMMAND_MODULES
-    _COMMAND_MODULES = _command_modules()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     try:

@@ -77,3 +77,20 @@ def postgres_url() -> Iterator[str]:
                            capture_output=True, timeout=60)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def postgres_or_skip() -> Iterator[str]:
+    """``postgres_url()`` for tests: skips (saying why) without psycopg2 or when no server can start."""
+    import pytest
+
+    try:
+        import psycopg2  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg2 is not installed (pip install -e '.[dev]')")
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(postgres_url())
+        except NoServer as e:
+            pytest.skip(f"no PostgreSQL server could be started: {e}")
+        yield url

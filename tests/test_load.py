@@ -12,7 +12,7 @@ import pytest
 from optuna.trial import TrialState
 
 from sweeps.storage import open_storage
-from tests.pg_server import NoServer, postgres_url
+from tests.pg_server import postgres_or_skip
 from tests.test_sweep_runner import TINY_BASE, sweep_cli, write_spec
 
 pytestmark = pytest.mark.slow
@@ -50,19 +50,12 @@ def test_four_workers_on_one_journal_finish_a_24_point_grid(tmp_path):
 
 
 def test_two_workers_on_postgres_finish_a_24_point_grid(tmp_path):
-    try:
-        import psycopg2  # noqa: F401
-    except ImportError:
-        pytest.skip("psycopg2 is not installed (pip install -e '.[dev]')")
     out = tmp_path / "out"
-    try:
-        with postgres_url() as url:
-            proc = sweep_cli(str(spec(tmp_path)), "--out-dir", str(out), "--workers", "2", "--storage", url)
-            text, _ = proc.communicate(timeout=600)
-            assert proc.returncode == 0, text
-            check_study(optuna.load_study(study_name="load", storage=open_storage(url)), out, 2, text)
-    except NoServer as e:
-        pytest.skip(f"no PostgreSQL server could be started: {e}")
+    with postgres_or_skip() as url:
+        proc = sweep_cli(str(spec(tmp_path)), "--out-dir", str(out), "--workers", "2", "--storage", url)
+        text, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0, text
+        check_study(optuna.load_study(study_name="load", storage=open_storage(url)), out, 2, text)
     assert "24 trials: 24 complete" in text
 
 

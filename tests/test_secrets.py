@@ -15,7 +15,7 @@ import yaml
 
 from sweeps.storage import open_storage, redact
 from tests.conftest import REPO
-from tests.pg_server import NoServer, postgres_url
+from tests.pg_server import postgres_or_skip
 from tests.test_sweep_runner import TINY_BASE
 
 KEY = "f4k3seqbenchAPIkey0123456789abcdef012345"  # 40 characters, like a real W&B key
@@ -77,22 +77,17 @@ def test_journal_sweep_with_wandb_offline_and_report_leak_no_key(tmp_path):
 @pytest.fixture(scope="module")
 def secret_pg_url():
     """A real ``postgresql://user:PASSWORD@127.0.0.1:port/db``: a user created with that password."""
-    try:
-        import psycopg2
-    except ImportError:
-        pytest.skip("psycopg2 is not installed (pip install -e '.[dev]')")
-    try:
-        with postgres_url() as admin:
-            conn = psycopg2.connect(admin)
-            conn.autocommit = True
-            with conn.cursor() as cur:
-                cur.execute(f"CREATE USER sbuser WITH PASSWORD '{PASSWORD}'")
-                cur.execute("CREATE DATABASE sbdb OWNER sbuser")
-            conn.close()
-            host = admin.split("@", 1)[1].rsplit("/", 1)[0]
-            yield f"postgresql://sbuser:{PASSWORD}@{host}/sbdb"
-    except NoServer as e:
-        pytest.skip(f"no PostgreSQL server could be started: {e}")
+    with postgres_or_skip() as admin:
+        import psycopg2  # present: postgres_or_skip skipped otherwise
+
+        conn = psycopg2.connect(admin)
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE USER sbuser WITH PASSWORD '{PASSWORD}'")
+            cur.execute("CREATE DATABASE sbdb OWNER sbuser")
+        conn.close()
+        host = admin.split("@", 1)[1].rsplit("/", 1)[0]
+        yield f"postgresql://sbuser:{PASSWORD}@{host}/sbdb"
 
 
 @pytest.mark.slow  # a PostgreSQL server and W&B offline runs in worker processes

@@ -10,7 +10,7 @@ from optuna.trial import TrialState
 
 from bench.cli import main
 from sweeps.storage import open_storage
-from tests.pg_server import NoServer, postgres_url
+from tests.pg_server import postgres_or_skip
 from tests.test_sweep_runner import TINY_BASE, grid_points, sweep_cli, write_spec
 
 pytestmark = pytest.mark.slow
@@ -18,15 +18,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def pg_url():
-    try:
-        import psycopg2  # noqa: F401
-    except ImportError:
-        pytest.skip("psycopg2 is not installed (pip install -e '.[dev]')")
-    try:
-        with postgres_url() as url:
-            yield url
-    except NoServer as e:
-        pytest.skip(f"no PostgreSQL server could be started: {e}")
+    with postgres_or_skip() as url:
+        yield url
 
 
 def test_two_workers_on_postgres_finish_the_grid_once(tmp_path, pg_url, capsys):
