@@ -1,3 +1,3 @@
-from bench.cli import main
+from seqbench.bench.cli import main
 
 raise SystemExit(main())

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytorch_lightning as pl
 
-from bench.tracking import RunTracker
+from seqbench.bench.tracking import RunTracker
 
 
 def _lr(trainer: pl.Trainer) -> float:

@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import Any, Sequence
 
-from bench.errors import UserError
+from seqbench.bench.errors import UserError
 
 EXIT_USAGE = 2
 
@@ -32,8 +32,8 @@ def _fmt_default(field: Any) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from bench.registry import MODELS, TASKS
-    import bench.config  # noqa: F401  (registers everything)
+    from seqbench.bench.registry import MODELS, TASKS
+    import seqbench.bench.config  # noqa: F401  (registers everything)
 
     def show(kind: str, reg) -> None:
         print(f"{kind}:")
@@ -47,7 +47,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                     print(f"      {kind[:-1]}.{fname} = {_fmt_default(f)}{desc}")
     show("tasks", TASKS)
     show("models", MODELS)
-    from sweeps import shipped_sweeps
+    from seqbench.sweeps import shipped_sweeps
 
     print("sweeps:")
     for path, question in shipped_sweeps():
@@ -58,10 +58,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from bench.config import load_config
+    from seqbench.bench.config import load_config
 
     cfg = load_config(args.config, args.overrides)
-    from bench.train import run
+    from seqbench.bench.train import run
 
     r = run(cfg, argv=["seqbench", "run", *sys.argv[2:]] if args.argv is None else args.argv)
     final, base = r["final"], r["baseline"]
@@ -89,9 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("overrides", nargs="*", help="dotted key=value, e.g. task=copy model.d_model=64")
     sp.set_defaults(func=cmd_run, argv=None)
 
-    from bench import cost
-    from reports import cli as report_cli
-    from sweeps import cli as sweep_cli
+    from seqbench.bench import cost
+    from seqbench.reports import cli as report_cli
+    from seqbench.sweeps import cli as sweep_cli
 
     for module in (sweep_cli, report_cli, cost):  # each adds its subcommand
         module.register(sub)

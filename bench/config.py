@@ -16,11 +16,11 @@ from typing import Annotated, Any, Literal, Union
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-import models  # noqa: F401  (fills MODELS)
-import tasks  # noqa: F401  (fills TASKS)
-from bench.errors import UserError, format_validation_error
-from bench.registry import MODELS, TASKS
-from bench.schema import Section
+import seqbench.models  # noqa: F401  (fills MODELS)
+import seqbench.tasks  # noqa: F401  (fills TASKS)
+from seqbench.bench.errors import UserError, format_validation_error
+from seqbench.bench.registry import MODELS, TASKS
+from seqbench.bench.schema import Section
 
 
 def _union(configs: list[type]) -> Any:

@@ -42,8 +42,8 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from bench.errors import UserError, format_validation_error
-from bench.schema import Section
+from seqbench.bench.errors import UserError, format_validation_error
+from seqbench.bench.schema import Section
 
 # What the course material says each family costs per sequence (T length, d width, k kernel).
 COMPLEXITY = {
@@ -59,9 +59,9 @@ def _default_models() -> list[str]:
 
 
 def _backbones() -> list[str]:
-    import bench.config  # noqa: F401  (fills MODELS)
-    from bench.registry import MODELS
-    from models.base import Backbone
+    import seqbench.bench.config  # noqa: F401  (fills MODELS)
+    from seqbench.bench.registry import MODELS
+    from seqbench.models.base import Backbone
 
     return [e.name for e in MODELS if isinstance(e.cls, type) and issubclass(e.cls, Backbone)]
 
@@ -101,7 +101,7 @@ class CostConfig(Section):
         for m in self.models:
             extra = {"n_layers": self.n_layers} if self.n_layers != 1 else {}
             try:
-                from bench.registry import MODELS
+                from seqbench.bench.registry import MODELS
 
                 MODELS.get(m).config_cls(d_model=self.d_model, **extra)
             except ValidationError as e:
@@ -140,10 +140,10 @@ def measure_point(model: str, length: int, c: dict[str, Any]) -> dict[str, Any]:
     import torch
     import torch.nn.functional as F
 
-    import bench.config  # noqa: F401
-    from bench.registry import MODELS
-    from models.base import build_model
-    from tasks.base import Batch, OutputKind, TaskSpec
+    import seqbench.bench.config  # noqa: F401
+    from seqbench.bench.registry import MODELS
+    from seqbench.models.base import build_model
+    from seqbench.tasks.base import Batch, OutputKind, TaskSpec
 
     torch.set_num_threads(c["threads"])
     torch.manual_seed(0)

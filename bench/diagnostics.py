@@ -41,8 +41,8 @@ import pytorch_lightning as pl
 import torch
 from torch import nn
 
-from bench.tracking import atomic_write
-from tasks.base import IGNORE, Batch, OutputKind, TaskSpec
+from seqbench.bench.tracking import atomic_write
+from seqbench.tasks.base import IGNORE, Batch, OutputKind, TaskSpec
 
 _RNN_PARAM = re.compile(r"^(weight|bias)_(ih|hh|hr)_l(\d+)(_reverse)?$")
 DEFINITIONS = {

@@ -36,7 +36,7 @@ def launch(cfg: Any, tracker: Any, callbacks: Sequence[Any], progress: bool) -> 
     """Run ``cfg`` in ``train.devices`` spawned processes on this node; returns rank 0's results."""
     import torch.multiprocessing as mp
 
-    from bench.errors import UserError
+    from seqbench.bench.errors import UserError
 
     t = cfg.train
     if t.devices == "auto":
@@ -57,7 +57,7 @@ def launch(cfg: Any, tracker: Any, callbacks: Sequence[Any], progress: bool) -> 
 def _worker(local_rank: int, cfg: Any, tracker: Any, callbacks: list[Any], progress: bool,
             env: dict[str, str], strategy: str) -> None:
     os.environ.update(env, LOCAL_RANK=str(local_rank))
-    from bench.train import run_in_process
+    from seqbench.bench.train import run_in_process
 
     try:
         run_in_process(cfg, tracker, callbacks, progress, strategy=strategy)

@@ -12,10 +12,10 @@ import torch
 import torchmetrics
 from torch import nn
 
-from bench.config import RunConfig
-from bench.schedules import lr_multiplier
-from models.base import build_model
-from tasks.base import Batch, Task
+from seqbench.bench.config import RunConfig
+from seqbench.bench.schedules import lr_multiplier
+from seqbench.models.base import build_model
+from seqbench.tasks.base import Batch, Task
 
 SPLITS = ("val", "test")
 

@@ -26,8 +26,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from bench.config import RunConfig
-from bench.errors import UserError
+from seqbench.bench.config import RunConfig
+from seqbench.bench.errors import UserError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _UMASK = os.umask(0)
@@ -109,7 +109,7 @@ def find_resumable(cfg: RunConfig) -> Path | None:
     for d in runs.glob("*/config.yaml"):
         run_dir = d.parent
         try:
-            from bench.config import load_config
+            from seqbench.bench.config import load_config
 
             if load_config(d).config_hash() != want:
                 continue

@@ -9,15 +9,15 @@ from typing import Any, Sequence
 import pytorch_lightning as pl
 import torch
 
-from bench.callbacks import AtomicCheckpoint, DivergenceStop, ProgressPrinter, ResultsWriter
-from bench.config import RunConfig
-from bench.errors import UserError
-from bench.diagnostics import GradientDiagnostics
-from bench.distributed import launch, spawned
-from bench.module import SeqModule
-from bench.registry import TASKS
-from bench.tracking import RunTracker, read_results, wandb_finish, wandb_log_summary
-from tasks.base import Task, metric_goal
+from seqbench.bench.callbacks import AtomicCheckpoint, DivergenceStop, ProgressPrinter, ResultsWriter
+from seqbench.bench.config import RunConfig
+from seqbench.bench.errors import UserError
+from seqbench.bench.diagnostics import GradientDiagnostics
+from seqbench.bench.distributed import launch, spawned
+from seqbench.bench.module import SeqModule
+from seqbench.bench.registry import TASKS
+from seqbench.bench.tracking import RunTracker, read_results, wandb_finish, wandb_log_summary
+from seqbench.tasks.base import Task, metric_goal
 
 
 def quiet_lightning() -> None:

@@ -27,13 +27,12 @@ from pathlib import Path
 import pytorch_lightning as pl
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.config import build_config  # noqa: E402
-from bench.schedules import lr_multiplier  # noqa: E402
-from bench.train import build_task, run  # noqa: E402
-from models.base import build_model  # noqa: E402
-from tasks.synthetic.base import BatchKey  # noqa: E402
+from seqbench.bench.config import build_config  # noqa: E402
+from seqbench.bench.schedules import lr_multiplier  # noqa: E402
+from seqbench.bench.train import build_task, run  # noqa: E402
+from seqbench.models.base import build_model  # noqa: E402
+from seqbench.tasks.synthetic.base import BatchKey  # noqa: E402
 
 
 def now() -> tuple[float, float]:

@@ -16,9 +16,9 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
-from bench.registry import MODELS
-from bench.schema import Section
-from tasks.base import Batch, OutputKind, TaskSpec
+from seqbench.bench.registry import MODELS
+from seqbench.bench.schema import Section
+from seqbench.tasks.base import Batch, OutputKind, TaskSpec
 
 PER_STEP_AND_POOLED = frozenset({OutputKind.TOKENS, OutputKind.CLASS, OutputKind.REGRESSION})
 

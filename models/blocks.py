@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from pydantic import Field, model_validator
 from torch import nn
 
-from models.base import ModelConfig
+from seqbench.models.base import ModelConfig
 
 NormPosition = Literal["post", "pre", "rezero", "none"]
 NormKind = Literal["layernorm", "rmsnorm"]

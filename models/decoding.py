@@ -21,8 +21,8 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
-from bench.schema import Section
-from tasks.base import Batch, TaskSpec
+from seqbench.bench.schema import Section
+from seqbench.tasks.base import Batch, TaskSpec
 
 
 class DecodeConfig(Section):

@@ -16,8 +16,8 @@ from pydantic import Field
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from bench.registry import MODELS
-from models.base import Backbone, ModelConfig
+from seqbench.bench.registry import MODELS
+from seqbench.models.base import Backbone, ModelConfig
 
 
 class RecurrentConfig(ModelConfig):

@@ -26,11 +26,11 @@ from pydantic import Field
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from bench.registry import MODELS
-from models.base import InputEncoder, ModelConfig
-from models.blocks import valid_mask
-from models.decoding import DecodeConfig, EncoderDecoder, State
-from tasks.base import Batch, OutputKind
+from seqbench.bench.registry import MODELS
+from seqbench.models.base import InputEncoder, ModelConfig
+from seqbench.models.blocks import valid_mask
+from seqbench.models.decoding import DecodeConfig, EncoderDecoder, State
+from seqbench.tasks.base import Batch, OutputKind
 
 SEQ2SEQ_ONLY = frozenset({OutputKind.SEQ2SEQ})
 

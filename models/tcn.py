@@ -21,8 +21,8 @@ from pydantic import Field, model_validator
 from torch import nn
 from torch.nn.utils.parametrizations import weight_norm as apply_weight_norm
 
-from bench.registry import MODELS
-from models.base import Backbone, ModelConfig
+from seqbench.bench.registry import MODELS
+from seqbench.models.base import Backbone, ModelConfig
 
 
 class ReceptiveFieldWarning(UserWarning):

@@ -12,9 +12,9 @@ from typing import Literal
 
 from torch import nn
 
-from bench.registry import MODELS
-from models.base import Backbone
-from models.blocks import PositionalEncoding, TransformerFields, TransformerStack, valid_mask
+from seqbench.bench.registry import MODELS
+from seqbench.models.base import Backbone
+from seqbench.models.blocks import PositionalEncoding, TransformerFields, TransformerStack, valid_mask
 
 
 class TransformerConfig(TransformerFields):

@@ -16,12 +16,12 @@ import torch
 from pydantic import Field
 from torch import nn
 
-from bench.registry import MODELS
-from models.base import InputEncoder
-from models.blocks import PositionalEncoding, TransformerFields, TransformerStack, valid_mask
-from models.decoding import DecodeConfig, EncoderDecoder, State
-from models.seq2seq import SEQ2SEQ_ONLY
-from tasks.base import Batch
+from seqbench.bench.registry import MODELS
+from seqbench.models.base import InputEncoder
+from seqbench.models.blocks import PositionalEncoding, TransformerFields, TransformerStack, valid_mask
+from seqbench.models.decoding import DecodeConfig, EncoderDecoder, State
+from seqbench.models.seq2seq import SEQ2SEQ_ONLY
+from seqbench.tasks.base import Batch
 
 
 class TransformerSeq2SeqConfig(TransformerFields):

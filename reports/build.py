@@ -8,11 +8,11 @@ from pathlib import Path
 import optuna
 import pandas as pd
 
-from bench.errors import UserError
-from reports.diagnostics import load_diagnostics
-from reports.figures import swept
-from reports.html import built_by, write_report
-from reports.table import PARAM, StudyInfo, build_table, load_curves, runs_root, study_info
+from seqbench.bench.errors import UserError
+from seqbench.reports.diagnostics import load_diagnostics
+from seqbench.reports.figures import swept
+from seqbench.reports.html import built_by, write_report
+from seqbench.reports.table import PARAM, StudyInfo, build_table, load_curves, runs_root, study_info
 
 
 @dataclass

@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from bench.errors import UserError
+from seqbench.bench.errors import UserError
 
 
 def register(sub: Any) -> None:
@@ -22,14 +22,14 @@ def register(sub: Any) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from reports import wandb_report
+    from seqbench.reports import wandb_report
 
     if args.publish_wandb:  # before any work: a missing key must not cost a full report build
         wandb_report.preflight()
-    from sweeps.storage import journal_path, open_storage, redact
+    from seqbench.sweeps.storage import journal_path, open_storage, redact
 
-    from reports.build import build_report
-    from reports.table import load_study
+    from seqbench.reports.build import build_report
+    from seqbench.reports.table import load_study
 
     out_dir = Path(args.out_dir)
     journal = journal_path(args.storage, out_dir)

@@ -21,7 +21,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from reports.figures import PALETTE, label, levels
+from seqbench.reports.figures import PALETTE, label, levels
 
 X_KEYS = ("distance", "step", "steps", "t", "position", "length", "lengths", "x", "layer")
 MAX_PANELS = 9

@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-from reports.table import PARAM, Objective
+from seqbench.reports.table import PARAM, Objective
 
 LENGTH_KEYS = ("task.delay", "task.length", "task.seq_len", "task.max_len", "task.n_pairs")
 ARCH_KEY = "model.name"

@@ -18,11 +18,11 @@ import plotly
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from bench.tracking import atomic_write as _atomic_write
-from reports import figures as F
-from reports.diagnostics import fig_diagnostics
-from reports.optuna_views import optuna_figures
-from reports.table import StudyInfo, compute_seconds, state_counts
+from seqbench.bench.tracking import atomic_write as _atomic_write
+from seqbench.reports import figures as F
+from seqbench.reports.diagnostics import fig_diagnostics
+from seqbench.reports.optuna_views import optuna_figures
+from seqbench.reports.table import StudyInfo, compute_seconds, state_counts
 
 PLOTLY_JS = "plotly.min.js"
 
@@ -216,7 +216,7 @@ def write_report(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: 
 def built_by() -> dict[str, Any]:
     from importlib import metadata
 
-    from bench.tracking import git_sha
+    from seqbench.bench.tracking import git_sha
 
     try:
         version = metadata.version("seqbench")

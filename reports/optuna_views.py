@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
-from reports.table import PARAM, Objective
+from seqbench.reports.table import PARAM, Objective
 
 MIN_TRIALS_IMPORTANCE = 4  # fANOVA on fewer completed trials is noise
 

@@ -29,7 +29,7 @@ import optuna
 import pandas as pd
 from optuna.trial import TrialState
 
-from bench.errors import UserError
+from seqbench.bench.errors import UserError
 
 PARAM = "param."
 OBJ = "objective:"

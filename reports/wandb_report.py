@@ -13,12 +13,12 @@ import socket
 from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import urlparse
 
-from bench.errors import UserError
+from seqbench.bench.errors import UserError
 
 if TYPE_CHECKING:  # preflight stays import-light so that a refusal is immediate
     import pandas as pd
 
-    from reports.table import StudyInfo
+    from seqbench.reports.table import StudyInfo
 
 DEFAULT_BASE_URL = "https://api.wandb.ai"
 CONNECT_TIMEOUT_S = 3.0
@@ -65,7 +65,7 @@ def publish(info: "StudyInfo", df: "pd.DataFrame", env: Mapping[str, str] | None
     """Build and save the W&B Report for ``info``'s study; returns its URL."""
     import wandb_workspaces.reports.v2 as wr
 
-    from reports import figures as F
+    from seqbench.reports import figures as F
 
     env = os.environ if env is None else env
     entity = env.get("WANDB_ENTITY") or None

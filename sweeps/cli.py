@@ -22,7 +22,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
 
-from bench.errors import UserError
+from seqbench.bench.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,10 +61,10 @@ def cores() -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from bench.tracking import check_writable
-    from sweeps.runner import Job, open_study, optuna_quiet, run_workers, worker
-    from sweeps.spec import load_spec
-    from sweeps.storage import check_scheme, describe, redact
+    from seqbench.bench.tracking import check_writable
+    from seqbench.sweeps.runner import Job, open_study, optuna_quiet, run_workers, worker
+    from seqbench.sweeps.spec import load_spec
+    from seqbench.sweeps.storage import check_scheme, describe, redact
 
     if args.workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {args.workers})")

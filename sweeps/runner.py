@@ -30,14 +30,13 @@ from optuna.exceptions import DuplicatedStudyError, UpdateFinishedTrialError
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from bench.errors import UserError
-from sweeps.pruning import PruningCallback
-from sweeps.spec import SweepSpec, parse_spec, trial_config
-from sweeps.storage import Heartbeat, open_storage, reap_stale, requeue, trial_params
+from seqbench.bench.errors import UserError
+from seqbench.sweeps.pruning import PruningCallback
+from seqbench.sweeps.spec import SweepSpec, parse_spec, trial_config
+from seqbench.sweeps.storage import Heartbeat, open_storage, reap_stale, requeue, trial_params
 
 READY_ATTR = "seqbench:ready"
 JOB_ENV = "SEQBENCH_SWEEP_JOB"  # how run_workers hands a Job to its worker processes
-REPO = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -86,7 +85,7 @@ def make_pruner(spec: SweepSpec) -> optuna.pruners.BasePruner:
 
 
 def study_attrs(job: Job, spec: SweepSpec) -> dict[str, Any]:
-    from bench.tracking import git_sha
+    from seqbench.bench.tracking import git_sha
 
     try:
         version = metadata.version("seqbench")
@@ -240,8 +239,8 @@ def one_line(e: BaseException) -> str:
 
 def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Job) -> FrozenTrial | None:
     """All seed replicates of one configuration; tells the study COMPLETE, PRUNED or FAIL."""
-    from bench.tracking import RunTracker
-    from bench.train import run
+    from seqbench.bench.tracking import RunTracker
+    from seqbench.bench.train import run
 
     t0 = time.perf_counter()
     metrics = spec.metrics()
@@ -320,7 +319,7 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
     _set(trial, attrs)
     frozen = _tell(study, trial, state, values if state == TrialState.COMPLETE else None)
     if frozen is not None:
-        from sweeps.cli import trial_line
+        from seqbench.sweeps.cli import trial_line
 
         print(trial_line(frozen, metrics), flush=True)
     return frozen
@@ -357,9 +356,9 @@ def _tell(study: optuna.Study, trial: optuna.Trial, state: TrialState, values: l
 def run_workers(job: Job, n: int) -> int:
     """``n`` local worker processes on the study (already created by the caller); exit status."""
     # the job goes by environment, not argv: `ps` shows every user the arguments (storage password)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-           JOB_ENV: json.dumps(asdict(job))}
-    procs = [subprocess.Popen([sys.executable, "-m", "sweeps.runner"], env=env) for _ in range(n)]
+    # workers import the installed seqbench, like this process (no PYTHONPATH games)
+    env = {**os.environ, JOB_ENV: json.dumps(asdict(job))}
+    procs = [subprocess.Popen([sys.executable, "-m", "seqbench.sweeps.runner"], env=env) for _ in range(n)]
     try:
         return max(p.wait() for p in procs)
     except KeyboardInterrupt:

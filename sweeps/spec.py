@@ -42,10 +42,10 @@ from typing import Any, Literal, Union
 
 from pydantic import Field, ValidationError, model_validator
 
-from bench.config import build_config, load_yaml, set_dotted
-from bench.errors import UserError, format_validation_error
-from bench.registry import MODELS, TASKS
-from bench.schema import Section
+from seqbench.bench.config import build_config, load_yaml, set_dotted
+from seqbench.bench.errors import UserError, format_validation_error
+from seqbench.bench.registry import MODELS, TASKS
+from seqbench.bench.schema import Section
 
 Scalar = Union[bool, int, float, str, None]
 _GOALS = {"max": "maximize", "min": "minimize"}
@@ -243,7 +243,7 @@ def load_spec(path: str | Path, overrides: list[str] | tuple[str, ...] = (), tri
 
 
 def _apply_base_overrides(base: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
-    from bench.config import parse_value
+    from seqbench.bench.config import parse_value
 
     d = json.loads(json.dumps(base, default=str))
     for ov in overrides:

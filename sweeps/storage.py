@@ -26,7 +26,7 @@ from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, TrialState
 
-from bench.errors import UserError
+from seqbench.bench.errors import UserError
 
 _RDB_SCHEMES = ("postgresql", "postgres", "mysql", "sqlite")
 HEARTBEAT_ATTR = "heartbeat"

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 import torchmetrics
 from pydantic import Field
 
-from bench.schema import Section
+from seqbench.bench.schema import Section
 
 IGNORE = -100  # target value for positions that carry no answer (F.cross_entropy's default)
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from hypothesis import settings
 
-import bench.config  # noqa: F401  (fills the registries)
+import seqbench.bench.config  # noqa: F401  (fills the registries)
 
 torch.set_num_threads(1)
 os.environ.setdefault("WANDB_MODE", "disabled")
@@ -42,7 +42,7 @@ TINY_MODEL_FIELDS = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "n_
 
 def tiny_overrides(task: str, model: str, out_dir: Path | str, **extra: Any) -> list[str]:
     """Dotted overrides for a tiny, fast run of (task, model)."""
-    from bench.registry import MODELS
+    from seqbench.bench.registry import MODELS
 
     ovs = [f"task={task}", f"model={model}"]
     ovs += [f"task.{k}={v}" for k, v in TINY_TASK.get(task, {}).items()]
@@ -56,8 +56,8 @@ def tiny_overrides(task: str, model: str, out_dir: Path | str, **extra: Any) -> 
 
 def compatible_pairs() -> list[tuple[str, str]]:
     """Every (task, model) pair the config validator accepts."""
-    import bench.config  # noqa: F401,F811
-    from bench.registry import MODELS, TASKS
+    import seqbench.bench.config  # noqa: F401,F811
+    from seqbench.bench.registry import MODELS, TASKS
 
     pairs = []
     for t in TASKS:
@@ -72,7 +72,7 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300, env: dict
             ) -> subprocess.CompletedProcess:
     """``python -m bench ARGS`` in a subprocess (the way a user runs it)."""
     e = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=cwd or REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "seqbench", *args], cwd=cwd or REPO, capture_output=True,
                           text=True, timeout=timeout, env=e)
 
 

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from bench.cli import main
-from bench.registry import MODELS, TASKS
+from seqbench.bench.cli import main
+from seqbench.bench.registry import MODELS, TASKS
 from tests.conftest import run_cli, tiny_overrides
 
 
@@ -92,8 +92,8 @@ def test_bad_data_file_leaves_no_run_folder(tmp_path, capsys):
 def test_results_files_are_readable_by_others(tmp_path):
     import stat
 
-    from bench.config import build_config
-    from bench.train import run
+    from seqbench.bench.config import build_config
+    from seqbench.bench.train import run
 
     r = run(build_config({}, tiny_overrides("copy", "gru", tmp_path)), progress=False)
     for name in ("config.yaml", "results.json", "metrics.csv"):

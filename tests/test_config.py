@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.config import RunConfig, build_config, load_config, override, parse_value
-from bench.errors import UserError
-from bench.registry import MODELS, TASKS, Registry
+from seqbench.bench.config import RunConfig, build_config, load_config, override, parse_value
+from seqbench.bench.errors import UserError
+from seqbench.bench.registry import MODELS, TASKS, Registry
 
 
 def test_defaults_are_valid_and_frozen():

@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from bench.cli import main
-from bench.cost import CostConfig, fit_exponent, parse_settings, sweep, write_outputs
-from bench.errors import UserError
-from bench.registry import MODELS
+from seqbench.bench.cli import main
+from seqbench.bench.cost import CostConfig, fit_exponent, parse_settings, sweep, write_outputs
+from seqbench.bench.errors import UserError
+from seqbench.bench.registry import MODELS
 from tests.conftest import run_cli
 
 

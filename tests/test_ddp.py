@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from bench.config import build_config
-from bench.distributed import spawned
-from bench.train import run
+from seqbench.bench.config import build_config
+from seqbench.bench.distributed import spawned
+from seqbench.bench.train import run
 from tests.conftest import tiny_overrides
 
 

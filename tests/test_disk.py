@@ -22,9 +22,9 @@ import pytest
 import pytorch_lightning.loggers as pl_loggers
 from optuna.trial import TrialState
 
-import bench.tracking
-from bench.cli import main
-from sweeps.storage import open_storage
+import seqbench.bench.tracking
+from seqbench.bench.cli import main
+from seqbench.sweeps.storage import open_storage
 from tests.conftest import REPO, tiny_overrides
 from tests.test_sweep_runner import TINY_BASE, write_spec
 
@@ -66,7 +66,7 @@ def _limited() -> None:  # in the child: file writes past LIMIT fail (EFBIG) ins
 
 def full_disk_cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled", "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "seqbench", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=300, env=env, preexec_fn=_limited)
 
 
@@ -91,7 +91,7 @@ def test_wandb_write_failures_mid_sweep_warn_once_and_trials_complete(tmp_path, 
 
     monkeypatch.delenv("WANDB_MODE", raising=False)
     monkeypatch.setenv("WANDB_SILENT", "true")
-    monkeypatch.setattr(bench.tracking, "_warned", set())
+    monkeypatch.setattr(seqbench.bench.tracking, "_warned", set())
     monkeypatch.setattr(pl_loggers.WandbLogger, "log_metrics", full)
     monkeypatch.setattr(pl_loggers.WandbLogger, "log_hyperparams", full)
     out = tmp_path / "out"

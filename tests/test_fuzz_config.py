@@ -10,10 +10,10 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import bench.train
-from bench.cli import main
-from bench.config import build_config, safe_load
-from bench.errors import UserError
+import seqbench.bench.train
+from seqbench.bench.cli import main
+from seqbench.bench.config import build_config, safe_load
+from seqbench.bench.errors import UserError
 
 # every health check but filter_too_much: if assume() threw nearly every case away, fail loudly
 QUIET_CHECKS = [h for h in HealthCheck if h is not HealthCheck.filter_too_much]
@@ -90,7 +90,7 @@ def _invalid(d: dict, overrides: list[str]) -> bool:
 def no_training(monkeypatch):
     def refuse(*a, **k):  # a mutation that slipped through must not start a run
         raise AssertionError("a config that should be invalid reached training")
-    monkeypatch.setattr(bench.train, "run", refuse)
+    monkeypatch.setattr(seqbench.bench.train, "run", refuse)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=QUIET_CHECKS)

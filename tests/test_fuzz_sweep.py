@@ -13,10 +13,10 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import bench.train
-import sweeps.runner
-from bench.cli import main
-from sweeps.spec import load_spec
+import seqbench.bench.train
+import seqbench.sweeps.runner
+from seqbench.bench.cli import main
+from seqbench.sweeps.spec import load_spec
 from tests.conftest import TINY_TASK
 
 # every health check but filter_too_much: if assume() threw nearly every case away, fail loudly
@@ -178,8 +178,8 @@ def _invalid(path: Path, argv: list[str]) -> bool:
 def no_training(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("an invalid sweep reached a worker or a training run")
-    for mod, name in ((sweeps.runner, "worker"), (sweeps.runner, "run_workers"), (sweeps.runner, "run_trial"),
-                      (bench.train, "run")):
+    for mod, name in ((seqbench.sweeps.runner, "worker"), (seqbench.sweeps.runner, "run_workers"), (seqbench.sweeps.runner, "run_trial"),
+                      (seqbench.bench.train, "run")):
         monkeypatch.setattr(mod, name, refuse)
 
 

@@ -5,9 +5,9 @@ import pytest
 import torch
 from torch import nn
 
-from bench.config import build_config
-from bench.module import SeqModule
-from bench.train import build_task
+from seqbench.bench.config import build_config
+from seqbench.bench.module import SeqModule
+from seqbench.bench.train import build_task
 
 
 def module_for(*ovs: str) -> SeqModule:
@@ -28,14 +28,14 @@ def test_recurrent_width_depth_dropout_direction(model):
     drop = module_for(f"model={model}", "model.d_model=8", "model.n_layers=2", "model.dropout=0.3")
     assert drop.net.backbone.rnn.dropout == 0.3 and drop.net.backbone.drop.p == 0.3
     # causal synthetic tasks refuse bidirectional models (test_config), so build one directly
-    from models.base import build_model
-    from tasks.base import OutputKind, TaskSpec
+    from seqbench.models.base import build_model
+    from seqbench.tasks.base import OutputKind, TaskSpec
     spec = TaskSpec(OutputKind.CLASS, n_classes=3, causal=False, vocab_size=5)
     cfg = base.cfg.model.model_validate({**base.cfg.model.model_dump(), "bidirectional": True})
     net = build_model(cfg, spec)
     assert net.backbone.d_out == 16 and net.backbone.rnn.bidirectional
     x = torch.randint(0, 5, (2, 7))
-    from tasks.base import Batch
+    from seqbench.tasks.base import Batch
     out, _ = net(Batch(x=x, y=torch.zeros(2, dtype=torch.long)))
     assert out.shape == (2, 3)
     x2 = x.clone()

@@ -11,11 +11,11 @@ import typing
 import pytest
 import torch
 
-from bench.config import build_config
-from bench.errors import UserError
-from bench.registry import MODELS, TASKS
-from bench.train import build_task
-from models.base import build_model
+from seqbench.bench.config import build_config
+from seqbench.bench.errors import UserError
+from seqbench.bench.registry import MODELS, TASKS
+from seqbench.bench.train import build_task
+from seqbench.models.base import build_model
 from tests.conftest import TINY_TASK, tiny_overrides
 
 # Fields whose effect needs a setting other than the tiny default to show (field -> extra overrides).

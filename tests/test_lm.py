@@ -8,11 +8,11 @@ import pytest
 import torch
 from torch import nn
 
-from bench.config import build_config
-from bench.train import build_task, run
-from models.base import build_model
-from tasks.base import Batch
-from tasks.text.lm import strip_markdown
+from seqbench.bench.config import build_config
+from seqbench.bench.train import build_task, run
+from seqbench.models.base import build_model
+from seqbench.tasks.base import Batch
+from seqbench.tasks.text.lm import strip_markdown
 
 LINES = ["Now is the winter of our discontent", "Made glorious summer by this sun of York;",
          "And all the clouds that lour'd upon our house", "In the deep bosom of the ocean buried."]

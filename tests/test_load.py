@@ -11,7 +11,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from sweeps.storage import open_storage
+from seqbench.sweeps.storage import open_storage
 from tests.pg_server import postgres_or_skip
 from tests.test_sweep_runner import TINY_BASE, sweep_cli, write_spec
 
@@ -68,7 +68,7 @@ def test_sigkilled_sweep_rerun_continues_the_trial_from_its_checkpoint(tmp_path,
 
     import torch
 
-    from bench.cli import main
+    from seqbench.bench.cli import main
 
     base = {**TINY_BASE, "train": {**TINY_BASE["train"], "max_steps": 300, "val_every": 20,
                                    "checkpoint_every": 20, "deterministic": True}}

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.config import build_config
-from bench.module import SeqModule
-from bench.train import build_task
-from tasks.base import OutputKind
+from seqbench.bench.config import build_config
+from seqbench.bench.module import SeqModule
+from seqbench.bench.train import build_task
+from seqbench.tasks.base import OutputKind
 from tests.conftest import compatible_pairs, tiny_overrides
 
 PAIRS = compatible_pairs()
@@ -53,7 +53,7 @@ def test_forward_backward_two_steps(task_name, model_name, tmp_path):
 
 @pytest.mark.parametrize("task_name, model_name", PAIRS[:: max(1, len(PAIRS) // 6)])
 def test_full_run_through_the_harness(task_name, model_name, tmp_path):
-    from bench.train import run
+    from seqbench.bench.train import run
 
     r = run(build_config({}, tiny_overrides(task_name, model_name, tmp_path)), progress=False)
     assert r["status"] == "completed" and r["steps"] == 2

@@ -10,7 +10,7 @@ import pytest
 
 import chromium
 from report_support import demo_study, journal_storage
-from reports.build import build_report
+from seqbench.reports.build import build_report
 
 BROWSER = chromium.find()
 pytestmark = pytest.mark.skipif(BROWSER is None, reason="chromium is not installed (apt-get install -y chromium)")

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports import figures as F
-from reports.diagnostics import _rows, fig_diagnostics
-from reports.optuna_views import optuna_figures, study_from_table
-from reports.table import Objective
+from seqbench.reports import figures as F
+from seqbench.reports.diagnostics import _rows, fig_diagnostics
+from seqbench.reports.optuna_views import optuna_figures, study_from_table
+from seqbench.reports.table import Objective
 
 LOSS = Objective("val/loss", "minimize")
 ACC = Objective("val/acc", "maximize")

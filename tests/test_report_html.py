@@ -9,11 +9,11 @@ import types
 import pandas as pd
 import pytest
 
-from bench.errors import UserError
+from seqbench.bench.errors import UserError
 from conftest import run_cli
 from report_support import demo_study, journal_storage
-from reports import wandb_report
-from reports.build import build_report
+from seqbench.reports import wandb_report
+from seqbench.reports.build import build_report
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +81,8 @@ def test_cli_publish_wandb_offline_exits_2_fast(tmp_path):
 
 
 def test_cli_end_to_end(tmp_path, capsys):
-    pytest.importorskip("sweeps.storage", reason="seqbench report opens storage through sweeps.storage (issue 5)")
-    from bench.cli import main
+    pytest.importorskip("seqbench.sweeps.storage", reason="seqbench report opens storage through sweeps.storage (issue 5)")
+    from seqbench.bench.cli import main
 
     out_dir = tmp_path / "outputs"
     out_dir.mkdir()

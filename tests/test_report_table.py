@@ -8,8 +8,8 @@ import pytest
 
 from report_support import (DELAYS, MODELS, SEEDS, WARMUPS, demo_acc, demo_study, is_diverged, journal_storage,
                             new_study)
-from reports.table import build_table, compute_seconds, load_curves, load_study, runs_root, state_counts, study_info
-from bench.errors import UserError
+from seqbench.reports.table import build_table, compute_seconds, load_curves, load_study, runs_root, state_counts, study_info
+from seqbench.bench.errors import UserError
 
 
 @pytest.fixture
@@ -86,8 +86,8 @@ def test_real_run_folder_from_bench_train(out_dir):
     from optuna.distributions import CategoricalDistribution
     from optuna.trial import TrialState
 
-    from bench.config import build_config
-    from bench.train import run
+    from seqbench.bench.config import build_config
+    from seqbench.bench.train import run
     from report_support import add_trial
 
     out_dir.mkdir(parents=True)

@@ -11,8 +11,8 @@ import time
 
 import torch
 
-from bench.config import build_config
-from bench.train import run
+from seqbench.bench.config import build_config
+from seqbench.bench.train import run
 from tests.conftest import REPO
 
 OVERRIDES = ["task=copy", "model=lstm", "task.delay=6", "task.n_symbols=2", "model.d_model=16", "model.n_layers=2",
@@ -34,7 +34,7 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path):
 
     out = tmp_path / "killed"
     env = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled"}
-    proc = subprocess.Popen([sys.executable, "-m", "bench", "run", *OVERRIDES, f"out_dir={out}"],
+    proc = subprocess.Popen([sys.executable, "-m", "seqbench", "run", *OVERRIDES, f"out_dir={out}"],
                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 240
     try:
@@ -88,7 +88,7 @@ def test_sigterm_stops_gracefully_and_resume_finishes_the_run(tmp_path):
            "train.max_steps=600", "train.val_every=20", "train.checkpoint_every=20", "eval.test=false",
            "tracking.wandb=off", f"out_dir={tmp_path}"]
     env = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled"}
-    proc = subprocess.Popen([sys.executable, "-m", "bench", "run", *ovs], cwd=tmp_path, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "seqbench", "run", *ovs], cwd=tmp_path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 240
     while time.time() < deadline:

@@ -13,7 +13,7 @@ import optuna
 import pytest
 import yaml
 
-from sweeps.storage import open_storage, redact
+from seqbench.sweeps.storage import open_storage, redact
 from tests.conftest import REPO
 from tests.pg_server import postgres_or_skip
 from tests.test_sweep_runner import TINY_BASE
@@ -26,7 +26,7 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> 
     """``python -m bench ARGS`` with the fake key in the environment and W&B free to run offline."""
     e = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
     e.update({"PYTHONPATH": str(REPO), "WANDB_API_KEY": KEY, **(env or {})})
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "seqbench", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=timeout, env=e)
 
 
@@ -115,7 +115,7 @@ def test_postgres_password_and_key_never_leak(tmp_path, secret_pg_url):
 
 def test_worker_processes_do_not_carry_the_storage_url_on_their_command_line(tmp_path, monkeypatch):
     """``ps`` shows every user a process's arguments: the job (with its storage URL) goes by environment."""
-    import sweeps.runner as runner
+    import seqbench.sweeps.runner as runner
 
     seen = []
 

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from bench.config import build_config
-from bench.errors import UserError
-from bench.train import build_task, run
-from models.base import build_model
-from tasks.text.tokenize import PAD
+from seqbench.bench.config import build_config
+from seqbench.bench.errors import UserError
+from seqbench.bench.train import build_task, run
+from seqbench.models.base import build_model
+from seqbench.tasks.text.tokenize import PAD
 
 POS = ["great fun and lovely", "i love this so much", "what a happy day", "best thing ever, love it"]
 NEG = ["awful and sad", "i hate this so much", "worst day, terrible", "bad bad bad, never again"]

@@ -9,13 +9,13 @@ import pytest
 import torch
 from sacrebleu.metrics import BLEU
 
-from bench.config import build_config
-from bench.errors import UserError
-from bench.train import build_task, run
+from seqbench.bench.config import build_config
+from seqbench.bench.errors import UserError
+from seqbench.bench.train import build_task, run
 from tests.model_probe import VOCAB, build, fingerprint, same, seq2seq_batch, seq2seq_spec, tiny_config
-from tasks.base import Batch
-from tasks.synthetic.seq2seq import EOS, SOS, CorpusBLEU, to_text
-from tasks.synthetic.sort import order_statistic_pmfs
+from seqbench.tasks.base import Batch
+from seqbench.tasks.synthetic.seq2seq import EOS, SOS, CorpusBLEU, to_text
+from seqbench.tasks.synthetic.sort import order_statistic_pmfs
 
 torch.set_num_threads(1)
 CPU = torch.device("cpu")

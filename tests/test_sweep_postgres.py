@@ -8,8 +8,8 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from bench.cli import main
-from sweeps.storage import open_storage
+from seqbench.bench.cli import main
+from seqbench.sweeps.storage import open_storage
 from tests.pg_server import postgres_or_skip
 from tests.test_sweep_runner import TINY_BASE, grid_points, sweep_cli, write_spec
 

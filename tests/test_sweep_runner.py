@@ -15,8 +15,8 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
-from bench.cli import main
-from sweeps.storage import open_storage, reap_stale, redact
+from seqbench.bench.cli import main
+from seqbench.sweeps.storage import open_storage, reap_stale, redact
 from tests.conftest import REPO, TINY_TASK
 
 TINY_BASE = {"task": {"name": "copy", **TINY_TASK["copy"]}, "model": {"d_model": 16},
@@ -44,7 +44,7 @@ def grid_points(study: optuna.Study) -> list[str]:
 
 def sweep_cli(*args: str, **popen) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled"}
-    return subprocess.Popen([sys.executable, "-m", "bench", "sweep", *args], cwd=REPO, env=env,
+    return subprocess.Popen([sys.executable, "-m", "seqbench", "sweep", *args], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
 
 
@@ -91,16 +91,16 @@ def test_grid_study_keeps_the_report_contract_and_resume_reruns_nothing(tmp_path
 
 
 def test_divergence_and_exceptions_fail_their_trial_and_the_study_goes_on(tmp_path, monkeypatch, capsys):
-    import bench.train
+    import seqbench.bench.train
 
-    real_run = bench.train.run
+    real_run = seqbench.bench.train.run
 
     def flaky_run(cfg, **kw):
         if cfg.model.d_model == 12:
             raise RuntimeError("boom in the model")
         return real_run(cfg, **kw)
 
-    monkeypatch.setattr(bench.train, "run", flaky_run)
+    monkeypatch.setattr(seqbench.bench.train, "run", flaky_run)
     out = tmp_path / "out"
     base = {**TINY_BASE, "task": {"name": "adding", "length": 8}, "model": {"name": "irnn", "d_model": 16},
             "optim": {"optimizer": "sgd", "grad_clip": None},
@@ -214,7 +214,7 @@ def test_stale_trial_is_failed_and_requeued_once_by_racing_reapers(tmp_path):
 def test_storage_urls_and_redaction(tmp_path, capsys):
     from optuna.storages import JournalStorage
 
-    from bench.errors import UserError
+    from seqbench.bench.errors import UserError
 
     assert isinstance(open_storage(None, tmp_path), JournalStorage) and (tmp_path / "optuna.journal").exists()
     assert isinstance(open_storage(f"journal://{tmp_path}/x.journal"), JournalStorage)

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from bench.cli import main
-from bench.errors import UserError
-from bench.registry import MODELS
-from sweeps import SWEEPS_DIR, shipped_sweeps
-from sweeps.spec import load_spec, parse_spec, trial_config
+from seqbench.bench.cli import main
+from seqbench.bench.errors import UserError
+from seqbench.bench.registry import MODELS
+from seqbench.sweeps import SWEEPS_DIR, shipped_sweeps
+from seqbench.sweeps.spec import load_spec, parse_spec, trial_config
 
 BASE = {"task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 4},
         "model": {"d_model": 16}, "train": {"max_steps": 8}}

@@ -7,11 +7,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bench.config import build_config
-from bench.registry import TASKS
-from bench.train import build_task
-from tasks.base import IGNORE, OutputKind
-from tasks.synthetic.base import SyntheticTask
+from seqbench.bench.config import build_config
+from seqbench.bench.registry import TASKS
+from seqbench.bench.train import build_task
+from seqbench.tasks.base import IGNORE, OutputKind
+from seqbench.tasks.synthetic.base import SyntheticTask
 from tests.conftest import TINY_TASK
 
 CPU = torch.device("cpu")

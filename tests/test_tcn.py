@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from tests.model_probe import build, fingerprint, same, tiny_config, token_spec
-from models.tcn import ReceptiveFieldWarning, receptive_field
-from tasks.base import Batch
+from seqbench.models.tcn import ReceptiveFieldWarning, receptive_field
+from seqbench.tasks.base import Batch
 
 torch.set_num_threads(1)
 

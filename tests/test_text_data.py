@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.errors import UserError
-from tasks.text import data
-from tasks.text.tokenize import EOS, PAD, SPECIALS, UNK, TextTokenizer
+from seqbench.bench.errors import UserError
+from seqbench.tasks.text import data
+from seqbench.tasks.text.tokenize import EOS, PAD, SPECIALS, UNK, TextTokenizer
 
 TEXTS = ["The cat sat on the mat.\nThe dog ran!  ", "héllo wörld\n\nthe end\n", "a b c\n"]
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,7 +105,7 @@ def test_offline_hub_name_fails_fast():
 def test_offline_hub_name_exit_code_2_through_the_cli(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
     env["HF_HOME"] = str(tmp_path / "hf")
-    cmd = [sys.executable, "-m", "bench", "run", "task=sentiment", "task.source=some/hubname",
+    cmd = [sys.executable, "-m", "seqbench", "run", "task=sentiment", "task.source=some/hubname",
            "tracking.wandb=off", f"out_dir={tmp_path}"]
     p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 2, p.stderr[-2000:]
@@ -117,7 +117,7 @@ def test_offline_hub_name_exit_code_2_through_the_cli(tmp_path):
 @pytest.mark.parametrize("task, name, body", [("sentiment", "latin.csv", b"text,label\ncaf\xe9,1\n"),
                                               ("lm", "latin.txt", b"hello w\xf6rld\n")])
 def test_non_utf8_file_through_the_cli_names_the_file(tmp_path, capsys, task, name, body):
-    from bench.cli import main
+    from seqbench.bench.cli import main
 
     f = tmp_path / name
     f.write_bytes(body)

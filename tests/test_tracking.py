@@ -5,8 +5,8 @@ import json
 
 import pytorch_lightning.loggers as pl_loggers
 
-from bench.config import build_config
-from bench.train import run
+from seqbench.bench.config import build_config
+from seqbench.bench.train import run
 from tests.conftest import tiny_overrides
 
 

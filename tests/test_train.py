@@ -8,8 +8,8 @@ import pytest
 import torch
 import yaml
 
-from bench.config import build_config
-from bench.train import run
+from seqbench.bench.config import build_config
+from seqbench.bench.train import run
 from tests.conftest import tiny_overrides
 
 
@@ -72,8 +72,8 @@ def test_grad_clip_bounds_the_update(out_dir):
     def update_norm(clip: str) -> float:
         cfg = small(out_dir, "optim.optimizer=sgd", "optim.momentum=0", "optim.lr=1", f"optim.grad_clip={clip}",
                     "train.max_steps=1", "eval.test=false")
-        from bench.module import SeqModule
-        from bench.train import build_task
+        from seqbench.bench.module import SeqModule
+        from seqbench.bench.train import build_task
         import pytorch_lightning as pl
 
         pl.seed_everything(0, verbose=False)

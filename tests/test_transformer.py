@@ -5,11 +5,11 @@ import pytest
 import torch
 from torch import nn
 
-from bench.config import build_config
-from bench.errors import UserError
+from seqbench.bench.config import build_config
+from seqbench.bench.errors import UserError
 from tests.model_probe import build, fingerprint, same, tiny_config, token_spec
-from models.blocks import Residual, TransformerLayer
-from tasks.base import Batch
+from seqbench.models.blocks import Residual, TransformerLayer
+from seqbench.tasks.base import Batch
 
 torch.set_num_threads(1)
 

@@ -20,9 +20,9 @@ import torch
 import torchmetrics
 from pydantic import Field
 
-from bench.registry import TASKS
-from tasks.base import Batch, OutputKind, Task, TaskConfig, TaskSpec
-from tasks.synthetic.base import SyntheticTask
+from seqbench.bench.registry import TASKS
+from seqbench.tasks.base import Batch, OutputKind, Task, TaskConfig, TaskSpec
+from seqbench.tasks.synthetic.base import SyntheticTask
 
 SOLVED_MSE = 0.01
 

@@ -12,7 +12,7 @@ from typing import Iterator
 
 import torch
 
-from tasks.base import Batch, Task, make_loader
+from seqbench.tasks.base import Batch, Task, make_loader
 
 _SPLIT_ID = {"train": 0, "val": 1, "test": 2}
 _MASK = (1 << 62) - 1

@@ -22,9 +22,9 @@ from typing import Literal
 import torch
 from pydantic import Field
 
-from bench.registry import TASKS
-from tasks.base import Batch, OutputKind, TaskSpec, TokenTask, TokenTaskConfig, positive_int
-from tasks.synthetic.base import SyntheticTask
+from seqbench.bench.registry import TASKS
+from seqbench.tasks.base import Batch, OutputKind, TaskSpec, TokenTask, TokenTaskConfig, positive_int
+from seqbench.tasks.synthetic.base import SyntheticTask
 
 
 class CopyConfig(TokenTaskConfig):

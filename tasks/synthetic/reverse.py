@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from bench.registry import TASKS
-from tasks.synthetic.seq2seq import Seq2SeqTask, Seq2SeqTaskConfig
+from seqbench.bench.registry import TASKS
+from seqbench.tasks.synthetic.seq2seq import Seq2SeqTask, Seq2SeqTaskConfig
 
 
 class ReverseConfig(Seq2SeqTaskConfig):

@@ -21,9 +21,9 @@ from typing import Literal
 import torch
 from pydantic import Field, model_validator
 
-from bench.registry import TASKS
-from tasks.base import IGNORE, Batch, OutputKind, TaskSpec, TokenTask, TokenTaskConfig, positive_int
-from tasks.synthetic.base import SyntheticTask
+from seqbench.bench.registry import TASKS
+from seqbench.tasks.base import IGNORE, Batch, OutputKind, TaskSpec, TokenTask, TokenTaskConfig, positive_int
+from seqbench.tasks.synthetic.base import SyntheticTask
 
 
 class SelectiveCopyConfig(TokenTaskConfig):

@@ -22,8 +22,8 @@ import torchmetrics
 from pydantic import Field
 from sacrebleu.metrics import BLEU
 
-from tasks.base import Batch, OutputKind, Task, TaskConfig, TaskSpec, TokenAccuracy, positive_int
-from tasks.synthetic.base import SyntheticTask
+from seqbench.tasks.base import Batch, OutputKind, Task, TaskConfig, TaskSpec, TokenAccuracy, positive_int
+from seqbench.tasks.synthetic.base import SyntheticTask
 
 PAD, SOS, EOS, FIRST_SYMBOL = 0, 1, 2, 3
 SOLVED_EXACT_MATCH = 0.9

@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from bench.registry import TASKS
-from tasks.synthetic.seq2seq import Seq2SeqTask, Seq2SeqTaskConfig
+from seqbench.bench.registry import TASKS
+from seqbench.tasks.synthetic.seq2seq import Seq2SeqTask, Seq2SeqTaskConfig
 
 
 class SortConfig(Seq2SeqTaskConfig):

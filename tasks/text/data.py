@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.errors import UserError
+from seqbench.bench.errors import UserError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

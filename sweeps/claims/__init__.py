@@ -1,0 +1,1 @@
+"""Shipped claims (seqbench verify): YAML files beside this module."""
