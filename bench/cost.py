@@ -143,7 +143,7 @@ def measure_point(model: str, length: int, c: dict[str, Any]) -> dict[str, Any]:
     import seqbench.bench.config  # noqa: F401
     from seqbench.bench.registry import MODELS
     from seqbench.models.base import build_model
-    from seqbench.tasks.base import Batch, OutputKind, TaskSpec
+    from seqbench.bench.contract import Batch, OutputKind, TaskSpec
 
     torch.set_num_threads(c["threads"])
     torch.manual_seed(0)

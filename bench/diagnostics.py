@@ -42,7 +42,7 @@ import torch
 from torch import nn
 
 from seqbench.bench.tracking import atomic_write
-from seqbench.tasks.base import IGNORE, Batch, OutputKind, TaskSpec
+from seqbench.bench.contract import IGNORE, Batch, OutputKind, TaskSpec
 
 _RNN_PARAM = re.compile(r"^(weight|bias)_(ih|hh|hr)_l(\d+)(_reverse)?$")
 DEFINITIONS = {

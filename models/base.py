@@ -18,7 +18,7 @@ from torch import nn
 
 from seqbench.bench.registry import MODELS
 from seqbench.bench.schema import Section
-from seqbench.tasks.base import Batch, OutputKind, TaskSpec
+from seqbench.bench.contract import Batch, OutputKind, TaskSpec
 
 PER_STEP_AND_POOLED = frozenset({OutputKind.TOKENS, OutputKind.CLASS, OutputKind.REGRESSION})
 

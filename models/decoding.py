@@ -22,7 +22,7 @@ from pydantic import Field
 from torch import nn
 
 from seqbench.bench.schema import Section
-from seqbench.tasks.base import Batch, TaskSpec
+from seqbench.bench.contract import Batch, TaskSpec
 
 
 class DecodeConfig(Section):

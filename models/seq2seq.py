@@ -30,7 +30,7 @@ from seqbench.bench.registry import MODELS
 from seqbench.models.base import InputEncoder, ModelConfig
 from seqbench.models.blocks import valid_mask
 from seqbench.models.decoding import DecodeConfig, EncoderDecoder, State
-from seqbench.tasks.base import Batch, OutputKind
+from seqbench.bench.contract import Batch, OutputKind
 
 SEQ2SEQ_ONLY = frozenset({OutputKind.SEQ2SEQ})
 

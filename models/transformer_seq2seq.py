@@ -21,7 +21,7 @@ from seqbench.models.base import InputEncoder
 from seqbench.models.blocks import PositionalEncoding, TransformerFields, TransformerStack, valid_mask
 from seqbench.models.decoding import DecodeConfig, EncoderDecoder, State
 from seqbench.models.seq2seq import SEQ2SEQ_ONLY
-from seqbench.tasks.base import Batch
+from seqbench.bench.contract import Batch
 
 
 class TransformerSeq2SeqConfig(TransformerFields):
