@@ -121,11 +121,12 @@ class RunConfig(Section):
     @model_validator(mode="after")
     def _cross_field(self) -> "RunConfig":
         t, m = self.task, self.model
-        if t.output_kind not in m.supported_kinds:
-            ok = [e.name for e in MODELS if t.output_kind in e.config_cls.supported_kinds]
-            raise ValueError(f"model.name: {m.name!r} cannot produce the {t.output_kind.value} output task "
+        kind = t.facts.output_kind
+        if kind not in m.supported_kinds:
+            ok = [e.name for e in MODELS if kind in e.config_cls.supported_kinds]
+            raise ValueError(f"model.name: {m.name!r} cannot produce the {kind.value} output task "
                              f"{t.name!r} needs; choose from {', '.join(ok)}")
-        if t.causal and m.sees_future():
+        if t.facts.causal and m.sees_future():
             raise ValueError(f"model.bidirectional: a bidirectional model sees the future but task {t.name!r} "
                              "is causal; set model.bidirectional=false")
         if self.optim.warmup_steps and self.optim.warmup_steps >= self.train.max_steps:
@@ -136,7 +137,7 @@ class RunConfig(Section):
                              "through the eager graph, which compiled graphs refuse; set train.compile=false")
         es = self.train.early_stop
         if es is not None:
-            allowed = [f"val/{n}" for n in t.metric_names]
+            allowed = t.facts.keys("val")
             if es.metric not in allowed:
                 raise ValueError(f"train.early_stop.metric: {es.metric!r} is not reported by task {t.name!r}; "
                                  f"choose from {', '.join(allowed)}")

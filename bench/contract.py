@@ -17,11 +17,89 @@ from seqbench.bench.schema import Section  # noqa: F401
 IGNORE = -100  # target value for positions that carry no answer (F.cross_entropy's default)
 
 
+class Goal(str, enum.Enum):
+    """Whether a metric improves downwards (loss, mse, bpc) or upwards (acc, bleu)."""
+
+    MIN = "min"
+    MAX = "max"
+
+    @property
+    def optuna(self) -> str:
+        """The direction in Optuna's (and sweep specs') words."""
+        return "minimize" if self is Goal.MIN else "maximize"
+
+    def better(self, a: float, b: float) -> float:
+        """The better of two values."""
+        return min(a, b) if self is Goal.MIN else max(a, b)
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    """One metric a task reports as ``<split>/<name>`` (``val/acc``, ``test@200/acc``)."""
+
+    name: str
+    goal: Goal
+
+
+LOSS = MetricDef("loss", Goal.MIN)  # every task reports its training objective
+TRAIN_TIME = MetricDef("time/train_s", Goal.MIN)  # results.json `final` key of every run (seconds in fit)
+
+
 class OutputKind(str, enum.Enum):
     TOKENS = "tokens"  # a class per time step: logits (B, T, C)
     CLASS = "class"  # one class per sequence, pooled: logits (B, C)
     REGRESSION = "regression"  # one real number per sequence, pooled: (B,)
     SEQ2SEQ = "seq2seq"  # a target sequence of its own length: logits (B, T_out, V)
+
+
+@dataclass(frozen=True)
+class TaskFacts:
+    """What a task declares once, on its config class (``TaskConfig.facts``).
+
+    ``metrics`` are the task's own (``loss`` is implied and comes first in ``names``);
+    ``primary`` is the metric sweeps optimise by default and ``solved`` looks at.
+    """
+
+    output_kind: OutputKind
+    causal: bool  # output at t may depend only on inputs <= t
+    metrics: tuple[MetricDef, ...] = ()
+    primary: str = "loss"
+
+    def __post_init__(self) -> None:
+        names = [m.name for m in self.all_metrics]
+        if len(set(names)) != len(names):
+            raise ValueError(f"TaskFacts: metric names repeat: {names}")
+        if self.primary not in names:
+            raise ValueError(f"TaskFacts: primary metric {self.primary!r} is not one of {names}")
+
+    @property
+    def all_metrics(self) -> tuple[MetricDef, ...]:
+        return (LOSS, *self.metrics)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Metric names without the split prefix, ``loss`` first."""
+        return tuple(m.name for m in self.all_metrics)
+
+    def keys(self, *splits: str) -> list[str]:
+        """``<split>/<name>`` for every metric and split, e.g. ``keys("val")`` -> ``[val/loss, val/acc]``."""
+        return [f"{s}/{n}" for s in splits for n in self.names]
+
+    def goal(self, key: str) -> Goal:
+        """Direction of a metric key: ``val/acc``, ``test@200/loss``, a bare ``acc``, or ``time/train_s``.
+
+        A key the task does not declare raises KeyError (callers validate keys first)."""
+        if key == TRAIN_TIME.name:
+            return TRAIN_TIME.goal
+        name = key.rsplit("/", 1)[-1]
+        for m in self.all_metrics:
+            if m.name == name:
+                return m.goal
+        raise KeyError(f"metric {key!r} is not one of {', '.join(self.names)}")
+
+    @property
+    def primary_goal(self) -> Goal:
+        return self.goal(self.primary)
 
 
 @dataclass(frozen=True)

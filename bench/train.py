@@ -17,7 +17,7 @@ from seqbench.bench.distributed import launch, spawned
 from seqbench.bench.module import SeqModule
 from seqbench.bench.registry import TASKS
 from seqbench.bench.tracking import RunTracker, read_results, wandb_finish, wandb_log_summary
-from seqbench.tasks.base import Task, metric_goal
+from seqbench.tasks.base import Task
 
 
 def quiet_lightning() -> None:
@@ -90,7 +90,7 @@ def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.C
                                    {f"val/{k}": v for k, v in baseline.items()}))
     if t.early_stop is not None:
         cbs.append(pl.callbacks.EarlyStopping(
-            monitor=t.early_stop.metric, mode=metric_goal(t.early_stop.metric),
+            monitor=t.early_stop.metric, mode=cfg.task.facts.goal(t.early_stop.metric).value,
             stopping_threshold=t.early_stop.threshold, patience=10**9, check_on_train_epoch_end=False))
     wandb_logger = tracker.wandb_logger()
     if cfg.train.compile:
@@ -157,8 +157,7 @@ def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.C
         for k, v in row.items():
             if not k.startswith("val/") or v != v:  # skip NaN
                 continue
-            better = min if metric_goal(k) == "min" else max
-            best[k] = better(best.get(k, v), v)
+            best[k] = cfg.task.facts.goal(k).better(best.get(k, v), v)
     final["time/train_s"] = train_s
     n_params = sum(p.numel() for p in module.net.parameters())
     extras = task.final_report(module.net, module.device) if status == "completed" else {}
@@ -169,7 +168,7 @@ def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.C
         "final": final, "best": best,
         "baseline": {f"val/{k}": v for k, v in baseline.items()},
         "solved": bool(task.solved(final, "val")) if final else False,
-        "primary_metric": f"val/{cfg.task.primary_metric}", "primary_goal": cfg.task.primary_goal,
+        "primary_metric": f"val/{cfg.task.facts.primary}", "primary_goal": cfg.task.facts.primary_goal.value,
         "steps": steps, "wall_time_s": round(time.time() - tracker.started, 3), "train_time_s": round(train_s, 3),
         "samples_per_s": round(steps * t.batch_size * trainer.world_size / train_s, 2) if train_s > 0 else None,
         "n_params": n_params, "device": str(module.device),

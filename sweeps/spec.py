@@ -43,12 +43,12 @@ from typing import Any, Literal, Union
 from pydantic import Field, ValidationError, model_validator
 
 from seqbench.bench.config import build_config, load_yaml, set_dotted
+from seqbench.bench.contract import TRAIN_TIME
 from seqbench.bench.errors import UserError, format_validation_error
 from seqbench.bench.registry import MODELS, TASKS
 from seqbench.bench.schema import Section
 
 Scalar = Union[bool, int, float, str, None]
-_GOALS = {"max": "maximize", "min": "minimize"}
 _NOT_SWEPT = ("seed", "out_dir", "run_id", "tracking")  # the runner owns these
 _CORNER_CAP = 4096
 _MAX_SEEDS = 1000  # replicates per configuration; a huge count is a typo, not a plan  # search-space corners validated jointly; beyond this, one parameter at a time
@@ -56,7 +56,8 @@ _MAX_SEEDS = 1000  # replicates per configuration; a huge count is a typo, not a
 
 class Metric(Section):
     name: str = Field(description="key of results.json `final`: val/<m>, test/<m> or time/train_s")
-    goal: Literal["maximize", "minimize"] = Field(description="Optuna direction")
+    goal: Literal["maximize", "minimize"] | None = Field(
+        None, description="Optuna direction; default: the direction the task declares for the metric")
 
 
 class Param(Section):
@@ -186,8 +187,11 @@ class SweepSpec(Section):
         return len(self.grid()) if self.method == "grid" else int(self.trials or 0)
 
     def metrics(self) -> list[Metric]:
-        """The objectives (the task's primary validation metric when the spec names none)."""
-        return self.metric or [_primary_metric(self)]
+        """The objectives with their goals (the task's primary validation metric when the spec names
+        none; a metric without ``goal`` gets the direction its task declares)."""
+        if not self.metric:
+            return [_primary_metric(self)]
+        return [m if m.goal else Metric(name=m.name, goal=_declared_goal(self, m.name)) for m in self.metric]
 
     def choices(self, section: str) -> list[str]:
         """Every task/model name a trial can get."""
@@ -221,12 +225,29 @@ class SweepSpec(Section):
 
 
 def _primary_metric(spec: SweepSpec) -> Metric:
-    prim = {(TASKS.get(t).config_cls.primary_metric, TASKS.get(t).config_cls.primary_goal)
-            for t in spec.choices("task") if t in TASKS}
+    facts = {TASKS.get(t).config_cls.facts for t in spec.choices("task") if t in TASKS}
+    prim = {(f.primary, f.primary_goal) for f in facts}
     if len(prim) != 1:
         raise UserError("metric: the swept tasks have different primary metrics; set metric: {name, goal}")
     name, goal = prim.pop()
-    return Metric(name=f"val/{name}", goal=_GOALS[goal])
+    return Metric(name=f"val/{name}", goal=goal.optuna)
+
+
+def _allowed_metrics(task: str) -> list[str]:
+    """Objective keys a run of ``task`` reports in results.json ``final``."""
+    return TASKS.get(task).config_cls.facts.keys("val", "test") + [TRAIN_TIME.name]
+
+
+def _declared_goal(spec: SweepSpec, name: str) -> str:
+    tasks = [t for t in spec.choices("task") if t in TASKS]
+    for t in tasks:
+        if name not in _allowed_metrics(t):
+            raise UserError(f"metric.name: {name!r} is not reported by task {t!r}; "
+                            f"choose from {', '.join(_allowed_metrics(t))}")
+    goals = {TASKS.get(t).config_cls.facts.goal(name).optuna for t in tasks}
+    if len(goals) != 1:
+        raise UserError(f"metric.goal: the swept tasks disagree on the direction of {name}; set goal: explicitly")
+    return goals.pop()
 
 
 # -- loading and checking -------------------------------------------------------------------
@@ -298,8 +319,7 @@ def check_spec(spec: SweepSpec) -> None:
         _build(spec, point)
     metrics = spec.metrics()
     for t in spec.choices("task"):
-        names = TASKS.get(t).config_cls.metric_names
-        allowed = [f"val/{m}" for m in names] + [f"test/{m}" for m in names] + ["time/train_s"]
+        allowed = _allowed_metrics(t)
         for m in metrics:
             if m.name not in allowed:
                 raise UserError(f"metric.name: {m.name!r} is not reported by task {t!r}; "

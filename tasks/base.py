@@ -14,19 +14,18 @@ import torch.nn.functional as F
 import torchmetrics
 from pydantic import Field
 
-from seqbench.bench.contract import IGNORE, Batch, OutputKind, TaskSpec  # noqa: F401  (re-exported for tasks)
+from seqbench.bench.contract import (IGNORE, Batch, Goal, MetricDef, OutputKind, TaskFacts,  # noqa: F401
+                                     TaskSpec)  # (re-exported for tasks)
 from seqbench.bench.schema import Section
 
+
 class TaskConfig(Section):
-    """Fields every task has. Subclasses add ``name: Literal[...]`` and their knobs."""
+    """Fields every task has. Subclasses add ``name: Literal[...]``, their knobs and ``facts``."""
 
     name: str
-    # Class-level facts the config validator checks before anything is built.
-    output_kind: ClassVar[OutputKind]
-    causal: ClassVar[bool] = True  # output at t may depend only on inputs <= t
-    metric_names: ClassVar[tuple[str, ...]] = ("loss",)  # names logged as split/<name>
-    primary_metric: ClassVar[str] = "loss"  # the metric sweeps and `solved` look at
-    primary_goal: ClassVar[str] = "min"  # "min" or "max"
+    # The task's facts, declared once per class: the config validator (model compatibility, early
+    # stopping), sweeps (metric names, default objective) and ``Task.build_spec`` read them.
+    facts: ClassVar[TaskFacts]
 
     def seq_len(self) -> int:
         """Training sequence length (input side)."""
@@ -36,11 +35,7 @@ class TaskConfig(Section):
 class TokenTaskConfig(TaskConfig):
     """Per-step classification scored by accuracy on the answer positions (copy, recall, ...)."""
 
-    output_kind = OutputKind.TOKENS
-    causal = True
-    metric_names = ("loss", "acc")
-    primary_metric = "acc"
-    primary_goal = "max"
+    facts = TaskFacts(OutputKind.TOKENS, causal=True, metrics=(MetricDef("acc", Goal.MAX),), primary="acc")
 
 
 class Task:
@@ -56,7 +51,13 @@ class Task:
 
     @property
     def spec(self) -> TaskSpec:
+        """Subclasses return ``self.build_spec(n_classes=..., ...)`` (sizes known once data is set up)."""
         raise NotImplementedError
+
+    def build_spec(self, **sizes: Any) -> TaskSpec:
+        """The TaskSpec with output kind and causality taken from the declared ``facts``."""
+        facts = self.cfg.facts
+        return TaskSpec(facts.output_kind, causal=facts.causal, **sizes)
 
     def loader(self, split: str, batch_size: int, *, length: int | None = None,
                n_batches: int | None = None, rank: int = 0, world_size: int = 1,
@@ -74,7 +75,7 @@ class Task:
 
     # -- objective ----------------------------------------------------------------
     def loss(self, out: torch.Tensor, batch: Batch) -> torch.Tensor:
-        kind = self.spec.output_kind
+        kind = self.cfg.facts.output_kind
         if kind in (OutputKind.TOKENS, OutputKind.SEQ2SEQ):
             return F.cross_entropy(out.flatten(0, 1), batch.y.flatten(), ignore_index=IGNORE)
         if kind is OutputKind.CLASS:
@@ -82,7 +83,7 @@ class Task:
         return F.mse_loss(out, batch.y)
 
     def metrics(self) -> dict[str, torchmetrics.Metric]:
-        """Fresh metric objects, keyed by name without the split prefix (no "loss")."""
+        """Fresh metric objects, one per declared metric but "loss", keyed by its name."""
         return {}
 
     def update_metrics(self, metrics: dict[str, torchmetrics.Metric], out: torch.Tensor,
@@ -91,7 +92,7 @@ class Task:
         raise NotImplementedError
 
     def baseline(self) -> dict[str, float]:
-        """Metrics of the best model with no memory of past inputs, e.g. {"loss": .., "acc": ..}."""
+        """Declared metrics of the best model with no memory of past inputs, e.g. {"loss": .., "acc": ..}."""
         raise NotImplementedError
 
     def solved(self, metrics: dict[str, float], split: str = "val") -> bool:
@@ -163,10 +164,3 @@ def positive_int(description: str, default: int) -> Any:
     """A strictly positive integer field with its one-line reason."""
     return Field(default, ge=1, description=description)
 
-
-MIN_METRICS = frozenset({"loss", "mse", "ppl", "bpc", "baseline_loss"})
-
-
-def metric_goal(key: str) -> str:
-    """"min" or "max" for a metric key like ``val/acc`` or ``test@200/loss``."""
-    return "min" if key.rsplit("/", 1)[-1] in MIN_METRICS else "max"

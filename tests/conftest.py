@@ -62,7 +62,7 @@ def compatible_pairs() -> list[tuple[str, str]]:
     pairs = []
     for t in TASKS:
         for m in MODELS:
-            kind_ok = t.config_cls.output_kind in m.config_cls.supported_kinds
+            kind_ok = t.config_cls.facts.output_kind in m.config_cls.supported_kinds
             if kind_ok:
                 pairs.append((t.name, m.name))
     return pairs

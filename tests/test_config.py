@@ -118,12 +118,12 @@ def test_registry_refuses_duplicates_and_mismatched_config():
 
 def test_every_registered_entry_is_configurable():
     for e in TASKS:
-        assert build_config({}, [f"task={e.name}", "model=lstm"] if e.config_cls.output_kind.value != "seq2seq"
+        assert build_config({}, [f"task={e.name}", "model=lstm"] if e.config_cls.facts.output_kind.value != "seq2seq"
                             else [f"task={e.name}", f"model={_seq2seq_model()}"]).task.name == e.name
     for e in MODELS:
         assert isinstance(RunConfig.model_fields["model"], object)
         kinds = e.config_cls.supported_kinds
-        task = next(t.name for t in TASKS if t.config_cls.output_kind in kinds)
+        task = next(t.name for t in TASKS if t.config_cls.facts.output_kind in kinds)
         assert build_config({}, [f"task={task}", f"model={e.name}"]).model.name == e.name
 
 

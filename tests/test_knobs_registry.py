@@ -49,7 +49,7 @@ def _alternative(field, default):
 
 def _task_for(model_name: str) -> str:
     kinds = MODELS.get(model_name).config_cls.supported_kinds
-    return next(t.name for t in TASKS if t.config_cls.output_kind in kinds and t.name in TINY_TASK
+    return next(t.name for t in TASKS if t.config_cls.facts.output_kind in kinds and t.name in TINY_TASK
                 and "text" not in t.cls.__module__)
 
 
@@ -111,7 +111,7 @@ SYNTHETIC_CASES = [(t.name, f) for t in TASKS if "synthetic" in t.cls.__module__
 def test_every_synthetic_task_field_changes_the_data(task_name, field, tmp_path):
     """(Text tasks' fields are covered in tests/test_sentiment.py, test_lm.py, test_text_data.py.)"""
     fields = TASKS.get(task_name).config_cls.model_fields
-    model = next(m.name for m in MODELS if TASKS.get(task_name).config_cls.output_kind in m.config_cls.supported_kinds)
+    model = next(m.name for m in MODELS if TASKS.get(task_name).config_cls.facts.output_kind in m.config_cls.supported_kinds)
     base = tiny_overrides(task_name, model, tmp_path)
     cfg_a = build_config({}, base)
     current = getattr(cfg_a.task, field)

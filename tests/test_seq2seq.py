@@ -13,7 +13,7 @@ from seqbench.bench.config import build_config
 from seqbench.bench.errors import UserError
 from seqbench.bench.train import build_task, run
 from tests.model_probe import VOCAB, build, fingerprint, same, seq2seq_batch, seq2seq_spec, tiny_config
-from seqbench.tasks.base import Batch
+from seqbench.tasks.base import Batch, Goal
 from seqbench.tasks.synthetic.seq2seq import EOS, SOS, CorpusBLEU, to_text
 from seqbench.tasks.synthetic.sort import order_statistic_pmfs
 
@@ -46,7 +46,8 @@ def test_batch_layout(name):
 
 def test_config_classvars_and_refusals():
     cfg = build_config({}, ["task=reverse", "model=seq2seq"])
-    assert (cfg.task.causal, cfg.task.primary_metric, cfg.task.primary_goal) == (False, "exact_match", "max")
+    f = cfg.task.facts
+    assert (f.causal, f.primary, f.primary_goal) == (False, "exact_match", Goal.MAX)
     with pytest.raises(UserError, match="model.name: 'lstm' cannot produce the seq2seq output"):
         build_config({}, ["task=reverse", "model=lstm"])
     with pytest.raises(UserError, match="model.name: 'seq2seq' cannot produce the tokens output"):

@@ -57,6 +57,13 @@ def test_default_metric_is_the_tasks_primary():
     assert [(m.name, m.goal) for m in s.metrics()] == [("val/mse", "minimize")]
 
 
+def test_a_metric_without_goal_gets_the_declared_direction():
+    s = spec(metric=[{"name": "test/loss"}, {"name": "val/acc"}, {"name": "time/train_s"}])
+    assert [m.goal for m in s.metrics()] == ["minimize", "maximize", "minimize"]
+    with pytest.raises(UserError, match=r"metric.name: 'val/bleu' is not reported by task 'copy'; choose from val/loss"):
+        spec(metric={"name": "val/bleu"})
+
+
 @pytest.mark.parametrize("kw, where, says", [
     ({"bogus": 1}, "bogus:", "allowed: question, base"),
     ({"method": "bayes"}, "method:", "'grid', 'tpe', 'random' or 'nsga2'"),

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from seqbench.bench.config import build_config
 from seqbench.bench.registry import TASKS
 from seqbench.bench.train import build_task
-from seqbench.tasks.base import IGNORE, OutputKind
+from seqbench.tasks.base import IGNORE, Goal, OutputKind
 from seqbench.tasks.synthetic.base import SyntheticTask
 from tests.conftest import TINY_TASK
 
@@ -20,7 +20,7 @@ SYNTHETIC = [e.name for e in TASKS if issubclass(e.cls, SyntheticTask)]
 
 def make(name: str, seed: int = 0, **fields):
     ovs = [f"task={name}"] + [f"task.{k}={v}" for k, v in {**TINY_TASK.get(name, {}), **fields}.items()]
-    if TASKS.get(name).config_cls.output_kind is OutputKind.SEQ2SEQ:
+    if TASKS.get(name).config_cls.facts.output_kind is OutputKind.SEQ2SEQ:
         from tests.test_config import _seq2seq_model
         ovs.append(f"model={_seq2seq_model()}")
     return build_task(build_config({}, ovs + [f"seed={seed}"]))
@@ -103,11 +103,30 @@ def test_assoc_recall_queries_ask_for_stored_values():
             assert int(y[pos]) == pairs[int(x[pos])]
 
 
+@pytest.mark.parametrize("name", TASKS.names())
+def test_metric_objects_are_the_declared_metrics(name):
+    """A task's facts are its one declaration: the metric objects it builds carry exactly its declared
+    names (no setup needed: metric objects depend on the config only)."""
+    e = TASKS.get(name)
+    facts = e.config_cls.facts
+    assert set(e.cls(e.config_cls()).metrics()) == set(facts.names) - {"loss"}
+    assert facts.goal("val/loss") is Goal.MIN and facts.goal(f"test@999/{facts.primary}") is facts.primary_goal
+
+
+@pytest.mark.parametrize("name", SYNTHETIC)
+def test_spec_and_baseline_follow_the_facts(name):
+    task = make(name)
+    facts = task.cfg.facts
+    assert (task.spec.output_kind, task.spec.causal) == (facts.output_kind, facts.causal)
+    assert set(task.baseline()) <= set(facts.names) and facts.primary in task.baseline()
+
+
 @pytest.mark.parametrize("name", SYNTHETIC)
 def test_baseline_and_solved_are_reported(name):
     task = make(name)
     base = task.baseline()
     assert "loss" in base and base["loss"] > 0
-    primary = f"val/{task.cfg.primary_metric}"
-    good = 1.0 if task.cfg.primary_goal == "max" else 0.0
-    assert task.solved({primary: good}) and not task.solved({primary: base[task.cfg.primary_metric]})
+    facts = task.cfg.facts
+    primary = f"val/{facts.primary}"
+    good = 1.0 if facts.primary_goal is Goal.MAX else 0.0
+    assert task.solved({primary: good}) and not task.solved({primary: base[facts.primary]})

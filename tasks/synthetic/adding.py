@@ -21,7 +21,7 @@ import torchmetrics
 from pydantic import Field
 
 from seqbench.bench.registry import TASKS
-from seqbench.tasks.base import Batch, OutputKind, Task, TaskConfig, TaskSpec
+from seqbench.tasks.base import Batch, Goal, MetricDef, OutputKind, Task, TaskConfig, TaskFacts, TaskSpec
 from seqbench.tasks.synthetic.base import SyntheticTask
 
 SOLVED_MSE = 0.01
@@ -29,11 +29,7 @@ SOLVED_MSE = 0.01
 
 class AddingConfig(TaskConfig):
     name: Literal["adding"] = "adding"
-    output_kind = OutputKind.REGRESSION
-    causal = True
-    metric_names = ("loss", "mse")
-    primary_metric = "mse"
-    primary_goal = "min"
+    facts = TaskFacts(OutputKind.REGRESSION, causal=True, metrics=(MetricDef("mse", Goal.MIN),), primary="mse")
 
     length: int = Field(100, ge=4, description="sequence length T; markers fall in each half")
 
@@ -47,8 +43,7 @@ class AddingTask(SyntheticTask, Task):
 
     @property
     def spec(self) -> TaskSpec:
-        return TaskSpec(OutputKind.REGRESSION, n_classes=1, causal=True, input_dim=2,
-                        dependency=self.cfg.length)
+        return self.build_spec(n_classes=1, input_dim=2, dependency=self.cfg.length)
 
     def generate(self, g, batch_size, length, device) -> Batch:
         half = length // 2

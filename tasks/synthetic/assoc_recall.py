@@ -23,7 +23,7 @@ import torch
 from pydantic import Field, model_validator
 
 from seqbench.bench.registry import TASKS
-from seqbench.tasks.base import IGNORE, Batch, OutputKind, TaskSpec, TokenTask, TokenTaskConfig, positive_int
+from seqbench.tasks.base import IGNORE, Batch, TaskSpec, TokenTask, TokenTaskConfig, positive_int
 from seqbench.tasks.synthetic.base import SyntheticTask
 
 
@@ -54,8 +54,7 @@ class AssocRecallTask(SyntheticTask, TokenTask):
     @property
     def spec(self) -> TaskSpec:
         c = self.cfg
-        return TaskSpec(OutputKind.TOKENS, n_classes=c.vocab, causal=True, vocab_size=c.vocab,
-                        dependency=c.length)
+        return self.build_spec(n_classes=c.vocab, vocab_size=c.vocab, dependency=c.length)
 
     def generate(self, g, batch_size, length, device) -> Batch:
         c = self.cfg

@@ -23,7 +23,7 @@ import torch
 from pydantic import Field
 
 from seqbench.bench.registry import TASKS
-from seqbench.tasks.base import Batch, OutputKind, TaskSpec, TokenTask, TokenTaskConfig, positive_int
+from seqbench.tasks.base import Batch, TaskSpec, TokenTask, TokenTaskConfig, positive_int
 from seqbench.tasks.synthetic.base import SyntheticTask
 
 
@@ -46,8 +46,8 @@ class CopyTask(SyntheticTask, TokenTask):
     @property
     def spec(self) -> TaskSpec:
         c = self.cfg
-        return TaskSpec(OutputKind.TOKENS, n_classes=c.alphabet + 1, causal=True,
-                        vocab_size=c.alphabet + 2, dependency=c.delay + c.n_symbols)
+        return self.build_spec(n_classes=c.alphabet + 1, vocab_size=c.alphabet + 2,
+                               dependency=c.delay + c.n_symbols)
 
     def generate(self, g, batch_size, length, device) -> Batch:
         c = self.cfg

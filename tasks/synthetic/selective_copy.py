@@ -22,7 +22,7 @@ import torch
 from pydantic import Field, model_validator
 
 from seqbench.bench.registry import TASKS
-from seqbench.tasks.base import IGNORE, Batch, OutputKind, TaskSpec, TokenTask, TokenTaskConfig, positive_int
+from seqbench.tasks.base import IGNORE, Batch, TaskSpec, TokenTask, TokenTaskConfig, positive_int
 from seqbench.tasks.synthetic.base import SyntheticTask
 
 
@@ -52,8 +52,7 @@ class SelectiveCopyTask(SyntheticTask, TokenTask):
     @property
     def spec(self) -> TaskSpec:
         c = self.cfg
-        return TaskSpec(OutputKind.TOKENS, n_classes=c.alphabet + 1, causal=True,
-                        vocab_size=c.alphabet + 2, dependency=c.seq_len())
+        return self.build_spec(n_classes=c.alphabet + 1, vocab_size=c.alphabet + 2, dependency=c.seq_len())
 
     def generate(self, g, batch_size, length, device) -> Batch:
         c = self.cfg

