@@ -31,7 +31,6 @@ At step 0 and every ``diagnostics.every`` optimizer steps the callback records, 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from pathlib import Path
@@ -41,7 +40,7 @@ import pytorch_lightning as pl
 import torch
 from torch import nn
 
-from seqbench.bench.tracking import atomic_write
+from seqbench.bench.artifacts import DiagnosticsRecord, read_diagnostics, write_diagnostics
 from seqbench.bench.contract import IGNORE, Batch, OutputKind, TaskSpec
 
 _RNN_PARAM = re.compile(r"^(weight|bias)_(ih|hh|hr)_l(\d+)(_reverse)?$")
@@ -143,10 +142,10 @@ class GradientDiagnostics(pl.Callback):
 
     def __init__(self, every: int, run_dir: Path | str):
         self.every = every
-        self.path = Path(run_dir) / "diagnostics.json"
-        self.records: list[dict[str, Any]] = []
+        self.run_dir = Path(run_dir)
+        self.records: list[DiagnosticsRecord] = []
         self._handles: list[Any] = []
-        self._rec: dict[str, Any] | None = None
+        self._rec: DiagnosticsRecord | None = None
         self._z: torch.Tensor | None = None
         self._seen: tuple[Batch, torch.Tensor] | None = None
 
@@ -174,9 +173,9 @@ class GradientDiagnostics(pl.Callback):
         self._handles, self._z, self._seen = [], None, None
 
     def on_train_start(self, trainer, pl_module) -> None:
-        if self.path.exists():  # resumed run: keep the records from before the checkpoint
-            old = json.loads(self.path.read_text()).get("records", [])
-            self.records = [r for r in old if r["step"] < trainer.global_step]
+        old = read_diagnostics(self.run_dir)
+        if old is not None:  # resumed run: keep the records from before the checkpoint
+            self.records = [r for r in old["records"] if r["step"] < trainer.global_step]
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         if trainer.global_rank != 0 or trainer.global_step % self.every:
@@ -212,7 +211,7 @@ class GradientDiagnostics(pl.Callback):
         rec["global_grad_norm"] = math.sqrt(sum(float(p.grad.detach().float().pow(2).sum()) for p in params))
         rec["w_hh_spectral_norm"] = spectral_norms(net)
         self.records.append(rec)
-        atomic_write(self.path, json.dumps({"definitions": DEFINITIONS, "records": self.records}) + "\n")
+        write_diagnostics(self.run_dir, DEFINITIONS, self.records)
         if trainer.logger is not None:
             trainer.logger.log_metrics(scalars(rec), step=trainer.global_step)
 

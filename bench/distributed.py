@@ -13,10 +13,12 @@ their streams by rank; evaluation metrics are reduced across ranks by torchmetri
 """
 from __future__ import annotations
 
-import json
 import os
 import socket
 from typing import Any, Sequence
+
+from seqbench.bench import artifacts
+from seqbench.bench.artifacts import read_results
 
 SPAWN_STRATEGIES = ("ddp_spawn", "ddp_notebook", "ddp_fork")
 
@@ -48,7 +50,9 @@ def launch(cfg: Any, tracker: Any, callbacks: Sequence[Any], progress: bool) -> 
     strategy = t.strategy.replace("ddp_spawn", "ddp").replace("ddp_notebook", "ddp").replace("ddp_fork", "ddp")
     mp.start_processes(_worker, args=(cfg, tracker, list(callbacks), progress, env, strategy), nprocs=t.devices,
                        join=True, start_method="spawn")
-    results = json.loads((tracker.dir / "results.json").read_text())
+    results = read_results(tracker.dir)
+    if results is None:
+        raise RuntimeError(f"the training processes ended without writing {tracker.dir / artifacts.RESULTS}")
     if results.get("status") == "interrupted":
         raise KeyboardInterrupt
     return results

@@ -1,75 +1,29 @@
 """Run tracking: the harness's own files for every run, and W&B on top.
 
-Every run writes ``<out_dir>/runs/<run_id>/``:
+Every run writes ``<out_dir>/runs/<run_id>/`` (formats, reader and writer: ``bench/artifacts.py``):
 - ``config.yaml``   the resolved RunConfig (written before training starts)
 - ``metrics.csv``   one row per validation (step, wall time, lr, train/loss, val/*)
 - ``results.json``  final and best metrics, baseline, status, timing, provenance
-- ``diagnostics.json`` with ``diagnostics.gradients=true``: gradient through time, per-layer
-  and global gradient norms, W_hh spectral norms (format: ``bench/diagnostics.py``)
+- ``diagnostics.json`` with ``diagnostics.gradients=true`` (written by ``bench/diagnostics.py``)
 These are the source of truth for reports (W&B offline runs have no readable summary).
 This is the only module that imports wandb, and a W&B failure never stops training.
 """
 from __future__ import annotations
 
-import csv
-import io
-import json
 import os
-import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 import warnings
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from seqbench.bench import artifacts
+from seqbench.bench.artifacts import Results, atomic_write
 from seqbench.bench.config import RunConfig
 from seqbench.bench.errors import UserError
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-_PACKAGES = ("seqbench", "torch", "pytorch-lightning", "torchmetrics", "pydantic", "optuna", "wandb", "datasets")
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write via a temp file + rename, so a reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are meant to be shared
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def git_sha() -> str | None:
-    """Commit of the seqbench checkout (``+dirty`` with uncommitted changes), None outside git."""
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
-                             text=True, timeout=5)
-        if sha.returncode != 0:
-            return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-        return sha.stdout.strip() + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for name in _PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
+from seqbench.bench.provenance import git_sha, versions
 
 
 def default_run_id(cfg: RunConfig) -> str:
@@ -89,13 +43,6 @@ def check_writable(out_dir: Path) -> None:
             f.flush()
     except OSError as e:
         raise UserError(f"out_dir: cannot write to {out_dir} ({e.strerror})") from None
-
-
-def read_results(run_dir: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((run_dir / "results.json").read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def find_resumable(cfg: RunConfig) -> Path | None:
@@ -140,12 +87,12 @@ class RunTracker:
         self.dir = runs / run_id
         self.dir.mkdir(parents=True, exist_ok=True)
         self.argv = list(sys.argv if argv is None else argv)
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[artifacts.MetricsRow] = []
         self.started = time.time()
-        self.checkpoint = self.dir / "checkpoints" / "last.ckpt"
+        self.checkpoint = self.dir / artifacts.CHECKPOINT
         self.resumed = resumed is not None
         if not self.resumed:
-            atomic_write(self.dir / "config.yaml", cfg.to_yaml())
+            atomic_write(self.dir / artifacts.CONFIG, cfg.to_yaml())
 
     def discard_if_empty(self) -> None:
         """Remove a new run folder that holds nothing but its config (the run never started)."""
@@ -159,37 +106,20 @@ class RunTracker:
         import torch
 
         step = torch.load(self.checkpoint, map_location="cpu", weights_only=True)["global_step"]
-        self.rows = [r for r in self._read_rows() if int(r["step"]) <= step]
+        self.rows = [r for r in artifacts.read_metrics(self.dir) if r["step"] <= step]
         return self.checkpoint
 
-    def _read_rows(self) -> list[dict[str, Any]]:
-        try:
-            with (self.dir / "metrics.csv").open() as f:
-                return [{k: (int(v) if k == "step" else float(v)) for k, v in r.items() if v != ""}
-                        for r in csv.DictReader(f)]
-        except OSError:
-            return []
-
-    def log_eval(self, row: dict[str, Any]) -> None:
+    def log_eval(self, row: artifacts.MetricsRow) -> None:
         self.rows.append(row)
-        keys: list[str] = []
-        for r in self.rows:
-            keys += [k for k in r if k not in keys]
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=keys)
-        w.writeheader()
-        w.writerows(self.rows)
-        atomic_write(self.dir / "metrics.csv", buf.getvalue())
+        artifacts.write_metrics(self.dir, self.rows)
 
     def provenance(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "config_hash": self.cfg.config_hash(), "seed": self.cfg.seed,
                 "git_sha": git_sha(), "versions": versions(), "argv": self.argv,
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.started))}
 
-    def finish(self, results: dict[str, Any]) -> Path:
-        path = self.dir / "results.json"
-        atomic_write(path, json.dumps(results, indent=2, default=_json_default) + "\n")
-        return path
+    def finish(self, results: Results) -> Path:
+        return artifacts.write_results(self.dir, results)
 
     # -- W&B ----------------------------------------------------------------------------
     def wandb_logger(self) -> Any | None:
@@ -201,14 +131,6 @@ class RunTracker:
         except Exception as e:  # noqa: BLE001 - tracking must never stop training
             _warn_once(f"W&B disabled for this run: {type(e).__name__}: {e}")
             return None
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, Path):
-        return str(o)
-    if hasattr(o, "item"):
-        return o.item()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 _warned: set[str] = set()

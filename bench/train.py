@@ -16,7 +16,8 @@ from seqbench.bench.diagnostics import GradientDiagnostics
 from seqbench.bench.distributed import launch, spawned
 from seqbench.bench.module import SeqModule
 from seqbench.bench.registry import TASKS
-from seqbench.bench.tracking import RunTracker, read_results, wandb_finish, wandb_log_summary
+from seqbench.bench.artifacts import read_results
+from seqbench.bench.tracking import RunTracker, wandb_finish, wandb_log_summary
 from seqbench.tasks.base import Task
 
 

@@ -12,7 +12,6 @@ are simply absent; a report with no diagnostics gets no panel.
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from seqbench.bench.artifacts import read_diagnostics
 from seqbench.reports.figures import PALETTE, label, levels
 
 X_KEYS = ("distance", "step", "steps", "t", "position", "length", "lengths", "x", "layer")
@@ -69,10 +69,8 @@ def load_diagnostics(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     if "run_dir" in df.columns:
         for run_id, run_dir in df.loc[df["run_id"].astype(bool), ["run_id", "run_dir"]].itertuples(index=False):
-            path = Path(run_dir) / "diagnostics.json"
-            try:
-                data = json.loads(path.read_text())
-            except (OSError, ValueError):
+            data = read_diagnostics(Path(run_dir))
+            if data is None:
                 continue
             rows += [(run_id, *r) for r in _rows("", data)]
     out = pd.DataFrame(rows, columns=COLUMNS)

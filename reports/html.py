@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import html
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ import plotly
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from seqbench.bench.tracking import atomic_write as _atomic_write
+from seqbench.bench.artifacts import atomic_write
 from seqbench.reports import figures as F
 from seqbench.reports.diagnostics import fig_diagnostics
 from seqbench.reports.optuna_views import optuna_figures
@@ -32,14 +31,6 @@ class Section:
     title: str
     caption: str
     items: list[tuple[str, Any]] = field(default_factory=list)  # (title, go.Figure | pd.DataFrame | "skipped: why")
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Readable by others too (mkstemp makes 0600 files): the folder is meant to be shared or served."""
-    _atomic_write(path, text)
-    umask = os.umask(0)
-    os.umask(umask)
-    path.chmod(0o644 & ~umask)
 
 
 def duration(s: float) -> str:
@@ -214,14 +205,9 @@ def write_report(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: 
 
 
 def built_by() -> dict[str, Any]:
-    from importlib import metadata
+    from seqbench.bench.provenance import git_sha, package_version
 
-    from seqbench.bench.tracking import git_sha
-
-    try:
-        version = metadata.version("seqbench")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
+    version = package_version() or "unknown"
     sha = git_sha()
     return {"version": version, "git_sha": (sha[:12] + ("+dirty" if sha.endswith("+dirty") else "")) if sha else "no git",
             "when": time.strftime("%Y-%m-%d %H:%M")}

@@ -29,6 +29,7 @@ import optuna
 import pandas as pd
 from optuna.trial import TrialState
 
+from seqbench.bench.artifacts import read_metrics, read_results
 from seqbench.bench.errors import UserError
 
 PARAM = "param."
@@ -140,13 +141,6 @@ def _seed_value(per_seed: Any, i: int, k: int) -> float:
     return _num(v) if k == 0 else math.nan
 
 
-def read_results(run_dir: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((run_dir / "results.json").read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def _param_value(v: Any) -> Any:
     return json.dumps(v) if isinstance(v, (list, dict)) else v
 
@@ -209,17 +203,10 @@ def load_curves(df: pd.DataFrame) -> pd.DataFrame:
     """Every run's ``metrics.csv`` as a long frame: run_id, step, metric, value."""
     parts = []
     for run_id, run_dir in df.loc[df["run_id"].astype(bool), ["run_id", "run_dir"]].itertuples(index=False):
-        path = Path(run_dir) / "metrics.csv"
-        if not path.is_file():
+        rows = read_metrics(Path(run_dir))
+        if not rows:
             continue
-        try:
-            m = pd.read_csv(path)
-        except (OSError, ValueError, pd.errors.EmptyDataError):
-            continue
-        if "step" not in m.columns:
-            continue
-        long = m.melt(id_vars=["step"], var_name="metric", value_name="value")
-        long = long[pd.to_numeric(long["value"], errors="coerce").notna()]
+        long = pd.DataFrame(rows).melt(id_vars=["step"], var_name="metric", value_name="value").dropna()
         long["value"] = long["value"].astype(float)
         long.insert(0, "run_id", run_id)
         parts.append(long)

@@ -18,11 +18,11 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import TrialState
 
 from seqbench.bench.errors import UserError
+from seqbench.sweeps.summary import summary
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -104,75 +104,3 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print(f"runs under {Path(out_dir) / 'runs'}; dashboard: seqbench report {job.study}"
           + (f" --storage {redact(args.storage)}" if args.storage else ""))
     return status
-
-
-# -- printing ---------------------------------------------------------------------------------
-
-def _params(t: FrozenTrial) -> str:
-    return " ".join(f"{k}={_fmt(v)}" for k, v in t.params.items())
-
-
-def _fmt(v: Any) -> str:
-    return f"{v:.4g}" if isinstance(v, float) else str(v)
-
-
-def _value(t: FrozenTrial, metrics) -> str:
-    mean, std = t.user_attrs.get("mean"), t.user_attrs.get("std")
-    if mean is None:
-        return ""
-    means = mean if isinstance(mean, list) else [mean]
-    stds = std if isinstance(std, list) else [std]
-    n = len([v for v in t.user_attrs.get("per_seed", []) if v is not None])
-    return "  ".join(f"{m.name} {a:.4f}" + (f"±{s:.4f}" if n > 1 else "") for m, a, s in zip(metrics, means, stds))
-
-
-def trial_line(t: FrozenTrial, metrics) -> str:
-    """One line per finished trial: number, state, value, params, wall time (and why, if not complete)."""
-    why = t.user_attrs.get("fail_reason") or t.user_attrs.get("prune_reason") or ""
-    parts = [f"trial {t.number:>4}", f"{t.state.name:<8}", _value(t, metrics), _params(t),
-             f"{t.user_attrs.get('wall_s', 0):.1f}s", f"({why})" if why else ""]
-    return "  ".join(p for p in parts if p)
-
-
-def best_trials(trials: list[FrozenTrial], spec, k: int = 10) -> list[FrozenTrial]:
-    """Single objective: the top ``k`` complete trials; several: the Pareto front."""
-    done = [t for t in trials if t.state == TrialState.COMPLETE and t.values]
-    metrics = spec.metrics()
-    signs = [1 if m.goal == "maximize" else -1 for m in metrics]
-    if len(metrics) == 1:
-        return sorted(done, key=lambda t: -signs[0] * t.values[0])[:k]
-
-    def dominated(a: FrozenTrial) -> bool:
-        return any(all(s * b.values[i] >= s * a.values[i] for i, s in enumerate(signs))
-                   and any(s * b.values[i] > s * a.values[i] for i, s in enumerate(signs)) for b in done)
-    return sorted((t for t in done if not dominated(t)), key=lambda t: -signs[0] * t.values[0])
-
-
-def summary(trials: list[FrozenTrial], spec) -> str:
-    metrics = spec.metrics()
-    by: dict[str, int] = {}
-    for t in trials:
-        name = "retried" if t.state == TrialState.FAIL and t.user_attrs.get("retried") else t.state.name.lower()
-        by[name] = by.get(name, 0) + 1
-    lines = [f"{len(trials)} trials: " + ", ".join(f"{n} {s}" for s, n in sorted(by.items()))]
-    best = best_trials(trials, spec)
-    if not best:
-        lines.append("no complete trial yet")
-        return "\n".join(lines)
-    keys = list(spec.parameters)
-    head = ["trial", *keys, *(f"{m.name} ({m.goal[:3]})" for m in metrics), "seeds", "wall_s"]
-    rows = []
-    for t in best:
-        mean, std = t.user_attrs.get("mean"), t.user_attrs.get("std")
-        means = mean if isinstance(mean, list) else [mean]
-        stds = std if isinstance(std, list) else [std]
-        n = len([v for v in t.user_attrs.get("per_seed", []) if v is not None])
-        vals = [f"{a:.4f}" + (f" ± {s:.4f}" if n > 1 else "") for a, s in zip(means, stds)]
-        rows.append([str(t.number), *(_fmt(t.params.get(k, "")) for k in keys), *vals,
-                     str(len(t.user_attrs.get("seeds", []))), f"{t.user_attrs.get('wall_s', 0):.0f}"])
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    title = "Pareto front" if len(metrics) > 1 else "best configurations"
-    lines.append(f"{title}:")
-    for r in [head, *rows]:
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)))
-    return "\n".join(lines)

@@ -21,7 +21,6 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +29,13 @@ from optuna.exceptions import DuplicatedStudyError, UpdateFinishedTrialError
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
+from seqbench.bench.artifacts import StudyAttrs, TrialAttrs, check_study_attrs, check_trial_attrs
 from seqbench.bench.errors import UserError
+from seqbench.bench.provenance import git_sha, package_version
 from seqbench.sweeps.pruning import PruningCallback
 from seqbench.sweeps.spec import SweepSpec, parse_spec, trial_config
 from seqbench.sweeps.storage import Heartbeat, open_storage, reap_stale, requeue, trial_params
+from seqbench.sweeps.summary import trial_line
 
 READY_ATTR = "seqbench:ready"
 JOB_ENV = "SEQBENCH_SWEEP_JOB"  # how run_workers hands a Job to its worker processes
@@ -84,16 +86,11 @@ def make_pruner(spec: SweepSpec) -> optuna.pruners.BasePruner:
     return optuna.pruners.NopPruner()
 
 
-def study_attrs(job: Job, spec: SweepSpec) -> dict[str, Any]:
-    from seqbench.bench.tracking import git_sha
-
-    try:
-        version = metadata.version("seqbench")
-    except metadata.PackageNotFoundError:
-        version = None
-    return {"spec": spec.to_dict(), "spec_path": job.spec_path, "question": spec.question,
-            "metrics": [{"name": m.name, "goal": m.goal} for m in spec.metrics()],
-            "out_dir": job.out_dir, "seqbench_version": version, "git_sha": git_sha()}
+def study_attrs(job: Job, spec: SweepSpec) -> StudyAttrs:
+    return check_study_attrs({
+        "spec": spec.to_dict(), "spec_path": job.spec_path, "question": spec.question,
+        "metrics": [{"name": m.name, "goal": m.goal} for m in spec.metrics()],
+        "out_dir": job.out_dir, "seqbench_version": package_version(), "git_sha": git_sha()})
 
 
 def _comparable(spec: dict[str, Any]) -> dict[str, Any]:
@@ -253,7 +250,7 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
     with hb:
         try:
             params = suggest(trial, spec)
-            trial.set_user_attr("seeds", list(spec.seeds))
+            _set(trial, {"seeds": list(spec.seeds)})
             extra: dict[str, Any] = {"out_dir": job.out_dir, "tracking.group": job.study,
                                      "tracking.tags": _tags(spec, trial, params)}
             if job.threads:
@@ -263,10 +260,10 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
                 again = {"run_id": resume_ids[i], "resume": True} if i < len(resume_ids) else {}
                 cfg = trial_config(spec, params, seed, {**extra, **again})
                 if i == 0:
-                    trial.set_user_attr("config_hash", cfg.config_hash())
+                    _set(trial, {"config_hash": cfg.config_hash()})
                 tracker = RunTracker(cfg, job.argv or None)
                 run_ids.append(tracker.run_id)
-                trial.set_user_attr("run_ids", run_ids)
+                _set(trial, {"run_ids": run_ids})
                 cbs = []
                 if spec.pruner.name != "none":
                     watch = "val/" + metrics[0].name.split("/", 1)[1]
@@ -295,7 +292,7 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
             state = TrialState.FAIL
             reasons.append(one_line(e))
     ok = [v for v in per_seed if v is not None]
-    attrs: dict[str, Any] = {"per_seed": per_seed if len(metrics) > 1 else [None if v is None else v[0]
+    attrs: TrialAttrs = {"per_seed": per_seed if len(metrics) > 1 else [None if v is None else v[0]
                                                                              for v in per_seed],
                              "n_diverged": n_div, "wall_s": round(time.perf_counter() - t0, 3),
                              "run_ids": run_ids}
@@ -319,8 +316,6 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
     _set(trial, attrs)
     frozen = _tell(study, trial, state, values if state == TrialState.COMPLETE else None)
     if frozen is not None:
-        from seqbench.sweeps.cli import trial_line
-
         print(trial_line(frozen, metrics), flush=True)
     return frozen
 
@@ -335,8 +330,8 @@ def _objective(results: dict[str, Any], metrics) -> list[float]:
     return out
 
 
-def _set(trial: optuna.Trial, attrs: dict[str, Any]) -> None:
-    for k, v in attrs.items():
+def _set(trial: optuna.Trial, attrs: TrialAttrs) -> None:
+    for k, v in check_trial_attrs(attrs).items():
         try:
             trial.set_user_attr(k, v)
         except UpdateFinishedTrialError:

@@ -26,6 +26,7 @@ from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, TrialState
 
+from seqbench.bench.artifacts import check_trial_attrs
 from seqbench.bench.errors import UserError
 
 _RDB_SCHEMES = ("postgresql", "postgres", "mysql", "sqlite")
@@ -187,5 +188,5 @@ def reap_stale(study: optuna.Study, grace: float, on_reaped: Callable[[FrozenTri
 
 def requeue(study: optuna.Study, t: FrozenTrial) -> None:
     """Enqueue a failed trial's configuration again; its runs continue from their checkpoints."""
-    study.enqueue_trial(trial_params(t), user_attrs={"retry_of": t.user_attrs.get("retry_of", t.number),
-                                                     "resume_run_ids": t.user_attrs.get("run_ids", [])})
+    study.enqueue_trial(trial_params(t), user_attrs=check_trial_attrs({
+        "retry_of": t.user_attrs.get("retry_of", t.number), "resume_run_ids": t.user_attrs.get("run_ids", [])}))

@@ -87,11 +87,16 @@ def test_cache_roundtrip_and_key(tmp_path):
     assert data.TokenCache(str(tmp_path), "t", ["a", 2]).dir != c.dir
 
 
-def test_offline_set_before_anything_imports_datasets():
+def test_offline_is_set_by_loading_text_not_by_importing_the_config():
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    code = "import os, sys, bench.config\nprint(os.environ.get('HF_HUB_OFFLINE'), 'datasets' in sys.modules)"
+    code = ("import os, sys, seqbench.bench.config\n"
+            "print(os.environ.get('HF_HUB_OFFLINE'), 'datasets' in sys.modules)\n"
+            "from seqbench.tasks.text import data\n"
+            "data.import_datasets()\n"
+            "import huggingface_hub.constants as c\n"
+            "print(os.environ.get('HF_HUB_OFFLINE'), c.HF_HUB_OFFLINE)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert out.stdout.split("\n")[-2] == "1 False", out.stderr[-1000:]
+    assert out.stdout.splitlines()[-2:] == ["None False", "1 True"], out.stderr[-1000:]
 
 
 def test_offline_hub_name_fails_fast():

