@@ -19,10 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from optuna.trial import TrialState
-
 from seqbench.bench.errors import UserError
-from seqbench.sweeps.summary import summary
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,10 +58,13 @@ def cores() -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from optuna.trial import TrialState  # here, not at the top: `seqbench --help` stays free of optuna
+
     from seqbench.bench.tracking import check_writable
     from seqbench.sweeps.runner import Job, open_study, optuna_quiet, run_workers, worker
     from seqbench.sweeps.spec import load_spec
     from seqbench.sweeps.storage import check_scheme, describe, redact
+    from seqbench.sweeps.summary import summary
 
     if args.workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {args.workers})")
