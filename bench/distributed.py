@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from seqbench.bench import artifacts
-from seqbench.bench.artifacts import read_results
+from seqbench.bench.artifacts import Results, read_results
+
+if TYPE_CHECKING:
+    from seqbench.bench.config import RunConfig
+    from seqbench.bench.tracking import RunTracker
 
 SPAWN_STRATEGIES = ("ddp_spawn", "ddp_notebook", "ddp_fork")
 
@@ -34,11 +38,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(cfg: Any, tracker: Any, callbacks: Sequence[Any], progress: bool) -> dict[str, Any]:
-    """Run ``cfg`` in ``train.devices`` spawned processes on this node; returns rank 0's results."""
+class InProcessRun(Protocol):
+    """What each spawned process runs: ``bench.train.run_in_process`` (passed in, so this module
+    never imports the training module that imports it)."""
+
+    def __call__(self, cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[Any], progress: bool, *,
+                 strategy: str) -> Results: ...
+
+
+def launch(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[Any], progress: bool,
+           target: InProcessRun | None = None) -> Results:
+    """Run ``target`` on ``cfg`` in ``train.devices`` spawned processes on this node; returns rank 0's
+    results. ``target`` must be a module-level function (the spawned processes import it by name)."""
     import torch.multiprocessing as mp
 
     from seqbench.bench.errors import UserError
+
+    if target is None:  # until bench/train.py passes target=run_in_process (tests/test_layering.py KNOWN)
+        from seqbench.bench.train import run_in_process as target
 
     t = cfg.train
     if t.devices == "auto":
@@ -48,8 +65,8 @@ def launch(cfg: Any, tracker: Any, callbacks: Sequence[Any], progress: bool) -> 
            "MASTER_PORT": os.environ.get("MASTER_PORT", str(_free_port())),
            "NODE_RANK": os.environ.get("NODE_RANK", "0"), "WORLD_SIZE": str(t.devices * t.num_nodes)}
     strategy = t.strategy.replace("ddp_spawn", "ddp").replace("ddp_notebook", "ddp").replace("ddp_fork", "ddp")
-    mp.start_processes(_worker, args=(cfg, tracker, list(callbacks), progress, env, strategy), nprocs=t.devices,
-                       join=True, start_method="spawn")
+    mp.start_processes(_worker, args=(target, cfg, tracker, list(callbacks), progress, env, strategy),
+                       nprocs=t.devices, join=True, start_method="spawn")
     results = read_results(tracker.dir)
     if results is None:
         raise RuntimeError(f"the training processes ended without writing {tracker.dir / artifacts.RESULTS}")
@@ -58,12 +75,10 @@ def launch(cfg: Any, tracker: Any, callbacks: Sequence[Any], progress: bool) -> 
     return results
 
 
-def _worker(local_rank: int, cfg: Any, tracker: Any, callbacks: list[Any], progress: bool,
-            env: dict[str, str], strategy: str) -> None:
+def _worker(local_rank: int, target: InProcessRun, cfg: RunConfig, tracker: RunTracker, callbacks: list[Any],
+            progress: bool, env: dict[str, str], strategy: str) -> None:
     os.environ.update(env, LOCAL_RANK=str(local_rank))
-    from seqbench.bench.train import run_in_process
-
     try:
-        run_in_process(cfg, tracker, callbacks, progress, strategy=strategy)
+        target(cfg, tracker, callbacks, progress, strategy=strategy)
     except KeyboardInterrupt:  # rank 0 has written status "interrupted"; the parent re-raises
         pass
