@@ -49,9 +49,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     show("models", MODELS)
     from seqbench.sweeps import shipped_sweeps
 
-    print("sweeps:")
-    for path, question in shipped_sweeps():
-        print(f"  {path:<34} {question}")
+    print("sweeps (seqbench sweep NAME):")
+    for s in shipped_sweeps():
+        print(f"  {s.name:<34} {s.question}")
     if not args.verbose:
         print("(seqbench list -v shows every config field with its default)")
     return 0

@@ -1,19 +1,54 @@
-"""Sweep specs (YAML shipped in this folder) and the Optuna runner."""
+"""Sweep specs (YAML shipped in this package and in ``claims/``) and the Optuna runner.
+
+Shipped specs are package data, found through ``importlib.resources``, so they are there after a
+plain ``pip install`` as well as in a checkout. Each has a name: its file stem (``demo``), or
+``claims/<stem>`` for the claim specs; ``seqbench sweep NAME`` runs it from anywhere.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
-SWEEPS_DIR = Path(__file__).resolve().parent
+from seqbench.bench.errors import UserError
+
+_PACKAGES = {"": "seqbench.sweeps", "claims/": "seqbench.sweeps.claims"}  # name prefix -> package
 
 
-def shipped_sweeps() -> list[tuple[str, str]]:
-    """(path relative to the repo, the question from its `question:` key) for each shipped spec."""
+@dataclass(frozen=True)
+class ShippedSweep:
+    name: str  # what `seqbench sweep NAME` takes
+    question: str  # the spec's `question:` line, shown by `seqbench list`
+    resource: Traversable
+
+
+def _question(text: str) -> str:
+    for line in text.splitlines():
+        if line.startswith("question:"):
+            return line.split(":", 1)[1].strip().strip("\"'")
+    return ""
+
+
+def shipped_sweeps() -> list[ShippedSweep]:
+    """Every shipped spec, plain ones first, each group sorted by name."""
     out = []
-    for p in sorted(SWEEPS_DIR.glob("*.yaml")):
-        question = ""
-        for line in p.read_text().splitlines():
-            if line.startswith("question:"):
-                question = line.split(":", 1)[1].strip().strip("\"'")
-                break
-        out.append((f"sweeps/{p.name}", question))
+    for prefix, package in _PACKAGES.items():
+        for res in sorted(resources.files(package).iterdir(), key=lambda r: r.name):
+            if res.is_file() and res.name.endswith(".yaml"):
+                out.append(ShippedSweep(prefix + res.name.removesuffix(".yaml"), _question(res.read_text()), res))
     return out
+
+
+def resolve_spec(arg: str) -> Path:
+    """The spec file ``seqbench sweep ARG`` means: an existing path wins; else the shipped spec named
+    ARG (``demo``, ``claims/x``; ``sweeps/demo.yaml`` also finds it when run outside a checkout)."""
+    path = Path(arg)
+    if path.is_file():
+        return path
+    name = arg.removeprefix("sweeps/").removesuffix(".yaml")
+    for s in shipped_sweeps():
+        if s.name == name:
+            return Path(str(s.resource))  # installed packages are plain folders (not zipped)
+    names = ", ".join(s.name for s in shipped_sweeps())
+    raise UserError(f"spec: no file {arg!r} and no shipped sweep of that name; shipped: {names}")

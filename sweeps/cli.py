@@ -24,7 +24,7 @@ from seqbench.bench.errors import UserError
 
 def register(sub: argparse._SubParsersAction) -> None:
     sp = sub.add_parser("sweep", help="run (or continue) an Optuna study from a sweep spec")
-    sp.add_argument("spec", help="sweep YAML, e.g. sweeps/demo.yaml")
+    sp.add_argument("spec", help="sweep YAML path, or the name of a shipped sweep (seqbench list), e.g. demo")
     sp.add_argument("overrides", nargs="*", help="dotted key=value applied to the spec's base, "
                     "e.g. train.max_steps=200 (a changed spec needs a new --study)")
     sp.add_argument("--trials", type=int, help="budget (grid: run the first N points)")
@@ -61,6 +61,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from optuna.trial import TrialState  # here, not at the top: `seqbench --help` stays free of optuna
 
     from seqbench.bench.tracking import check_writable
+    from seqbench.sweeps import resolve_spec
     from seqbench.sweeps.runner import Job, open_study, optuna_quiet, run_workers, worker
     from seqbench.sweeps.spec import load_spec
     from seqbench.sweeps.storage import check_scheme, describe, redact
@@ -73,7 +74,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.heartbeat <= 0:
         raise UserError(f"--heartbeat: must be > 0 seconds (got {args.heartbeat})")
     optuna_quiet()
-    spec = load_spec(args.spec, args.overrides, trials=args.trials)
+    spec = load_spec(resolve_spec(args.spec), args.overrides, trials=args.trials)
     out_dir = str(args.out_dir or spec.base.get("out_dir") or "outputs")
     # Each worker keeps train.threads (default 1: small recurrent models ran 2.7-12x slower with 2
     # intra-op threads on 2 busy cores, and 8x slower in a 1-worker sweep); a spec that asks for more

@@ -1,12 +1,14 @@
 """Sweep specs: shipped specs load, per-model blocks, grid order, and one-line errors for each mistake."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from seqbench.bench.cli import main
 from seqbench.bench.errors import UserError
 from seqbench.bench.registry import MODELS
-from seqbench.sweeps import SWEEPS_DIR, shipped_sweeps
+from seqbench.sweeps import resolve_spec, shipped_sweeps
 from seqbench.sweeps.spec import load_spec, parse_spec, trial_config
 
 BASE = {"task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 4},
@@ -18,18 +20,38 @@ def spec(**kw):
     return parse_spec({"base": BASE, **kw}, source="s.yaml")
 
 
-@pytest.mark.parametrize("path", sorted(SWEEPS_DIR.glob("*.yaml")), ids=lambda p: p.name)
-def test_shipped_specs_load_and_say_what_they_ask(path):
+SHIPPED = shipped_sweeps()
+
+
+@pytest.mark.parametrize("shipped", SHIPPED, ids=lambda s: s.name)
+def test_shipped_specs_load_and_say_what_they_ask(shipped):
+    path = resolve_spec(shipped.name)
     text = path.read_text()
     missing = [m for m in ("transformer", "tcn") if m in text and m not in MODELS]
     if missing:
         pytest.skip(f"{path.name} sweeps {', '.join(missing)}, not registered in this checkout")
     s = load_spec(path)
     assert s.question and s.budget() >= 1
-    assert (f"sweeps/{path.name}", s.question) in shipped_sweeps()
+    assert s.question == shipped.question
     head = text.split("\nquestion:")[0]
     for word in ("Expected", "Measured"):  # each file documents the literature's answer and its CPU time
         assert word in head, f"{path.name}: header lacks '{word}'"
+
+
+def test_shipped_sweeps_are_package_data_found_by_name(tmp_path, monkeypatch, capsys):
+    names = [s.name for s in SHIPPED]
+    assert {"demo", "long_dependency"} <= set(names)
+    monkeypatch.chdir(tmp_path)  # outside the checkout: names (and the README's sweeps/x.yaml) still resolve
+    assert resolve_spec("demo") == resolve_spec("sweeps/demo.yaml") and resolve_spec("demo").name == "demo.yaml"
+    (tmp_path / "demo").write_text("question: mine\n")
+    assert resolve_spec("demo") == Path("demo")  # a path that exists wins
+    with pytest.raises(UserError, match=r"^spec: no file 'nope' and no shipped sweep of that name; shipped: demo, "):
+        resolve_spec("nope")
+    assert main(["sweep", "nope.yaml"]) == 2
+    assert "no shipped sweep of that name; shipped: " in capsys.readouterr().err
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"  {s.name:<34} {s.question}" in out for s in SHIPPED)
 
 
 def test_grid_order_size_and_shorthands():
