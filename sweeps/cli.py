@@ -16,20 +16,22 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
-from optuna.trial import FrozenTrial, TrialState
+import yaml
 
 from seqbench.bench.errors import UserError
+from seqbench.sweeps.progress import best_trials, summary, trial_line  # noqa: F401  (printing API)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     sp = sub.add_parser("sweep", help="run (or continue) an Optuna study from a sweep spec")
     sp.add_argument("spec", help="sweep YAML, e.g. sweeps/demo.yaml")
-    sp.add_argument("overrides", nargs="*", help="dotted key=value applied to the spec's base, "
-                    "e.g. train.max_steps=200 (a changed spec needs a new --study)")
+    sp.add_argument("overrides", nargs="*", help="dotted key=value applied to the spec's base in any order, "
+                    "e.g. train.max_steps=200 (a changed spec needs a new --study); a key the spec sweeps "
+                    "or sets per model/task is refused")
     sp.add_argument("--trials", type=int, help="budget (grid: run the first N points)")
     sp.add_argument("--workers", type=int, default=1, help="local worker processes sharing the study")
     sp.add_argument("--storage", help="journal file path, journal:///path, or postgresql://... / mysql://... "
@@ -39,6 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "base.out_dir, else outputs)")
     sp.add_argument("--heartbeat", type=float, default=10.0, help="seconds between liveness stamps; a "
                     "trial silent for 6 of them is failed and retried")
+    sp.add_argument("--print-config", action="store_true", help="print the resolved spec (its base with the "
+                    "overrides applied, --trials included) as YAML and exit")
     sp.set_defaults(func=cmd_sweep, argv=None)
 
 
@@ -61,9 +65,10 @@ def cores() -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from seqbench.bench.config import notes
     from seqbench.bench.tracking import check_writable
-    from seqbench.sweeps.runner import Job, open_study, optuna_quiet, run_workers, worker
-    from seqbench.sweeps.spec import load_spec
+    from seqbench.sweeps.runner import Job, counts_as_done, open_study, optuna_quiet, run_workers, worker
+    from seqbench.sweeps.spec import resolve_spec
     from seqbench.sweeps.storage import check_scheme, describe, redact
 
     if args.workers < 1:
@@ -72,8 +77,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise UserError(f"--trials: must be >= 1 (got {args.trials})")
     if args.heartbeat <= 0:
         raise UserError(f"--heartbeat: must be > 0 seconds (got {args.heartbeat})")
+    spec, composed = resolve_spec(args.spec, args.overrides, trials=args.trials)
+    for line in notes(composed, f"{args.spec} base") if composed else []:
+        print(line, file=sys.stderr)
+    if args.print_config:
+        print(yaml.safe_dump(spec.to_dict(), sort_keys=False), end="")
+        return 0
     optuna_quiet()
-    spec = load_spec(args.spec, args.overrides, trials=args.trials)
     out_dir = str(args.out_dir or spec.base.get("out_dir") or "outputs")
     # Each worker keeps train.threads (default 1: small recurrent models ran 2.7-12x slower with 2
     # intra-op threads on 2 busy cores, and 8x slower in a 1-worker sweep); a spec that asks for more
@@ -87,8 +97,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     check_scheme(args.storage)
     check_writable(Path(out_dir))  # one line now, not a failed trial per configuration later
     study = open_study(job, spec, coordinator=True)
-    done = sum(1 for t in study.get_trials(deepcopy=False)
-               if t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL) and not t.user_attrs.get("retried"))
+    done = sum(1 for t in study.get_trials(deepcopy=False) if counts_as_done(t))
     print(f"study {job.study}: {spec.method}, {spec.budget()} configurations x {len(spec.seeds)} seed(s), "
           f"{done} done; {args.workers} worker(s)" + (f", {threads} torch thread(s) each" if threads else "")
           + f"; storage {describe(args.storage, out_dir)}", flush=True)
@@ -101,78 +110,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         status = run_workers(job, args.workers)
     study = open_study(job, spec, coordinator=False)
     print(summary(study.get_trials(deepcopy=False), spec))
-    print(f"runs under {Path(out_dir) / 'runs'}; dashboard: seqbench report {job.study}"
-          + (f" --storage {redact(args.storage)}" if args.storage else ""))
+    print(f"runs under {Path(out_dir) / 'runs'}; dashboard: {report_hint(job.study, out_dir, args.storage)}")
     return status
 
 
-# -- printing ---------------------------------------------------------------------------------
+def report_hint(study: str, out_dir: str, storage: str | None) -> str:
+    """The ``seqbench report`` command that finds this study: the out-dir and storage this sweep
+    used (the storage's password redacted), each only when it is not the default."""
+    from seqbench.sweeps.storage import redact
 
-def _params(t: FrozenTrial) -> str:
-    return " ".join(f"{k}={_fmt(v)}" for k, v in t.params.items())
-
-
-def _fmt(v: Any) -> str:
-    return f"{v:.4g}" if isinstance(v, float) else str(v)
-
-
-def _value(t: FrozenTrial, metrics) -> str:
-    mean, std = t.user_attrs.get("mean"), t.user_attrs.get("std")
-    if mean is None:
-        return ""
-    means = mean if isinstance(mean, list) else [mean]
-    stds = std if isinstance(std, list) else [std]
-    n = len([v for v in t.user_attrs.get("per_seed", []) if v is not None])
-    return "  ".join(f"{m.name} {a:.4f}" + (f"±{s:.4f}" if n > 1 else "") for m, a, s in zip(metrics, means, stds))
+    words = ["seqbench", "report", study]
+    if Path(out_dir) != Path("outputs"):
+        words += ["--out-dir", out_dir]
+    if storage:
+        words += ["--storage", redact(storage)]
+    return " ".join(shlex.quote(w) for w in words)
 
 
-def trial_line(t: FrozenTrial, metrics) -> str:
-    """One line per finished trial: number, state, value, params, wall time (and why, if not complete)."""
-    why = t.user_attrs.get("fail_reason") or t.user_attrs.get("prune_reason") or ""
-    parts = [f"trial {t.number:>4}", f"{t.state.name:<8}", _value(t, metrics), _params(t),
-             f"{t.user_attrs.get('wall_s', 0):.1f}s", f"({why})" if why else ""]
-    return "  ".join(p for p in parts if p)
-
-
-def best_trials(trials: list[FrozenTrial], spec, k: int = 10) -> list[FrozenTrial]:
-    """Single objective: the top ``k`` complete trials; several: the Pareto front."""
-    done = [t for t in trials if t.state == TrialState.COMPLETE and t.values]
-    metrics = spec.metrics()
-    signs = [1 if m.goal == "maximize" else -1 for m in metrics]
-    if len(metrics) == 1:
-        return sorted(done, key=lambda t: -signs[0] * t.values[0])[:k]
-
-    def dominated(a: FrozenTrial) -> bool:
-        return any(all(s * b.values[i] >= s * a.values[i] for i, s in enumerate(signs))
-                   and any(s * b.values[i] > s * a.values[i] for i, s in enumerate(signs)) for b in done)
-    return sorted((t for t in done if not dominated(t)), key=lambda t: -signs[0] * t.values[0])
-
-
-def summary(trials: list[FrozenTrial], spec) -> str:
-    metrics = spec.metrics()
-    by: dict[str, int] = {}
-    for t in trials:
-        name = "retried" if t.state == TrialState.FAIL and t.user_attrs.get("retried") else t.state.name.lower()
-        by[name] = by.get(name, 0) + 1
-    lines = [f"{len(trials)} trials: " + ", ".join(f"{n} {s}" for s, n in sorted(by.items()))]
-    best = best_trials(trials, spec)
-    if not best:
-        lines.append("no complete trial yet")
-        return "\n".join(lines)
-    keys = list(spec.parameters)
-    head = ["trial", *keys, *(f"{m.name} ({m.goal[:3]})" for m in metrics), "seeds", "wall_s"]
-    rows = []
-    for t in best:
-        mean, std = t.user_attrs.get("mean"), t.user_attrs.get("std")
-        means = mean if isinstance(mean, list) else [mean]
-        stds = std if isinstance(std, list) else [std]
-        n = len([v for v in t.user_attrs.get("per_seed", []) if v is not None])
-        vals = [f"{a:.4f}" + (f" ± {s:.4f}" if n > 1 else "") for a, s in zip(means, stds)]
-        rows.append([str(t.number), *(_fmt(t.params.get(k, "")) for k in keys), *vals,
-                     str(len(t.user_attrs.get("seeds", []))), f"{t.user_attrs.get('wall_s', 0):.0f}"])
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    title = "Pareto front" if len(metrics) > 1 else "best configurations"
-    lines.append(f"{title}:")
-    for r in [head, *rows]:
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)))
-    return "\n".join(lines)
