@@ -20,15 +20,23 @@ from seqbench.bench.errors import UserError
 
 
 class _Loader(yaml.SafeLoader):
-    """Safe YAML with YAML 1.2 booleans: only true/false, so ``wandb: off`` stays a string."""
+    """Safe YAML with YAML 1.2 scalars: booleans are only true/false (``wandb: off`` stays a
+    string), ``1e-3`` is a number, and ``1:30`` (YAML 1.1: 90) and ``010`` (YAML 1.1: 8) are not
+    read as something other than what was typed."""
 
 
+_OLD = ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 _Loader.yaml_implicit_resolvers = {
-    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
-    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    k: [(tag, rx) for tag, rx in v if tag not in _OLD] for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 _Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
                               list("tTfF"))
+_Loader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^(?:[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+)$"),
+                              list("-+0123456789"))
+_Loader.add_implicit_resolver(  # after int: 10 is an int, 010 the float 10.0 (an int field takes it as 10)
+    "tag:yaml.org,2002:float",
+    re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+    list("-+0123456789."))
 
 
 def safe_load(text: str) -> Any:
@@ -37,17 +45,12 @@ def safe_load(text: str) -> Any:
 
 
 def parse_value(text: str) -> Any:
-    """``key=value`` right-hand side: YAML scalars/lists (true, 3, 1e-3, [64, 128], null)."""
+    """``key=value`` right-hand side: YAML scalars/lists (true, 3, 1e-3, [64, 128], null); text
+    that is not valid YAML (``[1, 2``) stays text, for the validator to refuse by name."""
     try:
-        v = safe_load(text)
+        return safe_load(text)
     except yaml.YAMLError:
         return text
-    if isinstance(v, str):  # YAML 1.1 reads 1e-3 (no dot) as a string
-        try:
-            return float(v) if any(c in v for c in ".eE") and v.lstrip("+-")[:1].isdigit() else v
-        except ValueError:
-            return v
-    return v
 
 
 def check_key(key: str, example: str) -> str:
