@@ -43,7 +43,7 @@ from typing import Any, Literal, Union
 from pydantic import Field, ValidationError, model_validator
 
 from seqbench.bench.config import Composed, build_config, compose
-from seqbench.bench.settings import load_yaml, set_dotted
+from seqbench.bench.settings import leaves, load_yaml, set_dotted
 from seqbench.bench.errors import UserError, format_validation_error
 from seqbench.bench.registry import MODELS, TASKS
 from seqbench.bench.schema import Section
@@ -51,8 +51,8 @@ from seqbench.bench.schema import Section
 Scalar = Union[bool, int, float, str, None]
 _GOALS = {"max": "maximize", "min": "minimize"}
 _NOT_SWEPT = ("seed", "out_dir", "run_id", "tracking")  # the runner owns these
-_CORNER_CAP = 4096
-_MAX_SEEDS = 1000  # replicates per configuration; a huge count is a typo, not a plan  # search-space corners validated jointly; beyond this, one parameter at a time
+_CORNER_CAP = 4096  # search-space corners validated jointly; beyond this, one parameter at a time
+_MAX_SEEDS = 1000  # replicates per configuration; a huge count is a typo, not a plan
 
 
 class Metric(Section):
@@ -211,7 +211,8 @@ class SweepSpec(Section):
             set_dotted(d, k, params[k])
         model = (d.get("model") or {}).get("name", "lstm")
         task = (d.get("task") or {}).get("name", "copy")
-        for k, v in {**self.per_task.get(task, {}), **self.per_model.get(model, {})}.items():
+        blocks = {**self.per_task.get(task, {}), **self.per_model.get(model, {})}  # the model's win
+        for k, v in leaves(blocks.items()).items():  # a mapping value merges, like an override's
             set_dotted(d, k, v)
         if seed is not None:
             d["seed"] = seed
