@@ -2,7 +2,9 @@
 
 Re-running the same command continues the study: finished trials are kept, a grid is never
 duplicated, trials of dead workers are retried, and the command ends when the budget is met.
-Prints one line per finished trial and a table of the best configurations.
+Prints a line when a trial starts and one when it ends (``[done/total, ETA]``), a table of the
+best configurations, and the ``seqbench report`` command that finds the study
+(``sweeps/progress.py``).
 
 What a study stores (the contract with ``reports/``, see helpers' CONTRACT_SWEEP_REPORT):
 study user attrs ``spec``, ``spec_path``, ``question``, ``metrics``, ``out_dir``,
