@@ -8,10 +8,10 @@ rebuilds and re-validates the whole tree.
 from __future__ import annotations
 
 import hashlib
-import re
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Iterable, Literal, Union
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
@@ -21,6 +21,10 @@ import seqbench.tasks  # noqa: F401  (fills TASKS)
 from seqbench.bench.errors import UserError, format_validation_error
 from seqbench.bench.registry import MODELS, TASKS
 from seqbench.bench.schema import Section
+from seqbench.bench.settings import leaves, load_yaml, parse_settings, parse_value, safe_load, set_dotted
+
+__all__ = ["RunConfig", "build_config", "compose", "load_config", "load_yaml", "override", "parse_value",
+           "safe_load", "validate"]
 
 
 def _union(configs: list[type]) -> Any:
@@ -162,92 +166,76 @@ class RunConfig(Section):
 
 # -- building configs ------------------------------------------------------------------
 
-class _Loader(yaml.SafeLoader):
-    """Safe YAML with YAML 1.2 booleans: only true/false, so ``wandb: off`` stays a string."""
+CHOICES = {"task": TASKS, "model": MODELS}  # sections chosen by name, before any value is set
 
 
-_Loader.yaml_implicit_resolvers = {
-    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
-    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-                              list("tTfF"))
+@dataclass(frozen=True)
+class Composed:
+    """A RunConfig dict before validation; the base fields a task/model switch left out, and
+    the keys given more than once (the last value counts)."""
+
+    data: dict[str, Any]
+    dropped: list[str]
+    repeated: list[str]
+    keys: list[str]  # the dotted leaf keys the overrides set (``model.name`` for ``model=``)
 
 
-def safe_load(text: str) -> Any:
-    """The only YAML reader seqbench uses (safe: no arbitrary Python objects)."""
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader derives from SafeLoader
+def compose(base: dict[str, Any] | None = None, overrides: Iterable[str] = ()) -> Composed:
+    """``base`` (a --config file, a sweep's base) with ``key=value`` overrides, in any order.
 
-
-def parse_value(text: str) -> Any:
-    """``key=value`` right-hand side: YAML scalars/lists (true, 3, 1e-3, [64, 128], null)."""
-    try:
-        v = safe_load(text)
-    except yaml.YAMLError:
-        return text
-    if isinstance(v, str):
-        try:
-            return float(v) if any(c in v for c in ".eE") and v.lstrip("+-")[:1].isdigit() else v
-        except ValueError:
-            return v
-    return v
-
-
-def set_dotted(d: dict[str, Any], key: str, value: Any) -> None:
-    """Set ``a.b.c`` in a nested dict; ``task=copy`` switches the task (dropping the old task's knobs)."""
-    parts = key.split(".")
-    if not all(parts):
-        raise UserError(f"{key}: malformed key; use dotted names like model.d_model=64")
-    node = d
-    for i, p in enumerate(parts[:-1]):
-        nxt = node.get(p)
-        if nxt is None:
-            nxt = node[p] = {}
-        elif not isinstance(nxt, dict):
-            raise UserError(f"{'.'.join(parts[:i + 1])}: is a value, not a section; cannot set {key}")
-        node = nxt
-    last = parts[-1]
-    if isinstance(node.get(last), dict) and not isinstance(value, dict):
-        if last in ("task", "model") and len(parts) == 1:
-            if node[last].get("name") != value:
-                node[last] = {"name": value}
-            return
-        raise UserError(f"{key}: is a section; set one of its fields, e.g. {key}.<field>=...")
-    if last in ("task", "model") and len(parts) == 1 and not isinstance(value, dict):
-        node[last] = {"name": value}
-        return
-    node[last] = value
-
-
-def load_yaml(path: str | Path) -> dict[str, Any]:
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise UserError(f"{p}: cannot read config ({e.strerror})") from None
-    try:
-        data = safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise UserError(f"{p}: not valid YAML{where}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise UserError(f"{p}: top level must be a mapping of config sections, got {type(data).__name__}")
-    return data
-
-
-def build_config(base: dict[str, Any] | None = None, overrides: list[str] | tuple[str, ...] = (),
-                 *, source: str = "") -> RunConfig:
-    """Validate ``base`` with ``key=value`` overrides applied; UserError on any problem."""
+    Like Hydra, choices come before values: ``task=``/``model=`` (or ``task.name=``) is applied
+    first, then every value, so ``model.d_model=32 model=gru`` is a GRU with d_model 32. When a
+    choice switches the base's task or model, the base keeps the fields the new one also has
+    and drops the others (listed in ``dropped``: a config.yaml of an LSTM run holds
+    ``forget_bias``, which a GRU has not). A value typed in ``overrides`` is never dropped: one
+    the chosen task/model lacks fails validation naming it.
+    """
     d = json.loads(json.dumps(base or {}, default=str))  # deep copy, plain types
-    for ov in overrides:
-        if "=" not in ov:
-            raise UserError(f"{ov}: overrides look like key=value, e.g. model.d_model=64")
-        key, _, text = ov.partition("=")
-        set_dotted(d, key.strip(), parse_value(text.strip()))
-    return validate(d, source=source)
+    for sec in CHOICES:  # `task: copy` is short for `task: {name: copy}`
+        if isinstance(d.get(sec), str):
+            d[sec] = {"name": d[sec]}
+    repeated: list[str] = []
+    return _apply(d, setting_leaves(parse_settings(overrides), repeated), repeated)
+
+
+def setting_leaves(pairs: Iterable[tuple[str, Any]], repeated: list[str] | None = None) -> dict[str, Any]:
+    """Settings as disjoint dotted leaves; ``model=gru`` is ``model.name=gru``."""
+    return leaves(((f"{k}.name" if k in CHOICES and not isinstance(v, dict) else k, v) for k, v in pairs),
+                  repeated)
+
+
+def _apply(d: dict[str, Any], values: dict[str, Any], repeated: list[str] | None = None) -> Composed:
+    keys, values = list(values), dict(values)
+    dropped: list[str] = []
+    for sec, reg in CHOICES.items():  # choices first
+        if f"{sec}.name" in values:
+            dropped += _switch(d, sec, values.pop(f"{sec}.name"), reg)
+    for key, value in values.items():  # leaves are disjoint: their order cannot matter
+        set_dotted(d, key, value)
+    return Composed(d, dropped, repeated or [], keys)
+
+
+def _switch(d: dict[str, Any], sec: str, name: Any, reg: Any) -> list[str]:
+    """Choose ``name`` for section ``sec`` of ``d``; returns the base fields it drops."""
+    old = d.get(sec) if isinstance(d.get(sec), dict) else {}
+    if old.get("name", _DEFAULT_NAMES[sec]) == name:
+        d[sec] = {**old, "name": name}
+        return []
+    fields = reg.get(name).config_cls.model_fields if isinstance(name, str) and name in reg else None
+    keep = {k: v for k, v in old.items() if k != "name" and (fields is None or k in fields)}
+    d[sec] = {"name": name, **keep}
+    return [f"{sec}.{k}" for k in old if k != "name" and k not in keep]
+
+
+def build_config(base: dict[str, Any] | list[str] | None = None, overrides: Iterable[str] = (),
+                 *, source: str = "") -> RunConfig:
+    """Validate ``base`` with ``key=value`` overrides applied; UserError on any problem.
+
+    ``build_config(["task=adding", "model=gru"])`` (overrides alone) is the notebook shorthand.
+    """
+    if isinstance(base, (list, tuple)):
+        base, overrides = {}, [*base, *overrides]
+    return validate(compose(base, overrides).data, source=source)
 
 
 _DEFAULT_NAMES = {"task": "copy", "model": "lstm"}
@@ -287,13 +275,27 @@ def section_fields(loc: tuple) -> list[str] | None:
 
 
 def override(cfg: RunConfig, **dotted: Any) -> RunConfig:
-    """A new validated config with ``dotted`` keys (``'model.d_model'`` -> value) replaced."""
-    d = cfg.to_dict()
-    for k, v in dotted.items():
-        set_dotted(d, k, v)
-    return validate(d)
+    """A new validated config with ``dotted`` keys (``'model.d_model'`` -> value) replaced
+    (``model='gru'`` switches the model, keeping the fields a GRU also has)."""
+    return validate(_apply(cfg.to_dict(), setting_leaves(dotted.items())).data)
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
-    base = load_yaml(path) if path else {}
-    return build_config(base, overrides, source=str(path) if path and not overrides else "")
+def resolve(path: str | Path | None = None, overrides: Iterable[str] = ()) -> tuple[RunConfig, Composed]:
+    """The config of ``seqbench run [--config PATH] OVERRIDES``, and how it was composed."""
+    overrides = list(overrides)
+    composed = compose(load_yaml(path) if path else {}, overrides)
+    return validate(composed.data, source=str(path) if path and not overrides else ""), composed
+
+
+def notes(composed: Composed, source: str | None) -> list[str]:
+    """What the user should hear about the composition: repeated keys, file fields left out."""
+    out = [f"note: {k} is given more than once; the last value counts" for k in dict.fromkeys(composed.repeated)]
+    if composed.dropped:
+        sections = "/".join(sorted({k.split(".")[0] for k in composed.dropped}))
+        out.append(f"note: {source or 'the base config'} sets {', '.join(composed.dropped)}, which the chosen "
+                   f"{sections} has not; left out")
+    return out
+
+
+def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -> RunConfig:
+    return resolve(path, overrides)[0]

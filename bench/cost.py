@@ -44,6 +44,8 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from seqbench.bench.errors import UserError, format_validation_error
 from seqbench.bench.schema import Section
+from seqbench.bench.settings import leaves, set_dotted
+from seqbench.bench.settings import parse_settings as parse_settings_pairs
 
 # What the course material says each family costs per sequence (T length, d width, k kernel).
 COMPLEXITY = {
@@ -87,6 +89,14 @@ class CostConfig(Section):
                              "and stop that model's sweep")
     out_dir: Path = Field(Path("outputs/cost"), description="where cost.csv/md/json and figures go")
 
+    @field_validator("models", "lengths", mode="before")
+    @classmethod
+    def _comma_list(cls, v: Any) -> Any:
+        """``rnn,lstm`` (a YAML string) and a lone ``64`` are lists too."""
+        if isinstance(v, str):
+            return [x.strip() for x in v.split(",") if x.strip()]
+        return [v] if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+
     @field_validator("models")
     @classmethod
     def _known(cls, v: list[str]) -> list[str]:
@@ -117,20 +127,16 @@ class CostConfig(Section):
 
 
 def parse_settings(settings: list[str]) -> CostConfig:
+    """``seqbench cost`` settings, read like every other ``key=value`` (``bench.settings``);
+    ``models=rnn,lstm`` and ``lengths=64,128`` may drop the brackets."""
     d: dict[str, Any] = {}
-    for s in settings:
-        if "=" not in s:
-            raise UserError(f"{s}: settings look like key=value, e.g. lengths=64,128,256")
-        k, _, v = s.partition("=")
-        k, v = k.strip(), v.strip()
-        if k in ("models", "lengths"):
-            d[k] = [x.strip() for x in v.strip("[]").split(",") if x.strip()]
-        else:
-            d[k] = v
+    for key, value in leaves(parse_settings_pairs(settings, example="lengths=64,128,256")).items():
+        set_dotted(d, key, value)
     try:
         return CostConfig.model_validate(d)
     except ValidationError as e:
-        raise UserError(format_validation_error(e, allowed_fields=lambda loc: list(CostConfig.model_fields)))
+        raise UserError(format_validation_error(e, allowed_fields=lambda loc: list(CostConfig.model_fields))
+                        ) from None
 
 
 # -- one point ------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """Base class for every config section: typed, frozen, no unknown keys, finite numbers."""
 from __future__ import annotations
 
+import typing
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 INT_LIMIT = 2**31 - 1  # sizes, steps and lengths beyond this are typos, not experiments
 
@@ -17,6 +18,24 @@ class Section(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _bools_are_not_numbers(cls, data: Any) -> Any:
+        # pydantic's lax mode reads true as 1: `optim.lr=true` would train at lr 1.0. A boolean
+        # given to a field that takes none goes on as the text typed, which a number field refuses.
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for k, v in data.items():
+            field = cls.model_fields.get(k)
+            if field is None or _admits_bool(field.annotation):
+                continue
+            if isinstance(v, bool):
+                out[k] = str(v).lower()
+            elif isinstance(v, list) and typing.get_origin(field.annotation) is list:
+                out[k] = [str(x).lower() if isinstance(x, bool) else x for x in v]
+        return out
+
     @field_validator("*", mode="after")
     @classmethod
     def _bounded_ints(cls, v: Any) -> Any:
@@ -25,3 +44,15 @@ class Section(BaseModel):
             if isinstance(x, int) and not isinstance(x, bool) and abs(x) > INT_LIMIT:
                 raise ValueError(f"{x} is out of range (integers here must be below 2**31)")
         return v
+
+
+def _admits_bool(annotation: Any) -> bool:
+    """Whether a field typed ``annotation`` takes true/false as themselves."""
+    if annotation is bool or annotation is Any:
+        return True
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is typing.Literal:
+        return any(isinstance(a, bool) for a in args)
+    if typing.get_origin(annotation) is list:
+        return False
+    return any(_admits_bool(a) for a in args)

@@ -177,9 +177,11 @@ def _make_wandb_logger(cfg: RunConfig, run_id: str, mode: str) -> Any:
     save_dir = Path(cfg.out_dir)
     (save_dir / "wandb").mkdir(parents=True, exist_ok=True)
     t = cfg.tracking
-    return SafeWandbLogger(name=run_id, id=run_id, project=t.project, group=t.group, tags=list(t.tags) or None,
-                           save_dir=str(save_dir), offline=(mode == "offline"),
-                           config={**cfg.to_dict(), "config_hash": cfg.config_hash()}, log_model=False)
+    logger = SafeWandbLogger(name=run_id, id=run_id, project=t.project, group=t.group, tags=list(t.tags) or None,
+                             save_dir=str(save_dir), offline=(mode == "offline"),
+                             config={**cfg.to_dict(), "config_hash": cfg.config_hash()}, log_model=False)
+    logger._wandb_init.pop("anonymous", None)  # Lightning always passes it; W&B warns it has no effect
+    return logger
 
 
 def wandb_log_summary(logger: Any, summary: dict[str, Any], text: dict[str, str] | None = None) -> None:

@@ -40,7 +40,7 @@ def shipped_sweeps() -> list[ShippedSweep]:
     return out
 
 
-def resolve_spec(arg: str) -> Path:
+def spec_path(arg: str) -> Path:
     """The spec file ``seqbench sweep ARG`` means: an existing path wins; else the shipped spec named
     ARG (``demo``, ``claims/x``; ``sweeps/demo.yaml`` also finds it when run outside a checkout)."""
     path = Path(arg)

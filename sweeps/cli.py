@@ -2,7 +2,9 @@
 
 Re-running the same command continues the study: finished trials are kept, a grid is never
 duplicated, trials of dead workers are retried, and the command ends when the budget is met.
-Prints one line per finished trial and a table of the best configurations.
+Prints a line when a trial starts and one when it ends (``[done/total, ETA]``), a table of the
+best configurations, and the ``seqbench report`` command that finds the study
+(``sweeps/progress.py``).
 
 What a study stores (the contract with ``reports/``, see helpers' CONTRACT_SWEEP_REPORT):
 study user attrs ``spec``, ``spec_path``, ``question``, ``metrics``, ``out_dir``,
@@ -16,8 +18,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
+
+import yaml
 
 from seqbench.bench.errors import UserError
 
@@ -25,8 +30,9 @@ from seqbench.bench.errors import UserError
 def register(sub: argparse._SubParsersAction) -> None:
     sp = sub.add_parser("sweep", help="run (or continue) an Optuna study from a sweep spec")
     sp.add_argument("spec", help="sweep YAML path, or the name of a shipped sweep (seqbench list), e.g. demo")
-    sp.add_argument("overrides", nargs="*", help="dotted key=value applied to the spec's base, "
-                    "e.g. train.max_steps=200 (a changed spec needs a new --study)")
+    sp.add_argument("overrides", nargs="*", help="dotted key=value applied to the spec's base in any order, "
+                    "e.g. train.max_steps=200 (a changed spec needs a new --study); a key the spec sweeps "
+                    "or sets per model/task is refused")
     sp.add_argument("--trials", type=int, help="budget (grid: run the first N points)")
     sp.add_argument("--workers", type=int, default=1, help="local worker processes sharing the study")
     sp.add_argument("--storage", help="journal file path, journal:///path, or postgresql://... / mysql://... "
@@ -36,6 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "base.out_dir, else outputs)")
     sp.add_argument("--heartbeat", type=float, default=10.0, help="seconds between liveness stamps; a "
                     "trial silent for 6 of them is failed and retried")
+    sp.add_argument("--print-config", action="store_true", help="print the resolved spec (its base with the "
+                    "overrides applied, --trials included) as YAML and exit")
     sp.set_defaults(func=cmd_sweep, argv=None)
 
 
@@ -58,14 +66,14 @@ def cores() -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from optuna.trial import TrialState  # here, not at the top: `seqbench --help` stays free of optuna
-
+    # imported here, not at the top: `seqbench --help` stays free of optuna
+    from seqbench.bench.config import notes
     from seqbench.bench.tracking import check_writable
-    from seqbench.sweeps import resolve_spec
-    from seqbench.sweeps.runner import Job, open_study, optuna_quiet, run_workers, worker
-    from seqbench.sweeps.spec import load_spec
+    from seqbench.sweeps import spec_path
+    from seqbench.sweeps.progress import summary
+    from seqbench.sweeps.runner import Job, counts_as_done, open_study, optuna_quiet, run_workers, worker
+    from seqbench.sweeps.spec import resolve_spec
     from seqbench.sweeps.storage import check_scheme, describe, redact
-    from seqbench.sweeps.summary import summary
 
     if args.workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {args.workers})")
@@ -73,8 +81,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise UserError(f"--trials: must be >= 1 (got {args.trials})")
     if args.heartbeat <= 0:
         raise UserError(f"--heartbeat: must be > 0 seconds (got {args.heartbeat})")
+    spec, composed = resolve_spec(spec_path(args.spec), args.overrides, trials=args.trials)
+    for line in notes(composed, f"{args.spec} base") if composed else []:
+        print(line, file=sys.stderr)
+    if args.print_config:
+        print(yaml.safe_dump(spec.to_dict(), sort_keys=False), end="")
+        return 0
     optuna_quiet()
-    spec = load_spec(resolve_spec(args.spec), args.overrides, trials=args.trials)
     out_dir = str(args.out_dir or spec.base.get("out_dir") or "outputs")
     # Each worker keeps train.threads (default 1: small recurrent models ran 2.7-12x slower with 2
     # intra-op threads on 2 busy cores, and 8x slower in a 1-worker sweep); a spec that asks for more
@@ -88,8 +101,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     check_scheme(args.storage)
     check_writable(Path(out_dir))  # one line now, not a failed trial per configuration later
     study = open_study(job, spec, coordinator=True)
-    done = sum(1 for t in study.get_trials(deepcopy=False)
-               if t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL) and not t.user_attrs.get("retried"))
+    done = sum(1 for t in study.get_trials(deepcopy=False) if counts_as_done(t))
     print(f"study {job.study}: {spec.method}, {spec.budget()} configurations x {len(spec.seeds)} seed(s), "
           f"{done} done; {args.workers} worker(s)" + (f", {threads} torch thread(s) each" if threads else "")
           + f"; storage {describe(args.storage, out_dir)}", flush=True)
@@ -102,6 +114,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         status = run_workers(job, args.workers)
     study = open_study(job, spec, coordinator=False)
     print(summary(study.get_trials(deepcopy=False), spec))
-    print(f"runs under {Path(out_dir) / 'runs'}; dashboard: seqbench report {job.study}"
-          + (f" --storage {redact(args.storage)}" if args.storage else ""))
+    print(f"runs under {Path(out_dir) / 'runs'}; dashboard: {report_hint(job.study, out_dir, args.storage)}")
     return status
+
+
+def report_hint(study: str, out_dir: str, storage: str | None) -> str:
+    """The ``seqbench report`` command that finds this study: the out-dir and storage this sweep
+    used (the storage's password redacted), each only when it is not the default."""
+    from seqbench.sweeps.storage import redact
+
+    words = ["seqbench", "report", study]
+    if Path(out_dir) != Path("outputs"):
+        words += ["--out-dir", out_dir]
+    if storage:
+        words += ["--storage", redact(storage)]
+    return " ".join(shlex.quote(w) for w in words)
+
+

@@ -32,10 +32,10 @@ from optuna.trial import FrozenTrial, TrialState
 from seqbench.bench.artifacts import StudyAttrs, TrialAttrs, check_study_attrs, check_trial_attrs
 from seqbench.bench.errors import UserError
 from seqbench.bench.provenance import git_sha, package_version
+from seqbench.sweeps.progress import Progress, start_line, trial_line
 from seqbench.sweeps.pruning import PruningCallback
 from seqbench.sweeps.spec import SweepSpec, parse_spec, trial_config
 from seqbench.sweeps.storage import Heartbeat, open_storage, reap_stale, requeue, trial_params
-from seqbench.sweeps.summary import trial_line
 
 READY_ATTR = "seqbench:ready"
 JOB_ENV = "SEQBENCH_SWEEP_JOB"  # how run_workers hands a Job to its worker processes
@@ -195,6 +195,7 @@ def worker(job: Job, study: optuna.Study | None = None, *, max_trials: int | Non
     timeout = timeout if timeout is not None else spec.timeout
     t0, finished = time.time(), 0
     poll = max(0.2, min(2.0, job.heartbeat / 2))
+    progress = Progress(spec.budget(), _n_done(study))
     while max_trials is None or finished < max_trials:
         if timeout is not None and time.time() - t0 > timeout:
             break
@@ -207,9 +208,24 @@ def worker(job: Job, study: optuna.Study | None = None, *, max_trials: int | Non
         if trial is None:
             time.sleep(poll)
             continue
-        run_trial(study, trial, spec, job)
+        print(start_line(trial.number, _params_or_none(trial, spec)), flush=True)
+        frozen = run_trial(study, trial, spec, job)
         finished += 1
+        if frozen is not None:
+            print(trial_line(frozen, spec.metrics(), progress.tag(_n_done(study))), flush=True)
     return finished
+
+
+def _n_done(study: optuna.Study) -> int:
+    return sum(1 for t in study.get_trials(deepcopy=False) if counts_as_done(t))
+
+
+def _params_or_none(trial: optuna.Trial, spec: SweepSpec) -> dict[str, Any]:
+    """The trial's configuration for its start line (suggesting is idempotent: run_trial gets the same)."""
+    try:
+        return suggest(trial, spec)
+    except Exception:  # noqa: BLE001 - run_trial reports a sampling failure as the trial's FAIL
+        return {}
 
 
 def suggest(trial: optuna.Trial, spec: SweepSpec) -> dict[str, Any]:
@@ -314,10 +330,7 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
               flush=True)
         return None
     _set(trial, attrs)
-    frozen = _tell(study, trial, state, values if state == TrialState.COMPLETE else None)
-    if frozen is not None:
-        print(trial_line(frozen, metrics), flush=True)
-    return frozen
+    return _tell(study, trial, state, values if state == TrialState.COMPLETE else None)
 
 
 def _objective(results: dict[str, Any], metrics) -> list[float]:

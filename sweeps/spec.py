@@ -42,16 +42,17 @@ from typing import Any, Literal, Union
 
 from pydantic import Field, ValidationError, model_validator
 
-from seqbench.bench.config import build_config, load_yaml, set_dotted
+from seqbench.bench.config import Composed, build_config, compose
 from seqbench.bench.contract import TRAIN_TIME
+from seqbench.bench.settings import leaves, load_yaml, set_dotted
 from seqbench.bench.errors import UserError, format_validation_error
 from seqbench.bench.registry import MODELS, TASKS
 from seqbench.bench.schema import Section
 
 Scalar = Union[bool, int, float, str, None]
 _NOT_SWEPT = ("seed", "out_dir", "run_id", "tracking")  # the runner owns these
-_CORNER_CAP = 4096
-_MAX_SEEDS = 1000  # replicates per configuration; a huge count is a typo, not a plan  # search-space corners validated jointly; beyond this, one parameter at a time
+_CORNER_CAP = 4096  # search-space corners validated jointly; beyond this, one parameter at a time
+_MAX_SEEDS = 1000  # replicates per configuration; a huge count is a typo, not a plan
 
 
 class Metric(Section):
@@ -214,7 +215,8 @@ class SweepSpec(Section):
             set_dotted(d, k, params[k])
         model = (d.get("model") or {}).get("name", "lstm")
         task = (d.get("task") or {}).get("name", "copy")
-        for k, v in {**self.per_task.get(task, {}), **self.per_model.get(model, {})}.items():
+        blocks = {**self.per_task.get(task, {}), **self.per_model.get(model, {})}  # the model's win
+        for k, v in leaves(blocks.items()).items():  # a mapping value merges, like an override's
             set_dotted(d, k, v)
         if seed is not None:
             d["seed"] = seed
@@ -255,24 +257,41 @@ def _declared_goal(spec: SweepSpec, name: str) -> str:
 def load_spec(path: str | Path, overrides: list[str] | tuple[str, ...] = (), trials: int | None = None
               ) -> SweepSpec:
     """Read, validate and check a spec; ``overrides`` (dotted key=value) change its ``base``."""
+    return resolve_spec(path, overrides, trials)[0]
+
+
+def resolve_spec(path: str | Path, overrides: list[str] | tuple[str, ...] = (), trials: int | None = None
+                 ) -> tuple[SweepSpec, Composed | None]:
+    """:func:`load_spec`, and how the overrides were composed into the base (None without any).
+
+    Overrides compose into ``base`` the way ``seqbench run`` composes them into a config file
+    (``bench.config.compose``: choices first, in any order). One the spec itself sets for its
+    trials (a swept key, or a key of a ``per_model``/``per_task`` block) would be overwritten
+    there, so it is refused instead.
+    """
     raw = load_yaml(path)
+    composed = None
     if overrides:
-        raw["base"] = _apply_base_overrides(raw.get("base") or {}, overrides)
+        base = raw.get("base")
+        composed = compose(base if isinstance(base, dict) else {}, overrides)
+        _refuse_spec_owned(raw, composed.keys)
+        raw["base"] = composed.data
     if trials is not None:
         raw["trials"] = trials
-    return parse_spec(raw, source=str(path))
+    return parse_spec(raw, source=str(path)), composed
 
 
-def _apply_base_overrides(base: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
-    from seqbench.bench.config import parse_value
-
-    d = json.loads(json.dumps(base, default=str))
-    for ov in overrides:
-        if "=" not in ov:
-            raise UserError(f"{ov}: overrides look like key=value, e.g. train.max_steps=200")
-        k, _, v = ov.partition("=")
-        set_dotted(d, k.strip(), parse_value(v.strip()))
-    return d
+def _refuse_spec_owned(raw: dict[str, Any], keys: list[str]) -> None:
+    params = raw.get("parameters") if isinstance(raw.get("parameters"), dict) else {}
+    for key in keys:
+        if key in params:
+            raise UserError(f"{key}: the spec sweeps it (parameters.{key}); drop the override or edit the spec")
+        for block in ("per_model", "per_task"):
+            blocks = raw.get(block) if isinstance(raw.get(block), dict) else {}
+            for name, ovs in blocks.items():
+                if isinstance(ovs, dict) and key in ovs:
+                    raise UserError(f"{key}: {block}.{name} sets it for {name} trials; drop the override "
+                                    "or edit the spec")
 
 
 def parse_spec(raw: dict[str, Any], source: str = "") -> SweepSpec:

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 from seqbench.bench.cli import main
+from seqbench.bench.config import build_config, load_config
 from seqbench.bench.registry import MODELS, TASKS
-from tests.conftest import run_cli, tiny_overrides
+from tests.conftest import REPO, run_cli, tiny_overrides
 
 
 def test_list_shows_every_registered_name_with_fields(capsys):
@@ -16,10 +20,69 @@ def test_list_shows_every_registered_name_with_fields(capsys):
     for name in TASKS.names() + MODELS.names():
         assert f"  {name} " in out
     assert "task.delay = 50" in out and "model.forget_bias = 1.0" in out
+    for line in ("train.max_steps = 1000 - optimizer steps", "optim.lr = 0.001", "eval.test = true",
+                 "tracking.wandb = offline", "diagnostics.every = 100", "train.early_stop.threshold = (required)",
+                 "seed = 0"):
+        assert line in out, line
+
+
+def test_list_one_section(capsys):
+    assert main(["list", "-v", "train"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0] == "train:" and all(line.startswith("  train.") for line in lines[1:])
+    assert any(line.startswith("  train.max_steps = 1000") for line in lines)
+    assert main(["list", "gru"]) == 0  # a model name is a section too; a section implies -v
+    out = capsys.readouterr().out
+    assert out.startswith("model gru:") and "model.bidirectional = false" in out and "forget_bias" not in out
+    assert main(["list", "-v", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: list: unknown section 'nope'; choose from task, model, optim, train")
+
+
+def test_list_into_a_closed_pipe_exits_quietly():
+    env = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled"}
+    p = subprocess.Popen([sys.executable, "-m", "seqbench", "list", "-v"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env, cwd=REPO)
+    p.stdout.close()  # the reader is gone before the first write (`seqbench list -v | head -0`)
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 141 and err == "", err
+
+
+def test_list_piped_to_head_prints_no_traceback():
+    p = subprocess.run(f"{sys.executable} -m seqbench list -v | head -1", shell=True, capture_output=True,
+                       text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert p.stdout == "tasks:\n" and p.stderr == "", p.stderr
+
+
+def test_print_config_round_trips_and_trains_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    ovs = ["model.d_model=32", "model=gru", "task=adding", "task.length=12", "optim.lr=3e-3"]
+    assert main(["run", "--print-config", *ovs]) == 0
+    text = capsys.readouterr().out
+    (tmp_path / "run.yaml").write_text(text)
+    assert load_config(tmp_path / "run.yaml").config_hash() == build_config({}, ovs).config_hash()
+    assert main(["run", "--config", str(tmp_path / "run.yaml"), "--print-config"]) == 0
+    assert capsys.readouterr().out == text
+    assert "d_model: 32" in text and "name: gru" in text
+    assert sorted(os.listdir(tmp_path)) == ["run.yaml"]  # no outputs/: nothing ran
+
+
+def test_overrides_may_follow_options(capsys):
+    assert main(["run", "model=gru", "--print-config", "model.d_model=8"]) == 0
+    assert "d_model: 8" in capsys.readouterr().out
+
+
+def test_a_config_file_field_the_new_model_lacks_is_left_out_with_a_note(tmp_path, capsys):
+    f = tmp_path / "lstm.yaml"
+    f.write_text("model: {name: lstm, d_model: 24, forget_bias: 2.0}\n")
+    assert main(["run", "--config", str(f), "model=gru", "--print-config"]) == 0
+    out, err = capsys.readouterr()
+    assert "d_model: 24" in out and "forget_bias" not in out
+    assert err == f"note: {f} sets model.forget_bias, which the chosen model has not; left out\n"
 
 
 def test_run_prints_summary_and_writes_results(tmp_path):
-    p = run_cli("run", *tiny_overrides("copy", "gru", tmp_path / "o"), "train.max_steps=4")
+    p = run_cli("run", *tiny_overrides("copy", "gru", tmp_path / "o", **{"train.max_steps": 4}))
     assert p.returncode == 0, p.stderr
     assert "val/acc" in p.stdout and "memoryless baseline" in p.stdout
     res = next((tmp_path / "o" / "runs").glob("*/results.json"))
@@ -42,6 +105,9 @@ def test_run_with_config_file_and_overrides(tmp_path):
     (["run", "model.d_model=0"], "model.d_model"),
     (["run", "model.colour=red"], "model.colour: unknown field; allowed:"),
     (["run", "model=rnn", "model.bidirectional=true"], "model.bidirectional"),
+    (["run", "model.forget_bias=2", "model=gru"], "model.forget_bias: unknown field"),
+    (["run", "task.delay=5", "task=adding"], "task.delay: unknown field"),
+    (["run", "train.early_stop=null", "train.early_stop.threshold=1"], "also set by train.early_stop=null"),
     (["run", "optim.warmup_steps=10", "train.max_steps=10"], "optim.warmup_steps"),
     (["run", "--config", "/no/such/file.yaml"], "cannot read config"),
     (["run", "justaword"], "key=value"),

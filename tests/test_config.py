@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
-from seqbench.bench.config import RunConfig, build_config, load_config, override, parse_value
+from seqbench.bench.config import build_config, compose, load_config, override, parse_value
 from seqbench.bench.errors import UserError
 from seqbench.bench.registry import MODELS, TASKS, Registry
 
@@ -11,8 +12,9 @@ from seqbench.bench.registry import MODELS, TASKS, Registry
 def test_defaults_are_valid_and_frozen():
     cfg = build_config({})
     assert cfg.task.name == "copy" and cfg.model.name == "lstm"
-    with pytest.raises(Exception):
-        cfg.seed = 3  # frozen
+    with pytest.raises(ValidationError, match="frozen"):
+        cfg.seed = 3
+    assert cfg.seed == 0
 
 
 def test_yaml_round_trip_keeps_subclass_fields(tmp_path):
@@ -33,9 +35,18 @@ def test_overrides_apply_on_top_of_yaml(tmp_path):
     assert cfg.tracking.wandb == "off"  # YAML 1.1 would have read `off` as False
 
 
-def test_switching_task_drops_the_old_tasks_knobs():
+def test_switching_task_leaves_out_the_base_knobs_the_new_task_lacks_and_says_so():
+    composed = compose({"task": {"name": "copy", "delay": 7}}, ["task=adding"])
+    assert composed.dropped == ["task.delay"]
     cfg = build_config({"task": {"name": "copy", "delay": 7}}, ["task=adding"])
     assert cfg.task.name == "adding" and cfg.task.length == 100
+
+
+def test_switching_model_keeps_the_base_fields_the_new_model_has():
+    base = build_config({}, ["model=lstm", "model.d_model=48", "model.forget_bias=2.0"]).to_dict()
+    composed = compose(base, ["model=gru"])
+    assert composed.dropped == ["model.forget_bias"]
+    assert build_config(base, ["model=gru"]).model.d_model == 48
 
 
 def test_override_revalidates():
@@ -49,6 +60,14 @@ def test_parse_value_types():
     assert parse_value("1e-3") == pytest.approx(1e-3)
     assert parse_value("true") is True and parse_value("off") == "off"
     assert parse_value("[64, 128]") == [64, 128] and parse_value("null") is None
+    assert parse_value("1:30") == "1:30" and parse_value("010") == 10  # YAML 1.1 would say 90 and 8
+
+
+@pytest.mark.parametrize("override", ["train.max_steps=true", "optim.lr=true", "model.dropout=false",
+                                      "eval.lengths=[true]", "train.threads=false"])
+def test_a_boolean_is_not_a_number(override):
+    with pytest.raises(UserError, match=rf"^{override.split('=')[0]}(\.0)?: .*'(true|false)'"):
+        build_config({}, [override])
 
 
 def test_config_hash_ignores_where_results_go():
@@ -95,7 +114,7 @@ def test_unreadable_yaml(tmp_path):
 def test_yaml_is_read_safely(tmp_path):
     p = tmp_path / "evil.yaml"
     p.write_text("seed: !!python/object/apply:os.system ['echo pwned']\n")
-    with pytest.raises(UserError):
+    with pytest.raises(UserError, match="not valid YAML at line 1"):
         load_config(p)
 
 
@@ -121,7 +140,6 @@ def test_every_registered_entry_is_configurable():
         assert build_config({}, [f"task={e.name}", "model=lstm"] if e.config_cls.facts.output_kind.value != "seq2seq"
                             else [f"task={e.name}", f"model={_seq2seq_model()}"]).task.name == e.name
     for e in MODELS:
-        assert isinstance(RunConfig.model_fields["model"], object)
         kinds = e.config_cls.supported_kinds
         task = next(t.name for t in TASKS if t.config_cls.facts.output_kind in kinds)
         assert build_config({}, [f"task={task}", f"model={e.name}"]).model.name == e.name

@@ -8,7 +8,7 @@ import pytest
 from seqbench.bench.cli import main
 from seqbench.bench.errors import UserError
 from seqbench.bench.registry import MODELS
-from seqbench.sweeps import resolve_spec, shipped_sweeps
+from seqbench.sweeps import shipped_sweeps, spec_path
 from seqbench.sweeps.spec import load_spec, parse_spec, trial_config
 
 BASE = {"task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 4},
@@ -25,7 +25,7 @@ SHIPPED = shipped_sweeps()
 
 @pytest.mark.parametrize("shipped", SHIPPED, ids=lambda s: s.name)
 def test_shipped_specs_load_and_say_what_they_ask(shipped):
-    path = resolve_spec(shipped.name)
+    path = spec_path(shipped.name)
     text = path.read_text()
     missing = [m for m in ("transformer", "tcn") if m in text and m not in MODELS]
     if missing:
@@ -42,11 +42,11 @@ def test_shipped_sweeps_are_package_data_found_by_name(tmp_path, monkeypatch, ca
     names = [s.name for s in SHIPPED]
     assert {"demo", "long_dependency"} <= set(names)
     monkeypatch.chdir(tmp_path)  # outside the checkout: names (and the README's sweeps/x.yaml) still resolve
-    assert resolve_spec("demo") == resolve_spec("sweeps/demo.yaml") and resolve_spec("demo").name == "demo.yaml"
+    assert spec_path("demo") == spec_path("sweeps/demo.yaml") and spec_path("demo").name == "demo.yaml"
     (tmp_path / "demo").write_text("question: mine\n")
-    assert resolve_spec("demo") == Path("demo")  # a path that exists wins
+    assert spec_path("demo") == Path("demo")  # a path that exists wins
     with pytest.raises(UserError, match=r"^spec: no file 'nope' and no shipped sweep of that name; shipped: demo, "):
-        resolve_spec("nope")
+        spec_path("nope")
     assert main(["sweep", "nope.yaml"]) == 2
     assert "no shipped sweep of that name; shipped: " in capsys.readouterr().err
     assert main(["list"]) == 0

@@ -1,14 +1,52 @@
-"""What a sweep prints: one line per finished trial, and the best configurations (or the Pareto
-front) at the end. Used by the runner (trial lines, from every worker) and by ``seqbench sweep``."""
+"""What a sweep prints: a line when a trial starts, one when it ends (with ``[done/total, ETA]``),
+and the closing table of the best configurations.
+
+Counts are the study's (every worker's trials), so with K workers the ETA reflects K trials in
+flight; the rate is measured over this process's lifetime, so it needs one finished trial first.
+"""
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
 
 
-def _params(t: FrozenTrial) -> str:
-    return " ".join(f"{k}={_fmt(v)}" for k, v in t.params.items())
+@dataclass
+class Progress:
+    """``[done/total, ETA]`` for the lines of one process."""
+
+    total: int
+    done_at_start: int
+    started: float = field(default_factory=time.monotonic)
+
+    def tag(self, done: int) -> str:
+        left = max(0, self.total - done)
+        if not left:
+            return f"[{done}/{self.total}]"
+        gained = done - self.done_at_start
+        if gained <= 0:
+            return f"[{done}/{self.total}, ETA unknown]"
+        return f"[{done}/{self.total}, ETA {fmt_seconds(left * (time.monotonic() - self.started) / gained)}]"
+
+
+def fmt_seconds(s: float) -> str:
+    s = int(round(s))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def start_line(number: int, params: dict[str, Any]) -> str:
+    """One line when a trial starts: its number and configuration."""
+    return "  ".join(p for p in (f"trial {number:>4}", f"{'RUNNING':<8}", _params(params)) if p)
+
+
+def _params(params: dict[str, Any]) -> str:
+    return " ".join(f"{k}={_fmt(v)}" for k, v in params.items())
 
 
 def _fmt(v: Any) -> str:
@@ -25,11 +63,12 @@ def _value(t: FrozenTrial, metrics) -> str:
     return "  ".join(f"{m.name} {a:.4f}" + (f"±{s:.4f}" if n > 1 else "") for m, a, s in zip(metrics, means, stds))
 
 
-def trial_line(t: FrozenTrial, metrics) -> str:
-    """One line per finished trial: number, state, value, params, wall time (and why, if not complete)."""
+def trial_line(t: FrozenTrial, metrics, progress: str = "") -> str:
+    """One line per finished trial: number, state, value, params, wall time, ``[done/total, ETA]``
+    (and why, if not complete)."""
     why = t.user_attrs.get("fail_reason") or t.user_attrs.get("prune_reason") or ""
-    parts = [f"trial {t.number:>4}", f"{t.state.name:<8}", _value(t, metrics), _params(t),
-             f"{t.user_attrs.get('wall_s', 0):.1f}s", f"({why})" if why else ""]
+    parts = [f"trial {t.number:>4}", f"{t.state.name:<8}", _value(t, metrics), _params(t.params),
+             f"{t.user_attrs.get('wall_s', 0):.1f}s", progress, f"({why})" if why else ""]
     return "  ".join(p for p in parts if p)
 
 
