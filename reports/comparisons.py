@@ -48,14 +48,15 @@ class Comparison:
             return f"{head} (n={n} shared seed: no interval, no test)"
         if not d.std > 0:
             return f"{head} on each of n={n} shared seeds (no spread: no interval, no test)"
-        return (f"{head}, 95% CI [{d.lo:.3g}, {d.hi:.3g}], p={_p(self.result.p_t)} "
-                f"(Wilcoxon p={_p(self.result.p_wilcoxon)}), d={self.result.effect_size:.2g}, n={n}")
+        return (f"{head}, 95% CI [{d.lo:.3g}, {d.hi:.3g}], p{_p(self.result.p_t)} "
+                f"(Wilcoxon p{_p(self.result.p_wilcoxon)}), d={self.result.effect_size:.2g}, n={n}")
 
 
 def _p(p: float) -> str:
+    """``=0.031``, ``<0.001`` or ``=n/a``: the text after ``p``."""
     if p != p:
-        return "n/a"
-    return "<0.001" if p < 0.001 else f"{p:.2g}"
+        return "=n/a"
+    return "<0.001" if p < 0.001 else f"={p:.2g}"
 
 
 def seed_values(df: pd.DataFrame, obj: Objective, keys: list[str]) -> dict[tuple, dict[Any, float]]:
@@ -64,17 +65,15 @@ def seed_values(df: pd.DataFrame, obj: Objective, keys: list[str]) -> dict[tuple
     Two trials with the same settings (a sampler repeating itself) merge; a seed seen twice keeps
     its first value.
     """
+    if df.empty or obj.column not in df.columns or not keys:
+        return {}
+    runs = df[df["run_id"].astype(bool)].assign(_value=lambda d: pd.to_numeric(d[obj.column], errors="coerce"))
+    runs = runs[np.isfinite(runs["_value"])]
     out: dict[tuple, dict[Any, float]] = {}
-    if df.empty or obj.column not in df.columns:
-        return out
-    runs = df[df["run_id"].astype(bool)]
-    values = pd.to_numeric(runs[obj.column], errors="coerce")
-    for i in range(len(runs)):
-        v = values.iloc[i]
-        if not np.isfinite(v):
-            continue
-        setting = tuple(runs[k].iloc[i] for k in keys)
-        out.setdefault(setting, {}).setdefault(runs["seed"].iloc[i], float(v))
+    for setting, g in runs.groupby(keys, sort=False):
+        setting = setting if isinstance(setting, tuple) else (setting,)
+        g = g.drop_duplicates("seed")
+        out[setting] = dict(zip(g["seed"], g["_value"].astype(float)))
     return out
 
 

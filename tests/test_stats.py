@@ -108,3 +108,19 @@ def _items(rep):
 
     secs = sections(rep.info, rep.table, load_curves(rep.table), load_diagnostics(rep.table))
     return [item for s in secs for item in s.items]
+
+
+def test_many_levels_are_compared_with_the_best_few_levels_pairwise():
+    import pandas as pd
+
+    rows = [{"trial": lv, "state": "COMPLETE", "run_id": f"r{lv}-{s}", "seed": s, "diverged": False,
+             "param.task.delay": lv, "objective:val/acc": 0.9 - 0.01 * lv + 0.003 * s * (lv == 30)}
+            for lv in (10, 20, 30, 40) for s in range(3)]
+    df = pd.DataFrame(rows)
+    four = comparisons(df, ACC)
+    assert [(c.a, c.b) for c in four] == [(10, 20), (10, 30), (10, 40)]  # each level against the best
+    assert four[0].result.diff.mean == pytest.approx(0.1)  # 10 minus 20, seed by seed
+    three = comparisons(df[df["param.task.delay"] < 40], ACC)
+    assert [(c.a, c.b) for c in three] == [(10, 20), (10, 30), (20, 30)]  # every pair
+    lower = comparisons(df, Objective("val/acc", "minimize"))
+    assert lower[0].a == 40 and lower[0].result.diff.mean < 0  # the better (lower) level first
