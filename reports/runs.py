@@ -133,14 +133,19 @@ def metric_goal_of(metric: str, tasks: list[str]) -> str:
 
     if metric.startswith("time/"):
         return "minimize"
+    declared = False
     for t in tasks:
         facts = getattr(TASKS.get(t).config_cls, "facts", None) if t in TASKS else None
-        if facts is not None:  # tasks that declare their metrics' goals
-            try:
-                return facts.goal(metric).optuna
-            except KeyError:
-                continue
-    from seqbench.tasks.base import metric_goal
+        if facts is None:
+            continue
+        declared = True  # tasks that declare their metrics' goals (TaskFacts)
+        try:
+            return facts.goal(metric).optuna
+        except KeyError:
+            continue
+    if declared:
+        return "maximize"  # not a metric of these tasks: the caller's check refuses it by name
+    from seqbench.tasks.base import metric_goal  # before tasks declared their goals
 
     return "minimize" if metric_goal(metric) == "min" else "maximize"
 

@@ -170,17 +170,21 @@ def build_spec(settings: list[str], metric: str | None = None) -> tuple[dict[str
     raw: dict[str, Any] = {"question": _question(axes, base_flat), "base": base, "method": "grid",
                            "parameters": {k: {"values": v} for k, v in axes.items()},
                            **{b: v for b, v in blocks.items() if v}, "seeds": seeds}
-    spec = parse_spec(raw, source="compare")
     names = _names("task", base_flat, axes)
-    if metric is None:
-        m = spec.metrics()[0]
-        raw["metric"] = {"name": m.name, "goal": m.goal}
-    else:
+    if metric is not None:  # an unknown metric gets some goal here; the spec check refuses it by name
         from seqbench.reports.runs import metric_goal_of
 
-        # an unknown metric gets some goal here; the spec check below refuses it, naming the allowed ones
         raw["metric"] = {"name": metric, "goal": metric_goal_of(metric, names)}
-    parse_spec(raw, source="compare")
+    try:
+        spec = parse_spec(raw, source="compare")
+    except UserError as e:  # the spec's advice (metric: {name, goal}) in this command's words
+        if metric is None and "primary metrics" in str(e):
+            raise UserError(f"--metric: the compared tasks ({', '.join(names)}) have different primary metrics; "
+                            "name one they all report, e.g. --metric val/loss") from None
+        raise
+    if metric is None:  # written out, so the printed spec says what is optimised
+        m = spec.metrics()[0]
+        raw["metric"] = {"name": m.name, "goal": m.goal}
     return _ordered(raw), notes
 
 

@@ -165,3 +165,11 @@ def test_runs_refuses_unknown_keys(compared, capsys):
     assert "error: --sort: 'val/nope' is not a column of these runs" in capsys.readouterr().err
     assert main(["runs", "--out-dir", str(out / "nowhere")]) == 2
     assert "error: --out-dir: no runs folder at" in capsys.readouterr().err
+
+
+def test_tasks_with_different_primary_metrics_need_a_metric(capsys):
+    assert main(["compare", "task=copy,adding", "model=lstm", "--print-spec"]) == 2
+    assert capsys.readouterr().err == ("error: --metric: the compared tasks (copy, adding) have different primary "
+                                       "metrics; name one they all report, e.g. --metric val/loss\n")
+    raw, _ = build_spec(["task=copy,adding", "model=lstm"], metric="val/loss")
+    assert raw["metric"] == {"name": "val/loss", "goal": "minimize"}
