@@ -102,8 +102,6 @@ def _known_keys(df: pd.DataFrame) -> str:
 
 def filter_runs(df: pd.DataFrame, filters: list[str]) -> pd.DataFrame:
     """Keep rows matching every ``key=value`` (``value`` may be a comma list: any of them)."""
-    from seqbench.bench.config import parse_value
-
     for f in filters:
         if "=" not in f:
             raise UserError(f"{f}: filters look like key=value, e.g. model=lstm task.delay=40 status=completed")
@@ -112,13 +110,27 @@ def filter_runs(df: pd.DataFrame, filters: list[str]) -> pd.DataFrame:
         if col is None:
             raise UserError(f"{key.strip()}: no run has this field; filter on {_known_keys(df)} or any config key "
                             "(`seqbench list -v`)")
-        wanted = {_cell(parse_value(v.strip())) for v in text.split(",")}
+        wanted = {_cell(v.strip()) for v in text.split(",")}
         df = df[[_cell(v) in wanted for v in df[col]]]
     return df
 
 
 def _cell(v: Any) -> str:
-    """Comparable text of a value: 40 == 40.0, 1e-3 == 0.001, true == True."""
+    """Comparable text of a cell or a typed value: 40 == 40.0, 1e-3 == 0.001, true == True, null == None.
+
+    Text is read as YAML here rather than by ``bench.config.parse_value``, whose module imports every
+    model (torch): listing runs should take no longer than reading their files.
+    """
+    if isinstance(v, str):
+        try:
+            v = yaml.safe_load(v)
+        except yaml.YAMLError:
+            return v
+        if isinstance(v, str):
+            try:
+                return repr(float(v))
+            except ValueError:
+                return v
     if isinstance(v, bool) or v is None:
         return str(v)
     if isinstance(v, (int, float)):
