@@ -175,9 +175,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from seqbench.bench import cost
     from seqbench.reports import cli as report_cli
+    from seqbench.reports import runs as runs_cli
     from seqbench.sweeps import cli as sweep_cli
+    from seqbench.sweeps import compare as compare_cli
 
-    for module in (sweep_cli, report_cli, cost):  # each adds its subcommand
+    for module in (sweep_cli, compare_cli, report_cli, runs_cli, cost):  # each adds its subcommand
         module.register(sub)
     return p
 

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
+from seqbench.reports.stats import Interval, mean_ci
 from seqbench.reports.table import PARAM, Objective
 
 LENGTH_KEYS = ("task.delay", "task.length", "task.seq_len", "task.max_len", "task.n_pairs")
@@ -86,11 +87,12 @@ def _finite(s: pd.Series) -> pd.Series:
 
 
 def cell_stats(g: pd.DataFrame, col: str) -> dict[str, float]:
-    """mean, std (over seeds/runs, ddof=1; NaN below two runs), n finite runs and diverged runs of a group."""
+    """mean, std (ddof=1), 95% Student-t interval ``lo``/``hi`` (NaN below two runs), n finite runs and
+    diverged runs of a group (``reports.stats.mean_ci``, so every report states the same interval)."""
     v = _finite(g[col]) if col in g else pd.Series(dtype=float)
-    return {"mean": float(v.mean()) if len(v) else math.nan,
-            "std": float(v.std(ddof=1)) if len(v) > 1 else math.nan,
-            "n": int(len(v)), "diverged": int(g["diverged"].fillna(False).astype(bool).sum())}
+    ci = mean_ci(v.tolist())
+    return {"mean": ci.mean, "std": ci.std, "lo": ci.lo, "hi": ci.hi,
+            "n": ci.n, "diverged": int(g["diverged"].fillna(False).astype(bool).sum())}
 
 
 def per_trial(df: pd.DataFrame, obj: Objective) -> pd.DataFrame:
@@ -113,7 +115,7 @@ def _best(t: pd.DataFrame, obj: Objective) -> pd.Series | None:
 def summary_table(df: pd.DataFrame, obj: Objective) -> pd.DataFrame:
     """Best configuration at every level of the architecture and of every swept factor.
 
-    ``best`` is the trial with the best seed-mean at that level (its mean, std and seed count);
+    ``best`` is the trial with the best seed-mean at that level (its mean, 95% interval, std and seed count);
     ``all runs`` is the mean over every run at that level; ``diverged`` counts runs at the level.
     """
     trials = per_trial(df, obj)
@@ -129,6 +131,8 @@ def summary_table(df: pd.DataFrame, obj: Objective) -> pd.DataFrame:
             rows.append({"factor": label(f), "level": lv,
                          "best mean": best["mean"] if best is not None else math.nan,
                          "best std": best["std"] if best is not None else math.nan,
+                         "best lo": best["lo"] if best is not None else math.nan,
+                         "best hi": best["hi"] if best is not None else math.nan,
                          "seeds": int(best["n"]) if best is not None else 0,
                          "best trial": int(best["trial"]) if best is not None else None,
                          "best config": ", ".join(f"{k}={v}" for k, v in other.items()),
@@ -143,10 +147,11 @@ def top_trials(df: pd.DataFrame, obj: Objective, k: int = 10) -> pd.DataFrame:
     return t.head(k).rename(columns={**{c: label(c) for c in t.columns}, "n": "seeds scored"})
 
 
-def fmt(mean: float, std: float) -> str:
+def fmt_ci(mean: float, lo: float, hi: float, n: int, digits: int = 3) -> str:
+    """``0.731 [0.702, 0.760] n=5``, or ``0.731 (n=1, no interval)``: the interval and n, always together."""
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "–"
-    return f"{mean:.4g} ± {std:.2g}" if std == std else f"{mean:.4g} (one run)"
+    return Interval(float(mean), float(lo), float(hi), int(n), math.nan).fmt(digits)
 
 
 # -- figures --------------------------------------------------------------------------------
@@ -157,7 +162,8 @@ def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
 
 
 def fig_heatmap(df: pd.DataFrame, obj: Objective, x: str, y: str, facet: str | None = None) -> go.Figure:
-    """Objective mean over (x, y) cells, one panel per facet level; text: mean, ± std, diverged runs."""
+    """Objective mean over (x, y) cells, one panel per facet level; text: mean, 95% interval, ± std, n and
+    diverged runs (a single run says n=1)."""
     facets = levels(df[facet]) if facet else [None]
     xs, ys = levels(df[x]), levels(df[y])
     fig = make_subplots(rows=1, cols=len(facets), shared_yaxes=True, horizontal_spacing=0.04,
@@ -173,7 +179,8 @@ def fig_heatmap(df: pd.DataFrame, obj: Objective, x: str, y: str, facet: str | N
             r, c = ys.index(yv), xs.index(xv)
             z[r, c] = s["mean"]
             div = f"<br>{s['diverged']} div" if s["diverged"] else ""
-            spread = f"±{s['std']:.2g}" if s["n"] > 1 else f"{s['n']} run"
+            spread = (f"[{s['lo']:.3g}, {s['hi']:.3g}]<br>±{s['std']:.2g} n={s['n']}" if s["n"] > 1
+                      else f"n={s['n']}, no interval")
             text[r][c] = (f"{s['mean']:.3g}<br>{spread}" if s["n"] else "no result") + div
         fig.add_trace(go.Heatmap(z=z, x=[str(v) for v in xs], y=[str(v) for v in ys], text=text,
                                  texttemplate="%{text}", zmin=zmin, zmax=zmax, colorscale="Viridis",
@@ -212,12 +219,17 @@ def fig_factors(df: pd.DataFrame, obj: Objective) -> go.Figure:
     return _layout(fig, f"{obj.name} of every run by factor level", height=340 * nrows + 60)
 
 
+def _ci_half(s: dict[str, float]) -> float:
+    """Half-width of a cell's 95% interval for error bars (0 for one run: drawn as a bare point)."""
+    return (s["hi"] - s["lo"]) / 2 if s["n"] > 1 else 0.0
+
+
 def _group_label(key: Any) -> str:
     return " · ".join(str(k) for k in key) if isinstance(key, tuple) else str(key)
 
 
 def fig_length(df: pd.DataFrame, obj: Objective, length: str, arch: str | None) -> go.Figure:
-    """Objective (mean ± std over runs) against the length axis, one line per architecture,
+    """Objective (mean and 95% interval over runs) against the length axis, one line per architecture,
     with the task's memoryless baseline as a dashed line."""
     fig = go.Figure()
     groups = df.groupby(arch) if arch else [("all runs", df)]
@@ -226,7 +238,7 @@ def fig_length(df: pd.DataFrame, obj: Objective, length: str, arch: str | None) 
         pts = [(lv, s) for lv, s in pts if s["n"]]
         fig.add_trace(go.Scatter(
             x=[p[0] for p in pts], y=[p[1]["mean"] for p in pts], mode="lines+markers", name=_group_label(a),
-            error_y=dict(type="data", array=[p[1]["std"] if p[1]["n"] > 1 else 0 for p in pts], visible=True),
+            error_y=dict(type="data", array=[_ci_half(p[1]) for p in pts], visible=True),
             line=dict(color=PALETTE[i % len(PALETTE)]),
             customdata=[[p[1]["n"], p[1]["diverged"]] for p in pts],
             hovertemplate="%{x}: %{y:.4g}<br>runs %{customdata[0]}, diverged %{customdata[1]}<extra>%{fullData.name}</extra>"))
@@ -252,7 +264,8 @@ def test_lengths(df: pd.DataFrame) -> dict[str, list[int]]:
 
 def fig_length_generalisation(df: pd.DataFrame, metric: str, arch: str | None,
                               length: str | None = None) -> go.Figure:
-    """Test ``metric`` at each evaluated length, one line per architecture (and training length)."""
+    """Test ``metric`` (mean, 95% interval) at each evaluated length, one line per architecture (and
+    training length)."""
     lens = test_lengths(df).get(metric, [])
     keys = [k for k in (arch, length) if k]
     groups = df.groupby(keys) if keys else [("all runs", df)]
@@ -260,8 +273,7 @@ def fig_length_generalisation(df: pd.DataFrame, metric: str, arch: str | None,
     for i, (a, g) in enumerate(groups):
         ys = [cell_stats(g, f"final.test@{L}/{metric}") for L in lens]
         fig.add_trace(go.Scatter(x=lens, y=[s["mean"] for s in ys], mode="lines+markers",
-                                 error_y=dict(type="data", array=[s["std"] if s["n"] > 1 else 0 for s in ys],
-                                              visible=True),
+                                 error_y=dict(type="data", array=[_ci_half(s) for s in ys], visible=True),
                                  name=_group_label(a) if length is None else
                                  _group_label(a).replace(" · ", f" · {label(length)}="),
                                  line=dict(color=PALETTE[i % len(PALETTE)])))

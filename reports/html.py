@@ -21,9 +21,11 @@ from seqbench.bench.artifacts import atomic_write
 from seqbench.reports import figures as F
 from seqbench.reports.diagnostics import fig_diagnostics
 from seqbench.reports.optuna_views import optuna_figures
-from seqbench.reports.table import StudyInfo, compute_seconds, state_counts
+from seqbench.reports.comparisons import ALL_PAIRS_UP_TO, comparisons, comparisons_table
+from seqbench.reports.table import Objective, StudyInfo, compute_seconds, state_counts
 
 PLOTLY_JS = "plotly.min.js"
+MAX_STATEMENTS = 60  # paired statements listed per objective (a big factorial has hundreds)
 
 
 @dataclass
@@ -43,12 +45,15 @@ def duration(s: float) -> str:
 
 
 def _frame_cells(t: pd.DataFrame) -> pd.DataFrame:
-    """A display copy: 'mean ± std' joined, floats shortened."""
+    """A display copy: mean, 95% interval and n joined into one cell ('n=1, no interval' for one run),
+    std kept beside it, floats shortened."""
     t = t.copy()
-    for a, b, name in (("best mean", "best std", "best (mean ± std)"), ("mean", "std", "mean ± std")):
-        if a in t.columns and b in t.columns:
-            t.insert(list(t.columns).index(a), name, [F.fmt(m, s) for m, s in zip(t[a], t[b])])
-            t = t.drop(columns=[a, b])
+    for pre, n_col in (("best ", "seeds"), ("", "seeds scored")):
+        cols = [pre + "mean", pre + "lo", pre + "hi", n_col]
+        if all(c in t.columns for c in cols):
+            cells = [F.fmt_ci(m, lo, hi, n) for m, lo, hi, n in zip(*(t[c] for c in cols))]
+            t.insert(list(t.columns).index(pre + "mean"), f"{pre}mean [95% CI]", cells)
+            t = t.drop(columns=[pre + "mean", pre + "lo", pre + "hi"])
     for c in t.columns:
         if pd.api.types.is_float_dtype(t[c]):
             t[c] = [("–" if v != v else f"{v:.4g}") for v in t[c]]
@@ -63,18 +68,19 @@ def sections(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.D
     for obj in info.objectives:
         s = Section(f"Summary: {obj.name} ({obj.goal})",
                     "Best configuration at every level of each swept factor: the trial with the best seed-mean "
-                    "at that level (mean ± std over its seeds), the mean over all runs at the level, and how many "
-                    "runs diverged.")
+                    "at that level (mean, 95% Student-t interval and n over its seeds; one seed says n=1, no "
+                    "interval), the mean over all runs at the level, and how many runs diverged.")
         s.items.append(("Best per level", _frame_cells(F.summary_table(df, obj))))
         s.items.append(("Top trials", _frame_cells(F.top_trials(df, obj))))
         out.append(s)
+        out.append(paired_section(df, obj))
     obj = info.objectives[0]
     arch = F.arch_column(df)
     axes = F.heatmap_axes(df)
     if axes:
         x, y, facet = axes
         out.append(Section("Factorial view", f"Mean {obj.name} over runs in each cell (seeds and any other swept "
-                           "factor pooled); the text gives mean, ± std and diverged runs.",
+                           "factor pooled); the text gives mean, 95% interval, ± std, n and diverged runs.",
                            [("heatmap", F.fig_heatmap(df, obj, x, y, facet))]))
     if F.swept(df):
         out.append(Section("Factors", "Every run's objective at each level of each swept factor.",
@@ -105,6 +111,22 @@ def sections(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.D
         out.append(Section("Diagnostics", "Quantities the runs recorded in diagnostics.json.",
                            [("diagnostics", fig_diagnostics(diag, runs, color))]))
     return out
+
+
+def paired_section(df: pd.DataFrame, obj: Objective, limit: int = MAX_STATEMENTS) -> Section:
+    """Paired statements between settings that differ in one swept key and share seeds."""
+    comps = comparisons(df, obj)
+    more = f" The first {limit} of {len(comps)} are listed." if len(comps) > limit else ""
+    s = Section(f"Paired comparisons: {obj.name}",
+                "Settings that differ in exactly one swept key, compared over the seeds they share (same data "
+                "streams): the better level minus the other, its 95% Student-t interval, the paired t-test and "
+                "Wilcoxon signed-rank p-values, Cohen's d_z and n. Each level is compared with the best level of "
+                f"its key (every pair when a key has at most {ALL_PAIRS_UP_TO} levels)." + more)
+    if comps:
+        s.items.append(("Paired statements", _frame_cells(comparisons_table(comps[:limit]))))
+    else:
+        s.items.append(("Paired statements", "no two scored settings differ in one swept key on shared seeds"))
+    return s
 
 
 def header_facts(info: StudyInfo, df: pd.DataFrame, built: dict[str, Any]) -> list[tuple[str, str]]:

@@ -14,6 +14,7 @@ import numpy as np
 from scipy import stats as _st
 
 LEVEL = 0.95
+_NOISE = 1e-12  # relative spread below this is float rounding (equal values summed differently), not data
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def mean_ci(values: Sequence[float], level: float = LEVEL) -> Interval:
     if n < 2:
         return Interval(mean, math.nan, math.nan, 1, math.nan, level)
     std = float(x.std(ddof=1))
-    if std == 0.0:
+    if std <= _NOISE * float(np.abs(x).max()):  # equal values: no spread, a point interval
         return Interval(mean, mean, mean, n, 0.0, level)
     lo, hi = _st.t.interval(level, df=n - 1, loc=mean, scale=std / math.sqrt(n))
     return Interval(mean, float(lo), float(hi), n, std, level)
@@ -66,7 +67,7 @@ class Paired:
 
     diff: Interval  # mean difference and its t interval
     p_t: float  # paired t-test two-sided p (NaN for n < 2 or zero variance)
-    p_wilcoxon: float  # Wilcoxon signed-rank two-sided p (NaN where undefined)
+    p_wilcoxon: float  # Wilcoxon signed-rank two-sided p (NaN for n < 2, all-zero or undefined)
     effect_size: float  # Cohen's d_z = mean(diff) / sd(diff) (inf-free: NaN when sd == 0)
     n: int
 
@@ -84,7 +85,7 @@ def paired(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> Pair
     if n >= 2 and diff.std > 0:
         p_t = float(_st.ttest_rel([x for x, _ in pairs], [y for _, y in pairs]).pvalue)
         d_z = diff.mean / diff.std
-    if n >= 1 and np.any(d != 0):
+    if n >= 2 and np.any(d != 0):  # one pair has no test (scipy would answer p=1)
         try:
             p_w = float(_st.wilcoxon(d).pvalue)
         except ValueError:

@@ -145,6 +145,21 @@ def _param_value(v: Any) -> Any:
     return json.dumps(v) if isinstance(v, (list, dict)) else v
 
 
+def run_fields(run_dir: Path, res: dict[str, Any] | None) -> dict[str, Any]:
+    """A run's own columns (status, diverged, final./best./baseline., scalars) from its results.json
+    ``res``; the report's table and ``reports.runs.load_runs`` both take them from here."""
+    row: dict[str, Any] = {}
+    if res is None:
+        row["status"] = "incomplete" if run_dir.is_dir() else "missing"
+    else:
+        row["status"] = res.get("status", "completed")
+        for part in ("final", "best", "baseline"):
+            row.update({f"{part}.{k}": _num(v) for k, v in (res.get(part) or {}).items()})
+        row.update({k: res.get(k) for k in _RUN_SCALARS})
+    row["diverged"] = row["status"] == "diverged"
+    return row
+
+
 def build_table(study: optuna.Study, runs: Path) -> pd.DataFrame:
     """One row per run of every trial (see the module docstring for the columns)."""
     objectives = objectives_of(study)
@@ -172,15 +187,7 @@ def build_table(study: optuna.Study, runs: Path) -> pd.DataFrame:
             run_dir = runs / run_id
             res = read_results(run_dir)
             row = {**base, "seed": seeds[i] if i < len(seeds) else (res or {}).get("seed", math.nan),
-                   "run_id": run_id, "run_dir": str(run_dir)}
-            if res is None:
-                row["status"] = "incomplete" if run_dir.is_dir() else "missing"
-            else:
-                row["status"] = res.get("status", "completed")
-                for part in ("final", "best", "baseline"):
-                    row.update({f"{part}.{k}": _num(v) for k, v in (res.get(part) or {}).items()})
-                row.update({k: res.get(k) for k in _RUN_SCALARS})
-            row["diverged"] = row["status"] == "diverged"
+                   "run_id": run_id, "run_dir": str(run_dir), **run_fields(run_dir, res)}
             for k, o in enumerate(objectives):
                 if not scored:
                     row[o.column] = math.nan

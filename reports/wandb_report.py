@@ -84,9 +84,9 @@ def publish(info: "StudyInfo", df: "pd.DataFrame", env: Mapping[str, str] | None
             + [wr.ParallelCoordinatesPlotColumn(metric=wr.SummaryMetric(obj.name))]))
         panels.append(wr.ParameterImportancePlot(with_respect_to=obj.name))
     summary = F.summary_table(df, obj)
-    lines = [f"| {r['factor']} | {r['level']} | {F.fmt(r['best mean'], r['best std'])} | {r['diverged']} |"
+    lines = [f"| {r['factor']} | {r['level']} | {F.fmt_ci(r['best mean'], r['best lo'], r['best hi'], r['seeds'])} | {r['diverged']} |"
              for r in summary.to_dict("records")]
-    md = "\n".join(["| factor | level | best mean ± std | diverged |", "|---|---|---|---|", *lines])
+    md = "\n".join(["| factor | level | best mean [95% CI] n | diverged |", "|---|---|---|---|", *lines])
     report = wr.Report(entity=entity or "", project=project, title=f"seqbench: {info.name}",
                        description=info.question or "",
                        blocks=[wr.H1(info.question or info.name),

@@ -7,6 +7,7 @@ name that needs it is used)::
     cfg = seqbench.build_config(["task=copy", "model=lstm", "train.max_steps=200"])
     result = seqbench.run(cfg)            # trains, writes outputs/runs/<id>/, returns the results dict
     seqbench.list_tasks(), seqbench.list_models()
+    runs = seqbench.load_runs("outputs")  # every run folder as one pandas frame (the report's columns)
 
 The installed package is ``seqbench`` alone; its parts are ``seqbench.bench`` (config, training,
 CLI), ``seqbench.tasks``, ``seqbench.models``, ``seqbench.sweeps`` and ``seqbench.reports``.
@@ -28,6 +29,7 @@ _API = {
     "load_config": ("seqbench.bench.config", "load_config"),
     "run": ("seqbench.bench.train", "run"),
     "UserError": ("seqbench.bench.errors", "UserError"),
+    "load_runs": ("seqbench.reports.runs", "load_runs"),
 }
 
 __all__ = ["__version__", *_API]

@@ -4,7 +4,9 @@
 ``pytorch_lightning``, so seqbench has its own. It reports the watched metric at each
 validation; when the pruner says stop it ends training the way early stopping does and names
 the run's status ``pruned``, so the run still writes its results files, and the runner then
-records the trial PRUNED (raising ``optuna.TrialPruned`` for it).
+records the trial PRUNED (raising ``optuna.TrialPruned`` for it). The runner attaches it to every
+single-objective trial, pruner or not (``pruner: none`` is Optuna's NopPruner), so the study holds
+every trial's curve as intermediate values: optuna-dashboard shows them live.
 
 Seed replicates run one after another in a trial; seed ``i`` reports at step
 ``i * max_steps + global_step``, so the pruner compares replicate ``i`` of one trial with

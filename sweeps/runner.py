@@ -281,7 +281,9 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
                 run_ids.append(tracker.run_id)
                 _set(trial, {"run_ids": run_ids})
                 cbs = []
-                if spec.pruner.name != "none":
+                # every single-objective trial reports its curve (live in optuna-dashboard); the pruner,
+                # NopPruner for pruner: none, decides; Optuna has no intermediate values for several objectives
+                if len(metrics) == 1:
                     watch = "val/" + metrics[0].name.split("/", 1)[1]
                     cbs.append(PruningCallback(trial, watch, step_offset=i * cfg.train.max_steps))
                 r = run(cfg, argv=job.argv or None, callbacks=cbs, progress=False, tracker=tracker)

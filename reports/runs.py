@@ -1,0 +1,248 @@
+"""Finding runs again: every run folder under ``<out_dir>/runs`` as one tidy frame, and ``seqbench runs``.
+
+``load_runs(out_dir)`` is the notebook API (``seqbench.load_runs``): one row per run folder with the
+run columns of the report's table (``reports.table.run_fields``: status, diverged, ``final.*``,
+``best.*``, ``baseline.*``, steps, times, task, model ...) plus ``run_id``, ``run_dir``, ``seed``,
+``config_hash``, ``started``, ``primary_metric``/``primary_goal`` and every resolved config field
+as ``config.<dotted key>`` (``config.task.delay``). A folder whose run has not finished (no
+results.json yet) is listed from its config.yaml with status ``incomplete``.
+
+``seqbench runs [--out-dir D] [key=value ...] [--sort METRIC]`` prints them: id, task, model, the
+settings that differ between the listed runs, seed, status, primary metric, steps and time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from seqbench.bench.errors import UserError
+from seqbench.reports.table import read_results, run_fields
+
+CONFIG = "config."
+LEAD = ["run_id", "task", "model", "seed", "status", "diverged", "steps", "train_time_s", "wall_time_s"]
+# config keys that never tell two runs apart in a listing: where they ran and how they were tracked
+_NOT_SETTINGS = ("config.seed", "config.run_id", "config.out_dir", "config.resume", "config.tracking.")
+_ALIASES = {"task": "config.task.name", "model": "config.model.name"}
+MAX_SETTINGS = 6  # differing config keys shown in the listing (all are in the frame)
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested config -> {dotted key: value}; lists and empty mappings as JSON text (one cell each)."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = json.dumps(v) if isinstance(v, (list, dict)) else v
+    return out
+
+
+def _config_of(run_dir: Path, res: dict[str, Any] | None) -> dict[str, Any]:
+    if res is not None and isinstance(res.get("config"), dict):
+        return res["config"]
+    try:
+        cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        return {}
+    return cfg if isinstance(cfg, dict) else {}
+
+
+def run_row(run_dir: Path) -> dict[str, Any]:
+    """One run folder as a row of ``load_runs``."""
+    res = read_results(run_dir)
+    cfg = _config_of(run_dir, res)
+    r = res or {}
+    row: dict[str, Any] = {"run_id": run_dir.name, "run_dir": str(run_dir), **run_fields(run_dir, res)}
+    row["task"] = row.get("task") or (cfg.get("task") or {}).get("name")
+    row["model"] = row.get("model") or (cfg.get("model") or {}).get("name")
+    row["seed"] = r.get("seed", cfg.get("seed", math.nan))
+    row.update({k: r.get(k) for k in ("config_hash", "started", "primary_metric", "primary_goal")})
+    row.update({CONFIG + k: v for k, v in flatten(cfg).items()})
+    return row
+
+
+def load_runs(out_dir: Path | str = "outputs") -> pd.DataFrame:
+    """Every run under ``<out_dir>/runs`` as a tidy frame, oldest first (see the module docstring)."""
+    runs = Path(out_dir) / "runs"
+    if not runs.is_dir():
+        raise UserError(f"--out-dir: no runs folder at {runs}; run `seqbench run ...` or pass --out-dir DIR")
+    rows = [run_row(d) for d in sorted(runs.iterdir()) if d.is_dir()]
+    if not rows:
+        return pd.DataFrame(columns=LEAD + ["run_dir"])
+    df = pd.DataFrame(rows)
+    lead = [c for c in LEAD if c in df.columns]
+    metrics = sorted(c for c in df.columns if c.split(".", 1)[0] in ("final", "best", "baseline"))
+    config = [c for c in df.columns if c.startswith(CONFIG)]
+    rest = [c for c in df.columns if c not in lead + metrics + config]
+    return df[lead + metrics + rest + config]
+
+
+# -- filters and sorting ----------------------------------------------------------------------
+
+def column_for(df: pd.DataFrame, key: str) -> str | None:
+    """The frame column a user's key names: itself, ``task``/``model``, a config key, a metric."""
+    for c in (key, _ALIASES.get(key, ""), CONFIG + key, "final." + key):
+        if c and c in df.columns:
+            return c
+    return None
+
+
+def _known_keys(df: pd.DataFrame) -> str:
+    keys = ["task", "model", "status", "seed"] + settings_columns(df)
+    keys = [k[len(CONFIG):] if k.startswith(CONFIG) else k for k in keys]
+    return ", ".join(dict.fromkeys(keys))
+
+
+def filter_runs(df: pd.DataFrame, filters: list[str]) -> pd.DataFrame:
+    """Keep rows matching every ``key=value`` (``value`` may be a comma list: any of them)."""
+    for f in filters:
+        if "=" not in f:
+            raise UserError(f"{f}: filters look like key=value, e.g. model=lstm task.delay=40 status=completed")
+        key, _, text = f.partition("=")
+        col = column_for(df, key.strip())
+        if col is None:
+            raise UserError(f"{key.strip()}: no run has this field; filter on {_known_keys(df)} or any config key "
+                            "(`seqbench list -v`)")
+        wanted = {_cell(v.strip()) for v in text.split(",")}
+        df = df[[_cell(v) in wanted for v in df[col]]]
+    return df
+
+
+def _cell(v: Any) -> str:
+    """Comparable text of a cell or a typed value: 40 == 40.0, 1e-3 == 0.001, true == True, null == None.
+
+    Text is read as YAML here rather than by ``bench.config.parse_value``, whose module imports every
+    model (torch): listing runs should take no longer than reading their files.
+    """
+    if isinstance(v, str):
+        try:
+            v = yaml.safe_load(v)
+        except yaml.YAMLError:
+            return v
+        if isinstance(v, str):
+            try:
+                return repr(float(v))
+            except ValueError:
+                return v
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, (int, float)):
+        return repr(float(v))
+    return str(v)
+
+
+def metric_goal_of(metric: str, tasks: list[str]) -> str:
+    """"maximize" or "minimize" for a metric key, as the runs' tasks declare it (time: minimize)."""
+    from seqbench.bench.registry import TASKS
+    import seqbench.bench.config  # noqa: F401  (fills the registries)
+
+    if metric.startswith("time/"):
+        return "minimize"
+    declared = False
+    for t in tasks:
+        facts = getattr(TASKS.get(t).config_cls, "facts", None) if t in TASKS else None
+        if facts is None:
+            continue
+        declared = True  # tasks that declare their metrics' goals (TaskFacts)
+        try:
+            return facts.goal(metric).optuna
+        except KeyError:
+            continue
+    if declared:
+        return "maximize"  # not a metric of these tasks: the caller's check refuses it by name
+    from seqbench.tasks.base import metric_goal  # before tasks declared their goals
+
+    return "minimize" if metric_goal(metric) == "min" else "maximize"
+
+
+def sort_runs(df: pd.DataFrame, key: str | None) -> pd.DataFrame:
+    """Best first by a metric (its declared goal), ascending by another column, newest first by default."""
+    if key is None:
+        return df.iloc[::-1]
+    col = column_for(df, key) or {"time": "train_time_s"}.get(key)
+    if col is None:
+        metrics = sorted(c[len("final."):] for c in df.columns if c.startswith("final."))
+        raise UserError(f"--sort: {key!r} is not a column of these runs; sort by {', '.join(metrics)}, "
+                        "steps, time or a config key")
+    ascending = True
+    if col.startswith(("final.", "best.")):
+        tasks = [t for t in df["task"].dropna().unique()]
+        ascending = metric_goal_of(col.split(".", 1)[1], tasks) == "minimize"
+    return df.sort_values(col, ascending=ascending, na_position="last", kind="stable")
+
+
+def settings_columns(df: pd.DataFrame) -> list[str]:
+    """Config columns whose value differs between the rows (what tells these runs apart)."""
+    cols = [c for c in df.columns if c.startswith(CONFIG) and not c.startswith(_NOT_SETTINGS)
+            and c not in ("config.task.name", "config.model.name")]
+    return [c for c in cols if df[c].astype(str).nunique(dropna=False) > 1]
+
+
+# -- the command --------------------------------------------------------------------------------
+
+def register(sub: Any) -> None:
+    sp = sub.add_parser("runs", help="list the runs under an output folder (filter, sort)")
+    sp.add_argument("filters", nargs="*", help="key=value (comma list: any of), e.g. model=lstm,gru task.delay=40 "
+                    "status=completed")
+    sp.add_argument("--out-dir", default="outputs", help="root holding runs/ (default outputs)")
+    sp.add_argument("--sort", help="a metric (val/acc: best first), steps, time or a config key; default newest first")
+    sp.add_argument("--limit", type=int, help="show at most N runs")
+    sp.set_defaults(func=cmd_runs)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    if args.limit is not None and args.limit < 1:
+        raise UserError(f"--limit: must be >= 1 (got {args.limit})")
+    df = load_runs(args.out_dir)
+    total = len(df)
+    shown = sort_runs(filter_runs(df, args.filters), args.sort)
+    if args.limit:
+        shown = shown.head(args.limit)
+    print(listing(shown, df, args.sort))
+    print(f"{len(shown)} of {total} runs under {Path(args.out_dir) / 'runs'}"
+          + (" (load them in Python: seqbench.load_runs(out_dir))" if total else ""))
+    return 0
+
+
+def listing(shown: pd.DataFrame, all_runs: pd.DataFrame, sort: str | None) -> str:
+    """The table ``seqbench runs`` prints: one line per run."""
+    if shown.empty:
+        return "no runs match"
+    settings = settings_columns(all_runs)[:MAX_SETTINGS]
+    sort_col = column_for(shown, sort) if sort else None
+    head = ["id", "task", "model", "settings", "seed", "status", "primary metric", "steps", "time"]
+    if sort_col and sort_col.startswith("final.") and sort_col[len("final."):] not in set(shown["primary_metric"]):
+        head.append(sort_col[len("final."):])
+    rows = []
+    for _, r in shown.iterrows():
+        pm = r.get("primary_metric")
+        val = r.get(f"final.{pm}") if isinstance(pm, str) else None
+        line = [str(r["run_id"]), str(r["task"]), str(r["model"]),
+                " ".join(f"{c[len(CONFIG):]}={r[c]}" for c in settings if c in r and _present(r[c])),
+                _int(r.get("seed")), str(r["status"]),
+                f"{pm} {val:.4g}" if isinstance(pm, str) and _present(val) else "–",
+                _int(r.get("steps")), _secs(r.get("train_time_s"))]
+        if len(head) > len(line):
+            line.append(f"{r[sort_col]:.4g}" if _present(r[sort_col]) else "–")
+        rows.append(line)
+    widths = [max(len(x[i]) for x in [head, *rows]) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(x, widths)).rstrip() for x in [head, *rows])
+
+
+def _present(v: Any) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def _int(v: Any) -> str:
+    return str(int(v)) if _present(v) else "–"
+
+
+def _secs(v: Any) -> str:
+    return f"{float(v):.1f}s" if _present(v) else "–"

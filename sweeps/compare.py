@@ -1,0 +1,278 @@
+"""``seqbench compare model=lstm,gru,transformer task=copy task.delay=20,40 seeds=3``: a grid study
+from the command line.
+
+Every ``key=value`` with a comma list becomes a grid axis, every single value goes into the base;
+``task=``/``model=`` are ``task.name``/``model.name``, ``seeds=`` is a count (or a list ``0,1,2``).
+A field that only some of the chosen models (tasks) have is routed to ``per_model.<name>``
+(``per_task``) for those that have it, and said so; swept over a list it is refused, since the
+other models cannot take it. The objective is ``--metric`` (goal: the task's declared direction),
+else the task's primary metric.
+
+The settings become a sweep spec; the study name is a digest of that spec (``compare-<hash>``), so
+the same command (in any order, from any directory with the same ``--out-dir``/``--storage``)
+continues the same study and runs nothing that is done. The spec is written to
+``<out_dir>/specs/<study>.yaml`` and run by ``seqbench sweep`` itself (same output, same resume,
+workers, storage); then the terminal gets a ranked table with 95% intervals and the paired
+statements, and ``<out_dir>/reports/<study>/`` the dashboard. ``--print-spec`` prints that YAML
+and runs nothing: ``seqbench sweep FILE --study <study>`` continues the same study.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from seqbench.bench.errors import UserError
+
+ALIASES = {"task": "task.name", "model": "model.name"}
+_REFUSED = {"seed": "compare runs every setting on seeds=N replicates (or seeds=0,1,2); set seeds=",
+            "out_dir": "pass --out-dir DIR", "run_id": "each replicate gets its own run id",
+            "resume": "re-running the same compare command continues its study"}
+DEFAULT_SEEDS = 3  # a comparison needs replicates: intervals and paired tests start at n=2
+MAX_PRINTED = 30  # paired statements printed in the terminal (all are in summary.md)
+
+
+def register(sub: Any) -> None:
+    sp = sub.add_parser("compare", help="compare settings (comma lists = grid axes) over seeds: ranked table "
+                        "with intervals, paired tests, dashboard")
+    sp.add_argument("settings", nargs="*", help="key=value; a comma list sweeps that key, e.g. "
+                    "model=lstm,gru task=copy task.delay=20,40 seeds=3 train.max_steps=500")
+    sp.add_argument("--workers", type=int, default=1, help="local worker processes sharing the study")
+    sp.add_argument("--storage", help="journal path or postgresql://... (default <out-dir>/optuna.journal)")
+    sp.add_argument("--out-dir", default="outputs", help="runs, journal, specs/ and reports/ go here "
+                    "(default outputs)")
+    sp.add_argument("--metric", help="objective key, e.g. val/loss or test/acc (default: the task's primary "
+                    "validation metric); its goal is the one the task declares")
+    sp.add_argument("--study", help="study name (default: compare-<digest of the settings>)")
+    sp.add_argument("--print-spec", action="store_true", help="print the equivalent sweep YAML and run nothing")
+    sp.set_defaults(func=cmd_compare)
+
+
+# -- settings -> spec -------------------------------------------------------------------------
+
+def _values(key: str, text: str) -> list[Any]:
+    """One value, or the comma list's values (a YAML list or mapping stays one value)."""
+    from seqbench.bench.config import parse_value
+
+    if text.strip().startswith(("[", "{")):
+        return [parse_value(text)]
+    parts = [p.strip() for p in text.split(",")]
+    if not all(parts):
+        raise UserError(f"{key}: empty value in {text!r}; give key=a,b,c")
+    values = [parse_value(p) for p in parts]
+    if len({json.dumps(v, sort_keys=True, default=str) for v in values}) != len(values):
+        raise UserError(f"{key}: a value repeats in {text!r}; list each once")
+    return values
+
+
+def _seeds(text: str) -> list[int] | int:
+    values = _values("seeds", text)
+    if len(values) == 1 and isinstance(values[0], int) and not isinstance(values[0], bool):
+        return values[0]  # a count: the spec validates its range
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise UserError(f"seeds: give a count (seeds=3) or distinct integers (seeds=0,1,2), got {text!r}")
+    return values
+
+
+def parse_settings(settings: list[str]) -> tuple[dict[str, Any], dict[str, list[Any]], list[int] | int]:
+    """``key=value`` words -> (base {dotted key: value}, axes {dotted key: values}, seeds)."""
+    base: dict[str, Any] = {}
+    axes: dict[str, list[Any]] = {}
+    seeds: list[int] | int = DEFAULT_SEEDS
+    seen: set[str] = set()
+    for word in settings:
+        if "=" not in word:
+            raise UserError(f"{word}: settings look like key=value, e.g. model=lstm,gru task.delay=20,40")
+        key, _, text = word.partition("=")
+        key = ALIASES.get(key.strip(), key.strip())
+        if key.split(".")[0] in _REFUSED:
+            raise UserError(f"{key}: set by compare; {_REFUSED[key.split('.')[0]]}")
+        if key in seen:
+            raise UserError(f"{key}: given twice; give it once (a comma list sweeps it)")
+        seen.add(key)
+        if key == "seeds":
+            seeds = _seeds(text)
+            continue
+        values = _values(key, text)
+        if len(values) > 1:
+            axes[key] = values
+        else:
+            base[key] = values[0]
+    if not axes:
+        raise UserError("compare: nothing to compare; give at least one comma list, e.g. model=lstm,gru")
+    return base, axes, seeds
+
+
+def _names(section: str, base: dict[str, Any], axes: dict[str, list[Any]]) -> list[str]:
+    key = f"{section}.name"
+    if key in axes:
+        return [str(v) for v in axes[key]]
+    return [str(base.get(key, "copy" if section == "task" else "lstm"))]
+
+
+def route(base: dict[str, Any], axes: dict[str, list[Any]]) -> tuple[dict[str, dict[str, dict[str, Any]]], list[str]]:
+    """Move base fields that only some chosen models (tasks) have to their per_model (per_task) blocks.
+
+    Returns {"per_model": ..., "per_task": ...} and one note per routed field; a swept field that
+    some chosen model lacks is refused (a per-model block cannot sweep it).
+    """
+    from seqbench.bench.registry import MODELS, TASKS
+    import seqbench.bench.config  # noqa: F401  (fills the registries)
+
+    blocks: dict[str, dict[str, dict[str, Any]]] = {"per_model": {}, "per_task": {}}
+    notes: list[str] = []
+    for section, reg, block in (("model", MODELS, "per_model"), ("task", TASKS, "per_task")):
+        names = [n for n in _names(section, base, axes) if n in reg]  # unknown names: the spec check says so
+        if len(names) < 2:
+            continue
+        for key in [k for k in [*base, *axes] if k.startswith(section + ".") and k != f"{section}.name"]:
+            field = key.split(".")[1]
+            have = [n for n in names if field in reg.get(n).config_cls.model_fields]
+            if len(have) == len(names):
+                continue
+            if not have:
+                raise UserError(f"{key}: none of the compared {section}s ({', '.join(names)}) has this field; "
+                                f"their fields: `seqbench list -v`")
+            lacking = ", ".join(n for n in names if n not in have)
+            if key in axes:
+                raise UserError(f"{key}: only {', '.join(have)} of the compared {section}s have this field "
+                                f"({lacking} do not), so it cannot be swept here; compare {section}={have[0]} "
+                                "alone, or grow the --print-spec YAML into a sweep")
+            for n in have:
+                blocks[block].setdefault(n, {})[key] = base[key]
+            del base[key]
+            notes.append(f"note: {key}={blocks[block][have[0]][key]} applies to {', '.join(have)} only "
+                         f"({block}; no such field in {lacking})")
+    return blocks, notes
+
+
+def _question(axes: dict[str, list[Any]], base: dict[str, Any]) -> str:
+    task = base.get("task.name", "copy")
+    swept = " x ".join(f"{k} in {', '.join(map(str, v))}" for k, v in axes.items())
+    return f"Which setting is best on {task}: {swept}?" if "task.name" not in axes else f"Which setting is best: {swept}?"
+
+
+def build_spec(settings: list[str], metric: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The sweep spec (a plain dict, as YAML would give it) of the settings, and routing notes."""
+    from seqbench.bench.config import set_dotted
+    from seqbench.sweeps.spec import parse_spec
+
+    base_flat, axes, seeds = parse_settings(settings)
+    blocks, notes = route(base_flat, axes)
+    base: dict[str, Any] = {}
+    for k in sorted(base_flat, key=lambda k: k not in ("task.name", "model.name")):  # names first
+        set_dotted(base, k, base_flat[k])
+    raw: dict[str, Any] = {"question": _question(axes, base_flat), "base": base, "method": "grid",
+                           "parameters": {k: {"values": v} for k, v in axes.items()},
+                           **{b: v for b, v in blocks.items() if v}, "seeds": seeds}
+    names = _names("task", base_flat, axes)
+    if metric is not None:  # an unknown metric gets some goal here; the spec check refuses it by name
+        from seqbench.reports.runs import metric_goal_of
+
+        raw["metric"] = {"name": metric, "goal": metric_goal_of(metric, names)}
+    try:
+        spec = parse_spec(raw, source="compare")
+    except UserError as e:  # the spec's advice (metric: {name, goal}) in this command's words
+        if metric is None and "primary metrics" in str(e):
+            raise UserError(f"--metric: the compared tasks ({', '.join(names)}) have different primary metrics; "
+                            "name one they all report, e.g. --metric val/loss") from None
+        raise
+    if metric is None:  # written out, so the printed spec says what is optimised
+        m = spec.metrics()[0]
+        raw["metric"] = {"name": m.name, "goal": m.goal}
+    return _ordered(raw), notes
+
+
+def _ordered(raw: dict[str, Any]) -> dict[str, Any]:
+    order = ["question", "base", "method", "metric", "parameters", "per_model", "per_task", "seeds"]
+    return {k: raw[k] for k in order if k in raw}
+
+
+def study_name(spec_dict: dict[str, Any]) -> str:
+    """``compare-<digest>`` of what makes a study (the spec without budget and prose): equal settings,
+    in any order on the command line or loaded back from --print-spec, give the same name."""
+    from seqbench.sweeps.runner import _comparable
+    from seqbench.sweeps.spec import parse_spec
+
+    canon = _comparable(parse_spec(spec_dict).to_dict())
+    return "compare-" + hashlib.sha1(json.dumps(canon, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def spec_yaml(raw: dict[str, Any], name: str, notes: list[str] = ()) -> str:
+    head = [f"# written by seqbench compare; `seqbench sweep THIS.yaml --study {name}` continues the same study",
+            *(f"# {n}" for n in notes)]
+    return "\n".join(head) + "\n" + yaml.safe_dump(raw, sort_keys=False, default_flow_style=None)
+
+
+# -- the command ------------------------------------------------------------------------------
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from seqbench.bench.cli import build_parser
+    from seqbench.bench.tracking import atomic_write, check_writable
+    from seqbench.sweeps.storage import check_scheme
+
+    if args.workers < 1:
+        raise UserError(f"--workers: must be >= 1 (got {args.workers})")
+    raw, notes = build_spec(args.settings, args.metric)
+    name = args.study or study_name(raw)
+    if args.print_spec:
+        print(spec_yaml(raw, name, notes), end="")
+        return 0
+    for n in notes:
+        print(n)
+    out_dir = Path(args.out_dir)
+    check_scheme(args.storage)
+    check_writable(out_dir)
+    path = out_dir / "specs" / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, spec_yaml(raw, name, notes))
+    sweep = [str(path), "--study", name, "--out-dir", str(out_dir), "--workers", str(args.workers)]
+    if args.storage:
+        sweep += ["--storage", args.storage]
+    sweep_args = build_parser().parse_args(["sweep", *sweep])
+    sweep_args.argv = sweep  # provenance: the equivalent `seqbench sweep` command
+    status = sweep_args.func(sweep_args)
+    rep = _report(name, args.storage, out_dir)
+    obj = rep.info.objectives[0]
+    print(ranked_text(rep.table, obj))
+    print(f"dashboard: {rep.index}  (summary.md beside it; spec: {path})")
+    return status
+
+
+def _report(name: str, storage: str | None, out_dir: Path):
+    from seqbench.reports.build import build_report
+    from seqbench.reports.table import load_study
+    from seqbench.sweeps.storage import journal_path, open_storage, redact
+
+    journal = journal_path(storage, out_dir)
+    label = str(journal) if journal is not None else redact(storage)
+    study = load_study(name, open_storage(storage, out_dir))
+    return build_report(study, label, out_dir / "reports" / name, out_dir)
+
+
+def ranked_text(table: pd.DataFrame, obj: Any, limit: int = MAX_PRINTED) -> str:
+    """The terminal's ranked table (mean, 95% interval, n) and the paired statements."""
+    from seqbench.reports.comparisons import comparisons, ranked
+
+    t = ranked(table, obj)
+    lines = [f"ranked by {obj.name} ({obj.goal}): mean [95% CI] over seeds, n scored seeds"]
+    cells = [[str(c) for c in t.columns]]
+    for row in t.itertuples(index=False):
+        cells.append(["–" if v is None or v is pd.NA or (isinstance(v, float) and v != v)
+                      else (f"{v:.4g}" if isinstance(v, float) else str(v)) for v in row])
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
+    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    comps = comparisons(table, obj)
+    if comps:
+        lines.append("paired comparisons (same seeds; better level first):")
+        lines += [f"  {c.sentence()}" for c in comps[:limit]]
+        if len(comps) > limit:
+            lines.append(f"  ... {len(comps) - limit} more in summary.md")
+    else:
+        lines.append("paired comparisons: none (no two scored settings differ in one key on shared seeds)")
+    return "\n".join(lines)

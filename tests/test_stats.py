@@ -1,0 +1,126 @@
+"""Intervals and paired tests against scipy on known data; a study with 1 and with 5 seeds in the report."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from optuna.distributions import CategoricalDistribution, IntDistribution
+from optuna.trial import TrialState
+from scipy import stats as st
+
+from report_support import add_trial, journal_storage, new_study, write_run
+from seqbench.reports.build import build_report
+from seqbench.reports.comparisons import comparisons, ranked
+from seqbench.reports.stats import mean_ci, paired
+from seqbench.reports.table import Objective, build_table
+
+ACC = Objective("val/acc", "maximize")
+X = [0.61, 0.72, 0.58, 0.69, 0.75]
+Y = [0.52, 0.70, 0.49, 0.60, 0.61]
+
+
+def test_mean_ci_is_scipys_student_t_interval():
+    ci = mean_ci(X)
+    lo, hi = st.t.interval(0.95, df=4, loc=np.mean(X), scale=st.sem(X))
+    assert (ci.mean, ci.lo, ci.hi, ci.n) == (pytest.approx(np.mean(X)), pytest.approx(lo), pytest.approx(hi), 5)
+    assert ci.std == pytest.approx(np.std(X, ddof=1))
+    # by hand: mean 0.67, sd sqrt(0.021/4) = 0.07246, t_{0.975,4} = 2.7764 -> half width 0.08997
+    assert ci.half_width == pytest.approx(0.08997, abs=1e-5)
+    assert ci.fmt() == "0.67 [0.58, 0.76] n=5"
+    assert mean_ci([0.5, float("nan"), None]).fmt() == "0.5 (n=1, no interval)"
+    assert math.isnan(mean_ci([0.5]).lo) and mean_ci([]).n == 0
+
+
+def test_equal_values_summed_differently_have_no_spread():
+    a = [0.1 + 0.2, 0.3, 0.3]  # 0.30000000000000004 and 0.3: rounding, not a difference between seeds
+    ci = mean_ci(a)
+    assert ci.std == 0.0 and ci.lo == ci.hi == pytest.approx(0.3)
+    r = paired([0.5 + 0.175, 0.505 + 0.175], [0.5, 0.505])
+    assert r.diff.std == 0.0 and math.isnan(r.p_t) and math.isnan(r.effect_size)
+
+
+def test_paired_matches_scipy():
+    r = paired(X, Y)
+    d = np.subtract(X, Y)
+    assert r.n == 5 and r.diff.mean == pytest.approx(d.mean())
+    assert r.p_t == pytest.approx(st.ttest_rel(X, Y).pvalue)
+    assert r.p_wilcoxon == pytest.approx(st.wilcoxon(d).pvalue)
+    assert r.effect_size == pytest.approx(d.mean() / d.std(ddof=1))
+    lo, hi = st.t.interval(0.95, df=4, loc=d.mean(), scale=st.sem(d))
+    assert (r.diff.lo, r.diff.hi) == (pytest.approx(lo), pytest.approx(hi))
+    one = paired([0.7], [0.5])  # one pair: a difference, no test
+    assert one.n == 1 and one.diff.mean == pytest.approx(0.2) and math.isnan(one.p_t) and math.isnan(one.p_wilcoxon)
+    with pytest.raises(ValueError, match="equal lengths"):
+        paired([1.0], [1.0, 2.0])
+
+
+def _study(tmp_path, seeds: list[int]):
+    """model.name (lstm, rnn) x task.delay (10, 40); lstm = X, rnn = Y at delay 40; known per-seed values."""
+    out = tmp_path / "outputs"
+    storage = journal_storage(tmp_path / "j.journal")
+    params = {"model.name": {"values": ["lstm", "rnn"]}, "task.delay": {"values": [10, 40]}}
+    study = new_study(storage, f"s{len(seeds)}", out, params, "lstm or rnn?")
+    dists = {"model.name": CategoricalDistribution(["lstm", "rnn"]), "task.delay": IntDistribution(10, 40)}
+    for m, vals in (("lstm", X), ("rnn", Y)):
+        for delay in (10, 40):
+            per_seed = [v + (0.2 if delay == 10 else 0.0) for v in vals][: len(seeds)]
+            run_ids = []
+            for s, v in zip(seeds, per_seed):
+                rid = f"{m}-{delay}-s{s}"
+                write_run(out, rid, final={"val/acc": v}, baseline={"val/acc": 0.25}, seed=s, model=m)
+                run_ids.append(rid)
+            add_trial(study, {"model.name": m, "task.delay": delay}, dists, state=TrialState.COMPLETE,
+                      values=[float(np.mean(per_seed))],
+                      attrs={"run_ids": run_ids, "seeds": seeds, "per_seed": per_seed})
+    return study, out
+
+
+def test_five_seeds_report_intervals_and_paired_statements(tmp_path):
+    study, out = _study(tmp_path, [0, 1, 2, 3, 4])
+    rep = build_report(study, "journal", tmp_path / "rep", out)
+    md = (rep.folder / "summary.md").read_text()
+    assert f"| model.name | lstm | {mean_ci([x + 0.2 for x in X]).fmt()} |" in md
+    p = paired(X, Y)
+    want = (f"lstm vs rnn at task.delay=40: {p.diff.mean:+.3g} val/acc, 95% CI [{p.diff.lo:.3g}, {p.diff.hi:.3g}], "
+            f"p={p.p_t:.2g} (Wilcoxon p={p.p_wilcoxon:.2g}), d={p.effect_size:.2g}, n=5")
+    assert want in md and "task.delay=10 vs 40 at model.name=lstm: +0.2 val/acc on each of n=5" in md
+    comps = comparisons(build_table(study, out / "runs"), ACC)
+    assert len(comps) == 4  # model at each delay, delay at each model
+    top = ranked(build_table(study, out / "runs"), ACC)
+    assert list(top["rank"]) == [1, 2, 3, 4] and top["mean [95% CI]"].iloc[0] == mean_ci([x + 0.2 for x in X]).fmt()
+
+
+def test_one_seed_report_says_n1(tmp_path):
+    study, out = _study(tmp_path, [0])
+    rep = build_report(study, "journal", tmp_path / "rep", out)
+    md = (rep.folder / "summary.md").read_text()
+    assert "| model.name | lstm | 0.81 (n=1, no interval) |" in md
+    assert "lstm vs rnn at task.delay=40: +0.09 val/acc (n=1 shared seed: no interval, no test)" in md
+    heat = [f for t, f in _items(rep) if t == "heatmap"][0]
+    assert any("n=1, no interval" in cell for row in heat.data[0].text for cell in row)
+
+
+def _items(rep):
+    from seqbench.reports.diagnostics import load_diagnostics
+    from seqbench.reports.html import sections
+    from seqbench.reports.table import load_curves
+
+    secs = sections(rep.info, rep.table, load_curves(rep.table), load_diagnostics(rep.table))
+    return [item for s in secs for item in s.items]
+
+
+def test_many_levels_are_compared_with_the_best_few_levels_pairwise():
+    import pandas as pd
+
+    rows = [{"trial": lv, "state": "COMPLETE", "run_id": f"r{lv}-{s}", "seed": s, "diverged": False,
+             "param.task.delay": lv, "objective:val/acc": 0.9 - 0.01 * lv + 0.003 * s * (lv == 30)}
+            for lv in (10, 20, 30, 40) for s in range(3)]
+    df = pd.DataFrame(rows)
+    four = comparisons(df, ACC)
+    assert [(c.a, c.b) for c in four] == [(10, 20), (10, 30), (10, 40)]  # each level against the best
+    assert four[0].result.diff.mean == pytest.approx(0.1)  # 10 minus 20, seed by seed
+    three = comparisons(df[df["param.task.delay"] < 40], ACC)
+    assert [(c.a, c.b) for c in three] == [(10, 20), (10, 30), (20, 30)]  # every pair
+    lower = comparisons(df, Objective("val/acc", "minimize"))
+    assert lower[0].a == 40 and lower[0].result.diff.mean < 0  # the better (lower) level first
