@@ -32,6 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "e.g. train.max_steps=200 (a changed spec needs a new --study)")
     sp.add_argument("--trials", type=int, help="budget (grid: run the first N points)")
     sp.add_argument("--workers", type=int, default=1, help="local worker processes sharing the study")
+    sp.add_argument("--devices", type=parse_devices, help="CUDA device indices for the workers, e.g. 0,1 "
+                    "(round-robin, several workers per device; default: every visible CUDA device)")
     sp.add_argument("--storage", help="journal file path, journal:///path, or postgresql://... / mysql://... "
                     "(default: <out_dir>/optuna.journal)")
     sp.add_argument("--study", help="study name (default: the spec file's stem)")
@@ -40,6 +42,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     sp.add_argument("--heartbeat", type=float, default=10.0, help="seconds between liveness stamps; a "
                     "trial silent for 6 of them is failed and retried")
     sp.set_defaults(func=cmd_sweep, argv=None)
+
+
+def parse_devices(text: str) -> list[int]:
+    """``--devices 0,1`` -> [0, 1] (indices as this process numbers its CUDA devices)."""
+    try:
+        return [int(d) for d in text.split(",")]
+    except ValueError:
+        raise UserError(f"--devices: {text!r} is not a list of device indices; give e.g. 0,1") from None
 
 
 def _spec_threads(spec) -> int:
@@ -62,7 +72,7 @@ def cores() -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from seqbench.bench.tracking import check_writable
-    from seqbench.sweeps.runner import Job, open_study, optuna_quiet, run_workers, worker
+    from seqbench.sweeps.runner import Job, open_study, optuna_quiet, placement, run_workers, visible_cuda_devices, worker
     from seqbench.sweeps.spec import load_spec
     from seqbench.sweeps.storage import check_scheme, describe, redact
 
@@ -72,6 +82,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise UserError(f"--trials: must be >= 1 (got {args.trials})")
     if args.heartbeat <= 0:
         raise UserError(f"--heartbeat: must be > 0 seconds (got {args.heartbeat})")
+    devices = placement(args.workers, args.devices, visible_cuda_devices())
     optuna_quiet()
     spec = load_spec(args.spec, args.overrides, trials=args.trials)
     out_dir = str(args.out_dir or spec.base.get("out_dir") or "outputs")
@@ -94,11 +105,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
           + f"; storage {describe(args.storage, out_dir)}", flush=True)
     if spec.question:
         print(f"question: {spec.question}", flush=True)
-    if args.workers == 1:
+    if devices[0] is not None:
+        print("CUDA_VISIBLE_DEVICES per worker: " + ", ".join(devices), flush=True)
+    if args.workers == 1 and args.devices is None:
         worker(job, study)
         status = 0
-    else:
-        status = run_workers(job, args.workers)
+    else:  # --devices with one worker: a process of its own, so the device choice is exact
+        status = run_workers(job, args.workers, devices)
     study = open_study(job, spec, coordinator=False)
     print(summary(study.get_trials(deepcopy=False), spec))
     print(f"runs under {Path(out_dir) / 'runs'}; dashboard: seqbench report {job.study}"
