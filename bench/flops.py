@@ -21,6 +21,8 @@ Conventions (nanoGPT / PaLM appendix B, Chowdhery et al. 2022):
 counter here, or a task whose batches are padded to a per-batch length (``pad_id`` outside
 the fixed seq2seq layout), where the work per token depends on the batch.
 
+``utilisation`` puts the two together into the results.json keys (tokens_per_s, flops_per_s, mfu).
+
 ``peak_flops`` is a table of dense (not 2:4-sparse) vendor peaks; None for a device or
 precision it does not know (CPUs included): MFU is then left out, never guessed.
 """
@@ -226,3 +228,20 @@ def peak_precision(train_precision: str, tf32: bool) -> str | None:
     if train_precision.startswith("32"):
         return "tf32" if tf32 else "fp32"
     return None
+
+
+def utilisation(cfg: "RunConfig", spec: TaskSpec, tokens_per_s: float, device_name: str | None,
+                tf32: bool = False) -> dict[str, float]:
+    """The results.json throughput keys: ``tokens_per_s``; ``flops_per_s`` (achieved model FLOP/s)
+    where the model is countable; ``mfu`` where, besides, ``device_name`` (a CUDA device's name;
+    None on CPU) and the run's precision have a known peak. Absent keys were not measurable."""
+    out = {"tokens_per_s": float(tokens_per_s)}
+    per_token = flops_per_token(cfg, spec)
+    if per_token is None:
+        return out
+    out["flops_per_s"] = tokens_per_s * per_token
+    column = peak_precision(cfg.train.precision, tf32)
+    peak = peak_flops(device_name, column) if device_name and column else None
+    if peak:
+        out["mfu"] = out["flops_per_s"] / peak
+    return out

@@ -231,3 +231,19 @@ def test_bf16_matmul_reaches_a_plausible_share_of_the_table_peak():
     torch.cuda.synchronize()
     achieved = reps * 2 * n ** 3 / (start.elapsed_time(end) / 1e3)
     assert 0.2 * peak < achieved < peak
+
+
+def test_utilisation_keys_present_only_when_measurable():
+    overrides, T, macs = HAND["transformer"]
+    cfg, spec = setup(*overrides, "train.precision=bf16-mixed")
+    got = flops.utilisation(cfg, spec, 1000.0, "NVIDIA H100 80GB HBM3")
+    assert got["flops_per_s"] == pytest.approx(1000.0 * per_token(macs, T))
+    assert got["mfu"] == pytest.approx(got["flops_per_s"] / 989.5e12)
+    assert set(flops.utilisation(cfg, spec, 1000.0, None)) == {"tokens_per_s", "flops_per_s"}  # CPU
+    assert set(flops.utilisation(cfg, spec, 1000.0, "NVIDIA A10G")) == {"tokens_per_s", "flops_per_s"}
+    cfg32, _ = setup(*overrides)
+    assert flops.utilisation(cfg32, spec, 1.0, "NVIDIA A100-SXM4-40GB", tf32=True)["mfu"] == pytest.approx(
+        per_token(macs, T) / 156e12)
+    cfg = build_config({}, ["task=sentiment", "model=lstm", "tracking.wandb=off"])
+    padded = TaskSpec(OutputKind.CLASS, n_classes=3, causal=False, vocab_size=200, pad_id=0)
+    assert flops.utilisation(cfg, padded, 5.0, "NVIDIA H100 80GB HBM3") == {"tokens_per_s": 5.0}
