@@ -21,8 +21,6 @@ Conventions (nanoGPT / PaLM appendix B, Chowdhery et al. 2022):
 counter here, or a task whose batches are padded to a per-batch length (``pad_id`` outside
 the fixed seq2seq layout), where the work per token depends on the batch.
 
-``utilisation`` puts the two together into the results.json keys (tokens_per_s, flops_per_s, mfu).
-
 ``peak_flops`` is a table of dense (not 2:4-sparse) vendor peaks; None for a device or
 precision it does not know (CPUs included): MFU is then left out, never guessed.
 """
@@ -207,9 +205,14 @@ PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 
 def peak_flops(device_name: str, precision: str) -> float | None:
     """Dense peak FLOP/s of ``device_name`` (as torch.cuda.get_device_name() spells it) at
-    ``precision`` (fp32, tf32, bf16, fp16), or None when the table does not know it."""
+    ``precision``, or None when the table does not know it. ``precision`` is a table column (fp32,
+    tf32, bf16, fp16) or a Lightning ``train.precision`` (``bf16-mixed``, ``32-true``, ...), read in
+    the process that trains: ``32-true`` is tf32 when fp32 matmuls may use TF32 there."""
     if precision not in PRECISIONS:
-        raise ValueError(f"precision: {precision!r}; choose one of {', '.join(PRECISIONS)}")
+        column = peak_precision(precision, _matmul_tf32())
+        if column is None:
+            return None
+        precision = column
     name = device_name.lower()
     for pattern, peaks in PEAK_TFLOPS:
         if re.search(pattern, name):
@@ -218,30 +221,25 @@ def peak_flops(device_name: str, precision: str) -> float | None:
     return None
 
 
+LIGHTNING_PRECISIONS = {"bf16-mixed": "bf16", "bf16-true": "bf16", "16-mixed": "fp16", "16-true": "fp16",
+                        "32-true": "fp32", "64-true": None}
+
+
 def peak_precision(train_precision: str, tf32: bool) -> str | None:
-    """The table column for a Lightning ``train.precision``; ``tf32`` is whether fp32 matmuls run on
-    tensor cores in this process (``torch.backends.cuda.matmul.allow_tf32``). None for 64-true."""
-    if train_precision.startswith("bf16"):
-        return "bf16"
-    if train_precision.startswith("16"):
-        return "fp16"
-    if train_precision.startswith("32"):
-        return "tf32" if tf32 else "fp32"
-    return None
+    """The table column for a Lightning ``train.precision``; ``tf32`` is whether fp32 matmuls may run
+    on tensor cores in this process. None for 64-true (no fp64 column)."""
+    if train_precision not in LIGHTNING_PRECISIONS:
+        raise ValueError(f"precision: {train_precision!r}; choose one of {', '.join(PRECISIONS)} "
+                         f"or {', '.join(LIGHTNING_PRECISIONS)}")
+    column = LIGHTNING_PRECISIONS[train_precision]
+    return "tf32" if column == "fp32" and tf32 else column
 
 
-def utilisation(cfg: "RunConfig", spec: TaskSpec, tokens_per_s: float, device_name: str | None,
-                tf32: bool = False) -> dict[str, float]:
-    """The results.json throughput keys: ``tokens_per_s``; ``flops_per_s`` (achieved model FLOP/s)
-    where the model is countable; ``mfu`` where, besides, ``device_name`` (a CUDA device's name;
-    None on CPU) and the run's precision have a known peak. Absent keys were not measurable."""
-    out = {"tokens_per_s": float(tokens_per_s)}
-    per_token = flops_per_token(cfg, spec)
-    if per_token is None:
-        return out
-    out["flops_per_s"] = tokens_per_s * per_token
-    column = peak_precision(cfg.train.precision, tf32)
-    peak = peak_flops(device_name, column) if device_name and column else None
-    if peak:
-        out["mfu"] = out["flops_per_s"] / peak
-    return out
+def _matmul_tf32() -> bool:
+    """Whether fp32 matmuls may use TF32 here (``torch.set_float32_matmul_precision('high')`` or
+    ``torch.backends.cuda.matmul.allow_tf32``). cuDNN's own flag (RNNs, convolutions) defaults to on,
+    so fp32 recurrent and TCN runs may run TF32 kernels against the fp32 peak: their MFU flatters."""
+    import torch
+
+    return torch.get_float32_matmul_precision() != "highest" or torch.backends.cuda.matmul.allow_tf32
+

@@ -305,6 +305,7 @@ def fig_learning_curves(curves: pd.DataFrame, df: pd.DataFrame, metric: str, col
 
 # -- throughput and utilisation --------------------------------------------------------------
 THROUGHPUT_COLUMNS = ("tokens_per_s", "flops_per_s", "mfu")  # results.json keys (bench.flops for MFU)
+FLOPS_ALIASES = ("model_flops_per_s",)  # other names results.json may give achieved model FLOP/s
 
 
 def config_label(row: pd.Series, cols: list[str]) -> str:
@@ -314,6 +315,9 @@ def config_label(row: pd.Series, cols: list[str]) -> str:
 def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per configuration (the swept keys' values): runs with a throughput record, tokens/s, achieved
     FLOP/s and MFU, each mean and std over those runs (NaN where no run recorded it)."""
+    for alias in (a for a in FLOPS_ALIASES if a in df.columns):
+        own = pd.to_numeric(df.get("flops_per_s", pd.Series(np.nan, index=df.index)), errors="coerce")
+        df = df.assign(flops_per_s=own.fillna(pd.to_numeric(df[alias], errors="coerce")))
     have = [c for c in THROUGHPUT_COLUMNS if c in df.columns]
     runs = df[df[have].apply(pd.to_numeric, errors="coerce").notna().any(axis=1)] if have else df.iloc[0:0]
     cols = swept(df)

@@ -198,8 +198,28 @@ def test_unknown_device_or_precision_has_no_peak(name, precision):
 
 
 def test_peak_refuses_an_unknown_precision_name():
-    with pytest.raises(ValueError, match="precision: 'int8'; choose one of fp32, tf32, bf16, fp16"):
+    with pytest.raises(ValueError, match="precision: 'int8'; choose one of fp32, tf32, bf16, fp16 or bf16-mixed"):
         flops.peak_flops("NVIDIA H100 80GB HBM3", "int8")
+
+
+def test_peak_takes_lightning_precision_names(monkeypatch):
+    assert flops.peak_flops("NVIDIA H100 80GB HBM3", "bf16-mixed") == pytest.approx(989.5e12)
+    assert flops.peak_flops("NVIDIA H100 80GB HBM3", "64-true") is None
+    monkeypatch.setattr(flops, "_matmul_tf32", lambda: False)
+    assert flops.peak_flops("NVIDIA A100-SXM4-40GB", "32-true") == pytest.approx(19.5e12)
+    monkeypatch.setattr(flops, "_matmul_tf32", lambda: True)
+    assert flops.peak_flops("NVIDIA A100-SXM4-40GB", "32-true") == pytest.approx(156e12)
+
+
+def test_matmul_tf32_follows_torch_setting():
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("high")
+        assert flops._matmul_tf32()
+        torch.set_float32_matmul_precision("highest")
+        assert not flops._matmul_tf32()
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 @pytest.mark.parametrize("train_precision, tf32, column", [
@@ -232,18 +252,3 @@ def test_bf16_matmul_reaches_a_plausible_share_of_the_table_peak():
     achieved = reps * 2 * n ** 3 / (start.elapsed_time(end) / 1e3)
     assert 0.2 * peak < achieved < peak
 
-
-def test_utilisation_keys_present_only_when_measurable():
-    overrides, T, macs = HAND["transformer"]
-    cfg, spec = setup(*overrides, "train.precision=bf16-mixed")
-    got = flops.utilisation(cfg, spec, 1000.0, "NVIDIA H100 80GB HBM3")
-    assert got["flops_per_s"] == pytest.approx(1000.0 * per_token(macs, T))
-    assert got["mfu"] == pytest.approx(got["flops_per_s"] / 989.5e12)
-    assert set(flops.utilisation(cfg, spec, 1000.0, None)) == {"tokens_per_s", "flops_per_s"}  # CPU
-    assert set(flops.utilisation(cfg, spec, 1000.0, "NVIDIA A10G")) == {"tokens_per_s", "flops_per_s"}
-    cfg32, _ = setup(*overrides)
-    assert flops.utilisation(cfg32, spec, 1.0, "NVIDIA A100-SXM4-40GB", tf32=True)["mfu"] == pytest.approx(
-        per_token(macs, T) / 156e12)
-    cfg = build_config({}, ["task=sentiment", "model=lstm", "tracking.wandb=off"])
-    padded = TaskSpec(OutputKind.CLASS, n_classes=3, causal=False, vocab_size=200, pad_id=0)
-    assert flops.utilisation(cfg, padded, 5.0, "NVIDIA H100 80GB HBM3") == {"tokens_per_s": 5.0}

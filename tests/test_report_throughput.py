@@ -60,7 +60,7 @@ def test_dashboard_shows_the_panel_from_results_json(tmp_path):
     dist = {"model.name": CategoricalDistribution(["lstm", "gru"])}
     for i, (m, tps) in enumerate((("lstm", 1234.0), ("gru", 4321.0))):
         write_run(out_dir, f"r{i}", final={"val/acc": 0.5}, baseline={"val/acc": 0.25}, model=m,
-                  extra={"tokens_per_s": tps, "flops_per_s": tps * 1e6, "mfu": None})
+                  extra={"tokens_per_s": tps, "model_flops_per_s": tps * 1e6, "mfu": None})  # the run's key
         add_trial(study, {"model.name": m}, dist, state=TrialState.COMPLETE, values=[0.5],
                   attrs={"run_ids": [f"r{i}"], "seeds": [0], "per_seed": [0.5], "mean": 0.5, "std": 0.0})
     report = build_report(study, "journal", tmp_path / "report", out_dir)
