@@ -117,7 +117,7 @@ def test_worker_sees_only_its_gpu(tmp_path):
     spec.write_text("base: {task: {name: copy, n_symbols: 2, alphabet: 3, delay: 4}, model: {name: lstm, "
                     "d_model: 16}, train: {max_steps: 2, val_every: 2, val_batches: 1, batch_size: 4}, "
                     "eval: {test: false}, tracking: {wandb: 'off'}}\nmethod: grid\n"
-                    "metric: {name: val/acc, goal: maximize}\nparameters: {seed: {values: [0, 1]}}\n")
+                    "metric: {name: val/acc, goal: maximize}\nparameters: {optim.lr: {values: [0.001, 0.002]}}\n")
     r = run_cli("sweep", str(spec), "--workers", "2", "--devices", "0", "--out-dir", str(tmp_path / "o"))
     assert r.returncode == 0, r.stderr
     assert "CUDA_VISIBLE_DEVICES per worker: " in r.stdout
