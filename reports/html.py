@@ -105,6 +105,10 @@ def sections(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.D
             if m in set(curves["metric"]):
                 s.items.append((m, F.fig_learning_curves(curves, runs, m, color)))
         out.append(s)
+    out.append(Section("Throughput and utilisation", "Training tokens per second of each configuration (mean ± std "
+                       "over its runs) and, on a GPU, model FLOPs utilisation: analytic training FLOPs per token "
+                       "(bench/flops.py) times tokens/s, over the device's dense peak for the precision.",
+                       F.throughput_items(runs)))
     out.append(Section("Optuna views", "Optuna's own plots over the completed trials (trial value = mean over "
                        "seeds).", optuna_figures(df, info.objectives)))
     if not diag.empty:

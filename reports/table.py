@@ -11,7 +11,8 @@ disk), so anything a figure shows can be checked against the table. Columns:
 - ``status`` (results.json status: completed/diverged/interrupted; ``incomplete`` when the run
   folder has no results.json yet; ``not-started`` for a trial without runs), ``diverged``, ``solved``
 - ``final.<key>``, ``best.<key>``, ``baseline.<key>`` from results.json
-- ``steps``, ``train_time_s``, ``wall_time_s``, ``n_params``, ``samples_per_s``, ``task``, ``model``
+- ``steps``, ``train_time_s``, ``wall_time_s``, ``n_params``, ``samples_per_s``, ``task``, ``model``,
+  ``tokens_per_s``, ``flops_per_s`` or ``model_flops_per_s``, ``mfu`` (throughput; absent in older runs)
 - ``trial_wall_s``, ``fail_reason`` (or the prune reason)
 
 A trial that started no run (WAITING, RUNNING before its first seed, a FAIL before training) still
@@ -37,7 +38,7 @@ OBJ = "objective:"
 TRIAL_VALUE = "trial_value:"
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
 _RUN_SCALARS = ("steps", "train_time_s", "wall_time_s", "n_params", "samples_per_s", "task", "model",
-                "solved", "reason")
+                "solved", "reason", "tokens_per_s", "flops_per_s", "model_flops_per_s", "mfu")
 
 
 @dataclass(frozen=True)

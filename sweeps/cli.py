@@ -35,6 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "or sets per model/task is refused")
     sp.add_argument("--trials", type=int, help="budget (grid: run the first N points)")
     sp.add_argument("--workers", type=int, default=1, help="local worker processes sharing the study")
+    sp.add_argument("--devices", type=parse_devices, help="CUDA device indices for the workers, e.g. 0,1 "
+                    "(round-robin, several workers per device; default: every visible CUDA device)")
     sp.add_argument("--storage", help="journal file path, journal:///path, or postgresql://... / mysql://... "
                     "(default: <out_dir>/optuna.journal)")
     sp.add_argument("--study", help="study name (default: the spec file's stem)")
@@ -45,6 +47,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     sp.add_argument("--print-config", action="store_true", help="print the resolved spec (its base with the "
                     "overrides applied, --trials included) as YAML and exit")
     sp.set_defaults(func=cmd_sweep, argv=None)
+
+
+def parse_devices(text: str) -> list[int]:
+    """``--devices 0,1`` -> [0, 1] (indices as this process numbers its CUDA devices)."""
+    try:
+        return [int(d) for d in text.split(",")]
+    except ValueError:
+        raise UserError(f"--devices: {text!r} is not a list of device indices; give e.g. 0,1") from None
 
 
 def _spec_threads(spec) -> int:
@@ -71,7 +81,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from seqbench.bench.tracking import check_writable
     from seqbench.sweeps import spec_path
     from seqbench.sweeps.progress import summary
-    from seqbench.sweeps.runner import Job, counts_as_done, open_study, optuna_quiet, run_workers, worker
+    from seqbench.sweeps.runner import (Job, counts_as_done, open_study, optuna_quiet, placement, run_workers,
+                                        visible_cuda_devices, worker)
     from seqbench.sweeps.spec import resolve_spec
     from seqbench.sweeps.storage import check_scheme, describe, redact
 
@@ -87,6 +98,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.print_config:
         print(yaml.safe_dump(spec.to_dict(), sort_keys=False), end="")
         return 0
+    devices = placement(args.workers, args.devices, visible_cuda_devices())
     optuna_quiet()
     out_dir = str(args.out_dir or spec.base.get("out_dir") or "outputs")
     # Each worker keeps train.threads (default 1: small recurrent models ran 2.7-12x slower with 2
@@ -107,11 +119,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
           + f"; storage {describe(args.storage, out_dir)}", flush=True)
     if spec.question:
         print(f"question: {spec.question}", flush=True)
-    if args.workers == 1:
+    if devices[0] is not None:
+        print("CUDA_VISIBLE_DEVICES per worker: " + ", ".join(devices), flush=True)
+    if args.workers == 1 and args.devices is None:
         worker(job, study)
         status = 0
-    else:
-        status = run_workers(job, args.workers)
+    else:  # --devices with one worker: a process of its own, so the device choice is exact
+        status = run_workers(job, args.workers, devices)
     study = open_study(job, spec, coordinator=False)
     print(summary(study.get_trials(deepcopy=False), spec))
     print(f"runs under {Path(out_dir) / 'runs'}; dashboard: {report_hint(job.study, out_dir, args.storage)}")

@@ -1,0 +1,246 @@
+"""Analytic training FLOPs per token and dense peak FLOP/s per GPU: the two halves of MFU.
+
+    mfu = tokens_per_s * flops_per_token(cfg, spec) / peak_flops(device_name, precision)
+
+Conventions (nanoGPT / PaLM appendix B, Chowdhery et al. 2022):
+- only multiply-accumulates of matrix products and convolutions count, one MAC = 2 FLOPs;
+  element-wise work (activations, gates' sigmoid/tanh products, norms, softmax, biases,
+  dropout, the optimizer) is left out, and embedding lookups cost nothing (one-hot inputs
+  are real dense products and do count);
+- a training step is forward + backward = 3x the forward FLOPs (backward: one product for the
+  input gradient and one for the weight gradient per forward product), so a model with N
+  matmul parameters costs about 6N per token, plus attention's 12 * n_layers * d_model * T;
+- attention scores and the weighted sum count every (query, key) pair: causal masks are not
+  halved (PaLM's convention; fused kernels skip about half of that work, so MFU of a causal
+  model is a little flattering at long T);
+- a "token" is one input position: a step processes ``train.batch_size * task.seq_len()``
+  tokens. Pooled heads (one output per sequence) are spread over the sequence's positions,
+  and an encoder-decoder's decoder and cross-attention over its source positions.
+
+``flops_per_token`` returns None where the count would not be honest: a model without a
+counter here, or a task whose batches are padded to a per-batch length (``pad_id`` outside
+the fixed seq2seq layout), where the work per token depends on the batch.
+
+``peak_flops`` is a table of dense (not 2:4-sparse) vendor peaks; None for a device or
+precision it does not know (CPUs included): MFU is then left out, never guessed.
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Callable
+
+from seqbench.bench.contract import OutputKind, TaskSpec
+
+if TYPE_CHECKING:
+    from seqbench.bench.config import RunConfig
+
+FLOPS_PER_MAC = 2
+TRAIN_MULTIPLIER = 3  # forward + backward (twice the forward)
+GATES = {"rnn": 1, "irnn": 1, "lstm": 4, "gru": 3}  # weight blocks per recurrent cell (i,f,g,o / r,z,n)
+
+
+# -- forward MACs per sequence, per architecture ---------------------------------------------
+
+def _input_width(model, vocab: int | None, input_dim: int | None) -> int:
+    """Width of what the first layer multiplies (mirrors ``models.base.InputEncoder``)."""
+    if vocab is None:
+        return input_dim or 1
+    return vocab if model.embedding == "onehot" else model.d_model
+
+
+def _rnn_stack(d_in: int, hidden: int, n_layers: int, gates: int, directions: int = 1) -> int:
+    """MACs per position of a stacked (bi)RNN: each cell multiplies input and hidden state by
+    ``gates`` blocks of ``hidden`` rows; layers above the first read ``directions * hidden``."""
+    total = 0
+    for layer in range(n_layers):
+        width = d_in if layer == 0 else directions * hidden
+        total += directions * gates * hidden * (width + hidden)
+    return total
+
+
+def _head(spec: TaskSpec, d: int, T: int, pooling: str) -> int:
+    """MACs per sequence of the output head (per position for TOKENS, once for pooled heads)."""
+    if spec.output_kind is OutputKind.TOKENS:
+        return T * d * spec.n_classes
+    attention_pool = 2 * T * d if pooling == "attention" else 0  # scores h @ q, then the weighted sum
+    return d * spec.n_classes + attention_pool
+
+
+def _transformer_layer(d: int, d_ff: int, T: int, keys: int) -> int:
+    """Self-attention layer over T queries and ``keys`` keys: q, k, v, out projections (4 d^2),
+    the two feed-forward products (2 d d_ff), scores and weighted sum (2 * keys * d per query)."""
+    return T * (4 * d * d + 2 * d * d_ff) + 2 * T * keys * d
+
+
+def _recurrent(cfg: "RunConfig", spec: TaskSpec, T: int) -> int:
+    m = cfg.model
+    dirs = 2 if m.bidirectional else 1
+    d_in = _input_width(m, spec.vocab_size, spec.input_dim)
+    body = T * _rnn_stack(d_in, m.d_model, m.n_layers, GATES[m.name], dirs)
+    return body + _head(spec, dirs * m.d_model, T, spec.pooling)
+
+
+def _transformer(cfg: "RunConfig", spec: TaskSpec, T: int) -> int:
+    m = cfg.model
+    d, d_in = m.d_model, _input_width(m, spec.vocab_size, spec.input_dim)
+    proj = T * d_in * d if d_in != d else 0
+    return proj + m.n_layers * _transformer_layer(d, m.ff_width(), T, T) + _head(spec, d, T, spec.pooling)
+
+
+def _tcn(cfg: "RunConfig", spec: TaskSpec, T: int) -> int:
+    m = cfg.model
+    d, k = m.d_model, m.kernel_size
+    total = 0
+    for level in range(m.n_levels):
+        c_in = _input_width(m, spec.vocab_size, spec.input_dim) if level == 0 else d
+        skip = c_in * d if c_in != d else 0  # 1x1 conv on the residual path
+        total += T * (k * c_in * d + k * d * d + skip)
+    return total + _head(spec, d, T, spec.pooling)
+
+
+def _rnn_seq2seq(cfg: "RunConfig", spec: TaskSpec, S: int) -> int:
+    m = cfg.model
+    H, g, T = m.d_model, GATES[m.cell], _target_len(cfg)
+    src = _input_width(m, spec.vocab_size, None)
+    tgt = _input_width(m, spec.n_classes, None) + (H if m.attention == "bahdanau" else 0)  # context fed in
+    total = S * _rnn_stack(src, H, m.n_layers, g) + T * _rnn_stack(tgt, H, m.n_layers, g)
+    if m.attention == "dot":
+        total += T * (2 * S * H)  # scores and weighted sum
+    elif m.attention == "bahdanau":
+        total += S * H * H + T * (H * H + S * H + S * H)  # keys once; query, v . tanh(q + k), weighted sum
+    if m.attention != "none":
+        total += T * 2 * H * H  # the attentional state tanh(W [h; c])
+    return total + T * H * spec.n_classes
+
+
+def _transformer_seq2seq(cfg: "RunConfig", spec: TaskSpec, S: int) -> int:
+    m = cfg.model
+    d, d_ff, L, T = m.d_model, m.ff_width(), m.n_layers, _target_len(cfg)
+    src, tgt = _input_width(m, spec.vocab_size, None), _input_width(m, spec.n_classes, None)
+    proj = (S * src * d if src != d else 0) + (T * tgt * d if tgt != d else 0)
+    encoder = L * _transformer_layer(d, d_ff, S, S)
+    cross = T * 2 * d * d + S * 2 * d * d + 2 * T * S * d  # q and out on targets, k and v on the memory
+    decoder = L * (_transformer_layer(d, d_ff, T, T) + cross)
+    return proj + encoder + decoder + T * d * spec.n_classes
+
+
+def _target_len(cfg: "RunConfig") -> int:
+    """Decoder positions of the synthetic seq2seq layout: the target, then <eos>."""
+    return cfg.task.seq_len() + 1
+
+
+COUNTERS: dict[str, Callable[["RunConfig", TaskSpec, int], int]] = {
+    "rnn": _recurrent, "irnn": _recurrent, "lstm": _recurrent, "gru": _recurrent,
+    "transformer": _transformer, "tcn": _tcn,
+    "seq2seq": _rnn_seq2seq, "transformer_seq2seq": _transformer_seq2seq,
+}
+
+
+def forward_macs(cfg: "RunConfig", spec: TaskSpec) -> int | None:
+    """Multiply-accumulates of one forward pass over one training sequence, or None (see module doc)."""
+    from seqbench.tasks.synthetic.seq2seq import Seq2SeqTaskConfig
+
+    counter = COUNTERS.get(cfg.model.name)
+    if counter is None:
+        return None
+    if spec.pad_id is not None and not isinstance(cfg.task, Seq2SeqTaskConfig):
+        return None  # padded to each batch's longest sequence: the cost per token varies by batch
+    if spec.output_kind is OutputKind.SEQ2SEQ and not isinstance(cfg.task, Seq2SeqTaskConfig):
+        return None  # a target length this module does not know
+    return counter(cfg, spec, cfg.task.seq_len())
+
+
+def flops_per_token(cfg: "RunConfig", spec: TaskSpec) -> float | None:
+    """Training (forward + backward) FLOPs per input token, or None where not countable."""
+    macs = forward_macs(cfg, spec)
+    if macs is None:
+        return None
+    return float(TRAIN_MULTIPLIER * FLOPS_PER_MAC * macs / cfg.task.seq_len())
+
+
+# -- device peaks ---------------------------------------------------------------------------
+
+# Dense peak TFLOP/s by precision, from the vendors' datasheets (sparsity figures halved where a
+# sheet gives only those, marked "*"). fp32 = CUDA-core FP32 (what PyTorch uses by default);
+# tf32 = tensor cores for fp32 matmuls (torch.backends.cuda.matmul.allow_tf32 / set_float32_matmul_precision
+# ('high')); bf16/fp16 = tensor cores with fp32 accumulation (what autocast uses). Matched on
+# torch.cuda.get_device_name() (lower-cased) by the first pattern that matches: specific names first.
+#   H100 SXM5, H100 NVL, H100 PCIe: NVIDIA H100 Tensor Core GPU datasheet (TF32 989*/835*/756*,
+#     BF16/FP16 1979*/1671*/1513*, FP32 67/60/51).
+#   H200 SXM, H200 NVL: NVIDIA H200 datasheet (TF32 989*/835*, BF16/FP16 1979*/1671*, FP32 67/60).
+#   A100 (SXM and PCIe, 40 and 80 GB): NVIDIA A100 datasheet (FP32 19.5, TF32 156, BF16/FP16 312).
+#   L40S: NVIDIA L40S datasheet (FP32 91.6, TF32 366*, BF16/FP16 733*).
+#   L40: NVIDIA L40 datasheet (FP32 90.5, TF32 181*, BF16/FP16 362*).
+#   L4: NVIDIA L4 datasheet (FP32 30.3, TF32 120*, BF16/FP16 242*).
+#   A10: NVIDIA A10 datasheet (FP32 31.2, TF32 62.5, BF16/FP16 125). The AWS A10G is a different
+#     part with no public vendor datasheet: unknown (None) rather than borrowed.
+#   V100 SXM2/SXM3, V100 PCIe, V100S PCIe: NVIDIA V100 datasheet (FP32 15.7/14/16.4, tensor FP16
+#     125/112/130); no TF32 or BF16 tensor cores.
+#   T4: NVIDIA T4 datasheet (FP32 8.1, mixed FP16 65); no TF32 or BF16 tensor cores.
+#   RTX 4090: NVIDIA Ada Lovelace architecture whitepaper, GeForce RTX 4090 column (FP32 82.6,
+#     TF32 82.6, BF16/FP16 with FP32 accumulate 165.2).
+#   RTX 3090: NVIDIA Ampere GA102 whitepaper, GeForce RTX 3090 column (FP32 35.6, TF32 35.6,
+#     BF16/FP16 with FP32 accumulate 71).
+PEAK_TFLOPS: tuple[tuple[str, dict[str, float]], ...] = (
+    (r"h100.*nvl", {"fp32": 60.0, "tf32": 417.5, "bf16": 835.5, "fp16": 835.5}),
+    (r"h100.*pcie", {"fp32": 51.0, "tf32": 378.0, "bf16": 756.5, "fp16": 756.5}),
+    (r"h100", {"fp32": 67.0, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5}),  # SXM5 ("H100 80GB HBM3")
+    (r"h200.*nvl", {"fp32": 60.0, "tf32": 417.5, "bf16": 835.5, "fp16": 835.5}),
+    (r"h200", {"fp32": 67.0, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5}),
+    (r"a100", {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}),
+    (r"l40s", {"fp32": 91.6, "tf32": 183.0, "bf16": 366.5, "fp16": 366.5}),
+    (r"l40\b", {"fp32": 90.5, "tf32": 90.5, "bf16": 181.0, "fp16": 181.0}),
+    (r"l4\b", {"fp32": 30.3, "tf32": 60.0, "bf16": 121.0, "fp16": 121.0}),
+    (r"a10g", {}),
+    (r"a10\b", {"fp32": 31.2, "tf32": 62.5, "bf16": 125.0, "fp16": 125.0}),
+    (r"v100s", {"fp32": 16.4, "fp16": 130.0}),
+    (r"v100.*pcie", {"fp32": 14.0, "fp16": 112.0}),
+    (r"v100.*sxm", {"fp32": 15.7, "fp16": 125.0}),
+    (r"\bt4\b", {"fp32": 8.1, "fp16": 65.0}),
+    (r"rtx 4090", {"fp32": 82.6, "tf32": 82.6, "bf16": 165.2, "fp16": 165.2}),
+    (r"rtx 3090", {"fp32": 35.6, "tf32": 35.6, "bf16": 71.0, "fp16": 71.0}),
+)
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+
+
+def peak_flops(device_name: str, precision: str) -> float | None:
+    """Dense peak FLOP/s of ``device_name`` (as torch.cuda.get_device_name() spells it) at
+    ``precision``, or None when the table does not know it. ``precision`` is a table column (fp32,
+    tf32, bf16, fp16) or a Lightning ``train.precision`` (``bf16-mixed``, ``32-true``, ...), read in
+    the process that trains: ``32-true`` is tf32 when fp32 matmuls may use TF32 there."""
+    if precision not in PRECISIONS:
+        column = peak_precision(precision, _matmul_tf32())
+        if column is None:
+            return None
+        precision = column
+    name = device_name.lower()
+    for pattern, peaks in PEAK_TFLOPS:
+        if re.search(pattern, name):
+            tflops = peaks.get(precision)
+            return None if tflops is None else tflops * 1e12
+    return None
+
+
+LIGHTNING_PRECISIONS = {"bf16-mixed": "bf16", "bf16-true": "bf16", "16-mixed": "fp16", "16-true": "fp16",
+                        "32-true": "fp32", "64-true": None,
+                        "bf16": "bf16", "16": "fp16", "32": "fp32", "64": None}  # Lightning 1.x short names
+
+
+def peak_precision(train_precision: str, tf32: bool) -> str | None:
+    """The table column for a Lightning ``train.precision``; ``tf32`` is whether fp32 matmuls may run
+    on tensor cores in this process. None for 64-true (no fp64 column)."""
+    if train_precision not in LIGHTNING_PRECISIONS:
+        raise ValueError(f"precision: {train_precision!r}; choose one of {', '.join(PRECISIONS)} "
+                         f"or {', '.join(LIGHTNING_PRECISIONS)}")
+    column = LIGHTNING_PRECISIONS[train_precision]
+    return "tf32" if column == "fp32" and tf32 else column
+
+
+def _matmul_tf32() -> bool:
+    """Whether fp32 matmuls may use TF32 here (``torch.set_float32_matmul_precision('high')`` or
+    ``torch.backends.cuda.matmul.allow_tf32``). cuDNN's own flag (RNNs, convolutions) defaults to on,
+    so fp32 recurrent and TCN runs may run TF32 kernels against the fp32 peak: their MFU flatters."""
+    import torch
+
+    return torch.get_float32_matmul_precision() != "highest" or torch.backends.cuda.matmul.allow_tf32
+
