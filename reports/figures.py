@@ -376,7 +376,7 @@ def throughput_items(df: pd.DataFrame) -> list[tuple[str, Any]]:
     shown = t.rename(columns={"tokens_per_s mean": "tokens/s", "flops_per_s mean": "achieved FLOP/s",
                               "mfu mean": "MFU"})
     def fmt(m: float, s: float) -> str:  # throughput is a measurement of speed: mean ± std over runs
-        return "–" if m != m else f"{m:.4g}" + ("" if s != s else f" ± {s:.2g}")
+        return "–" if m != m else f"{m:.4g}" + (" (one run)" if s != s else f" ± {s:.2g}")
 
     shown["tokens/s"] = [fmt(m, s) for m, s in zip(t["tokens_per_s mean"], t["tokens_per_s std"])]
     shown["achieved FLOP/s"] = ["–" if v != v else f"{v:.3g}" for v in t["flops_per_s mean"]]
