@@ -57,6 +57,7 @@ class TrainClock(pl.Callback):
         self.process_train_s = 0.0  # this process, validation excluded
         self.process_first_step = 0
         self._since: float | None = None  # start of the running training segment
+        self._fitting = False
 
     # -- what the run reports ---------------------------------------------------------------
     @property
@@ -80,20 +81,23 @@ class TrainClock(pl.Callback):
     # -- hooks --------------------------------------------------------------------------------
     def on_train_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
         self.process_first_step = trainer.global_step
+        self._fitting = True
         self._since = time.perf_counter()
 
     def on_validation_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
         self._pause()
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: Any) -> None:
-        if trainer.training:  # a validation inside fit; the final one after fit keeps the clock stopped
+        if self._fitting:  # a validation inside fit; the final one after fit keeps the clock stopped
             self._since = time.perf_counter()
 
     def on_train_end(self, trainer: pl.Trainer, pl_module: Any) -> None:
         self._pause()
+        self._fitting = False
 
     def on_exception(self, trainer: pl.Trainer, pl_module: Any, exception: BaseException) -> None:
         self._pause()
+        self._fitting = False
 
     # -- checkpoint (weights_only-safe: plain floats) -------------------------------------------
     def state_dict(self) -> dict[str, float]:
@@ -262,6 +266,7 @@ class GracefulStop(RunStopper):
     def __init__(self, checkpoint: AtomicCheckpoint):
         self.checkpoint = checkpoint
         self.signal_name: str | None = None
+        self._installed = False
 
     @contextmanager
     def installed(self) -> Iterator[None]:
@@ -270,19 +275,27 @@ class GracefulStop(RunStopper):
             yield
             return
         previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-
-        def handle(signum: int, frame: Any) -> None:
-            if self.signal_name is not None:
-                raise KeyboardInterrupt
-            self.signal_name = signal.Signals(signum).name
-
         for s in previous:
-            signal.signal(s, handle)
+            signal.signal(s, self._handle)
+        self._installed = True
         try:
             yield
         finally:
+            self._installed = False
             for s, h in previous.items():
                 signal.signal(s, h)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.signal_name is not None:
+            raise KeyboardInterrupt
+        self.signal_name = signal.Signals(signum).name
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        # Lightning's own SIGTERM handler (installed by fit, removed at its teardown) raises
+        # SIGTERMException at the next step end or in the middle of a validation, before any
+        # checkpoint of that step: ours takes SIGTERM back for the rest of fit
+        if self._installed and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._handle)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         asked = self.signal_name is not None
@@ -294,3 +307,11 @@ class GracefulStop(RunStopper):
             self.checkpoint.save(trainer)
             self.stop(trainer, "interrupted", f"{self.signal_name or 'a signal'} at step {trainer.global_step}; "
                       f"checkpoint saved")
+            # leave fit now: a plain should_stop would first run a validation at this step, a metrics row
+            # the uninterrupted run never has (and a wait the user did not ask for)
+            raise StopNow(self.stop_reason)
+
+
+class StopNow(Exception):
+    """Raised by ``GracefulStop`` after its checkpoint to end ``fit`` at once; ``bench.train.fit``
+    catches it and records the run as interrupted."""

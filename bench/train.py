@@ -19,7 +19,7 @@ import pytorch_lightning as pl
 import torch
 
 from seqbench.bench.callbacks import (AtomicCheckpoint, DeviceFacts, DivergenceStop, GracefulStop, ProgressPrinter,
-                                      ResultsWriter, RunStopper, TrainClock)
+                                      ResultsWriter, RunStopper, StopNow, TrainClock)
 from seqbench.bench.config import RunConfig, load_config
 from seqbench.bench.diagnostics import GradientDiagnostics
 from seqbench.bench.distributed import check_shared_run_id, launch, needs_launch
@@ -220,6 +220,8 @@ def fit(trainer: pl.Trainer, module: SeqModule, parts: Parts, ckpt: Path | None)
             trainer.fit(module, ckpt_path=ckpt, weights_only=True if ckpt is not None else None)
             if trainer.interrupted:
                 status, reason = "interrupted", "KeyboardInterrupt"
+        except StopNow:  # a signal: checkpoint written at this step; the stopper names the reason below
+            pass
         except KeyboardInterrupt:
             status, reason = "interrupted", "KeyboardInterrupt"
         except SystemExit:  # Lightning's shutdown after a second Ctrl-C exits; keep the record

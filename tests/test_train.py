@@ -6,6 +6,7 @@ import json
 import os
 import re
 import sys
+import time
 
 import pytest
 import pytorch_lightning as pl
@@ -207,3 +208,17 @@ def _seq_len(r) -> int:
     from seqbench.bench.config import validate
 
     return validate(r["config"]).task.seq_len()
+
+
+def test_train_time_counts_training_steps_and_excludes_validation(out_dir):
+    class Slow(pl.Callback):
+        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+            time.sleep(0.05)  # 6 steps: >= 0.3 s of training
+
+        def on_validation_batch_end(self, trainer, module, outputs, batch, batch_idx, dataloader_idx=0):
+            time.sleep(0.2)  # 3 validations of one batch: >= 0.6 s that training time must not include
+
+    r = run(small(out_dir, "train.max_steps=6", "train.val_every=2", "eval.test=false"), callbacks=[Slow()],
+            progress=False)
+    assert 0.3 <= r["train_time_s"] <= r["wall_time_s"] - 0.6
+    assert r["final"]["time/train_s"] == pytest.approx(r["train_time_s"], abs=1e-3)
