@@ -222,3 +222,16 @@ def test_train_time_counts_training_steps_and_excludes_validation(out_dir):
             progress=False)
     assert 0.3 <= r["train_time_s"] <= r["wall_time_s"] - 0.6
     assert r["final"]["time/train_s"] == pytest.approx(r["train_time_s"], abs=1e-3)
+
+
+def test_closing_line_shows_only_measured_speed_facts():
+    from seqbench.bench.train import speed_summary
+
+    base = {"steps": 10, "train_time_s": 2.0, "wall_time_s": 3.0, "samples_per_s": 320.0, "tokens_per_s": 6400.0,
+            "device": "cpu", "precision": "32-true", "world_size": 1}
+    line = speed_summary(base)
+    assert line == "10 steps in 2.0s training (3.0s wall), 320 samples/s, 6.4k tokens/s, on cpu (32-true)"
+    assert "FLOP/s" not in line and "MFU" not in line
+    gpu = speed_summary({**base, "device": "cuda:0", "device_name": "NVIDIA H100", "precision": "bf16-mixed",
+                         "world_size": 2, "model_flops_per_s": 2.5e14, "mfu": 0.126})
+    assert gpu.endswith("250TFLOP/s, MFU 12.6%, on NVIDIA H100 x2 (bf16-mixed)")
