@@ -100,9 +100,18 @@ class Results(TypedDict, total=False):
     steps: int
     wall_time_s: float
     train_time_s: float
-    samples_per_s: float | None
+    samples_per_s: float | None  # over training time (validation excluded), summed over resumed processes
+    tokens_per_s: float  # batch_size * seq_len per step and process, over training time
+    model_flops_per_token: float  # analytic forward+backward FLOPs per token (bench.flops); absent if uncounted
+    model_flops_per_s: float  # achieved: model_flops_per_token * tokens_per_s
+    mfu: float  # model_flops_per_s / the device's dense peak for the precision (GPU only)
     n_params: int
-    device: str
+    # where it trained, read during training (Lightning moves the module back to the CPU at teardown)
+    device: str  # "cpu", "cuda:0", ...
+    device_name: str  # torch.cuda.get_device_name(), or the CPU's name
+    precision: str  # the trainer's precision, e.g. "32-true", "bf16-mixed"
+    world_size: int
+    num_nodes: int
     extras: dict[str, Any]  # task extras (a generated text sample ...)
     config: dict[str, Any]  # the resolved RunConfig
 

@@ -1,13 +1,23 @@
-"""Lightning callbacks the harness always installs: results rows, progress lines, divergence."""
+"""Lightning callbacks the harness always installs: results rows, progress lines, training clock,
+where the run trained, divergence, graceful stop on a signal, atomic checkpoints.
+
+Callbacks that can end a run early derive from ``RunStopper``: ``bench.train`` records the first
+one that stopped the run (its ``stop_status`` and ``stop_reason``) in results.json.
+"""
 from __future__ import annotations
 
 import math
 import os
+import platform
+import signal
 import sys
+import threading
 import time
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import pytorch_lightning as pl
+import torch
 
 from seqbench.bench.tracking import RunTracker
 
@@ -19,84 +29,289 @@ def _lr(trainer: pl.Trainer) -> float:
         return float("nan")
 
 
-class ResultsWriter(pl.Callback):
-    """One ``metrics.csv`` row per validation; keeps the history for ``best``."""
+class RunStopper(pl.Callback):
+    """A callback that may end the run early and says why (``diverged``, ``pruned``, ``interrupted``).
 
-    def __init__(self, tracker: RunTracker):
-        self.tracker = tracker
-        self.t0 = time.perf_counter()
-        self.last_step = -1
+    ``stop`` asks the Trainer to stop after this step and keeps the first status and reason;
+    ``bench.train`` reads them off every ``RunStopper`` it was given, so a new kind of stop needs no
+    change there.
+    """
+
+    stop_status: str | None = None
+    stop_reason: str | None = None
+
+    def stop(self, trainer: pl.Trainer, status: str, reason: str) -> None:
+        if self.stop_status is None:
+            self.stop_status, self.stop_reason = status, reason
+        trainer.should_stop = True
+
+
+class TrainClock(pl.Callback):
+    """Training time (validation excluded) and wall time, carried across resumed processes in the
+    checkpoint, plus what this process alone did (for its steps/s and ETA)."""
+
+    def __init__(self, process_start: float | None = None) -> None:
+        self.carried_train_s = 0.0  # from earlier processes of this run (checkpoint)
+        self.carried_wall_s = 0.0
+        self.process_start = time.perf_counter() if process_start is None else process_start  # perf_counter time
+        self.process_train_s = 0.0  # this process, validation excluded
+        self.process_first_step = 0
+        self._since: float | None = None  # start of the running training segment
+        self._fitting = False
+
+    # -- what the run reports ---------------------------------------------------------------
+    @property
+    def train_s(self) -> float:
+        return self.carried_train_s + self.this_process_train_s
+
+    @property
+    def wall_s(self) -> float:
+        return self.carried_wall_s + time.perf_counter() - self.process_start
+
+    @property
+    def this_process_train_s(self) -> float:
+        running = time.perf_counter() - self._since if self._since is not None else 0.0
+        return self.process_train_s + running
+
+    def _pause(self) -> None:
+        if self._since is not None:
+            self.process_train_s += time.perf_counter() - self._since
+            self._since = None
+
+    # -- hooks --------------------------------------------------------------------------------
+    def on_train_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
+        self.process_first_step = trainer.global_step
+        self._fitting = True
+        self._since = time.perf_counter()
+
+    def on_validation_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
+        self._pause()
+
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: Any) -> None:
+        if self._fitting:  # a validation inside fit; the final one after fit keeps the clock stopped
+            self._since = time.perf_counter()
+
+    def on_train_end(self, trainer: pl.Trainer, pl_module: Any) -> None:
+        self._pause()
+        self._fitting = False
+
+    def on_exception(self, trainer: pl.Trainer, pl_module: Any, exception: BaseException) -> None:
+        self._pause()
+        self._fitting = False
+
+    # -- checkpoint (weights_only-safe: plain floats) -------------------------------------------
+    def state_dict(self) -> dict[str, float]:
+        return {"train_s": self.train_s, "wall_s": self.wall_s}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.carried_train_s = float(state.get("train_s", 0.0))
+        self.carried_wall_s = float(state.get("wall_s", 0.0))
+
+
+def _cpu_name() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+class DeviceFacts(pl.Callback):
+    """Where training really ran, read at the start of training (Lightning moves the module back
+    to the CPU when ``fit`` ends, so reading ``module.device`` afterwards says ``cpu``)."""
+
+    def __init__(self) -> None:
+        self.facts: dict[str, Any] = {}
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
+        device = pl_module.device
+        name = torch.cuda.get_device_name(device) if device.type == "cuda" else (
+            _cpu_name() if device.type == "cpu" else None)
+        self.facts = {"device": str(device), "precision": str(trainer.precision),
+                      "world_size": trainer.world_size, "num_nodes": trainer.num_nodes}
+        if name:
+            self.facts["device_name"] = name
+
+
+class ResultsWriter(pl.Callback):
+    """One ``metrics.csv`` row per validation (train/loss: the mean since the previous row);
+    keeps the history for ``best`` and the last row for the progress line."""
+
+    def __init__(self, tracker: RunTracker, clock: TrainClock):
+        self.tracker, self.clock = tracker, clock
+        self.last_step = int(tracker.rows[-1]["step"]) if tracker.rows else -1
+        self.last_row: dict[str, Any] = {}
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: Any) -> None:
         if trainer.sanity_checking:
             return
         self.last_step = trainer.global_step  # every rank: run() decides on a final validation from it
+        train_loss = pl_module.train_loss.take_mean()  # every rank, so each keeps its own window
         if trainer.global_rank != 0:
             return
-        row: dict[str, Any] = {"step": trainer.global_step, "wall_s": round(time.perf_counter() - self.t0, 3),
-                               "lr": _lr(trainer)}
-        n = pl_module.train_loss_n
-        row["train/loss"] = pl_module.train_loss_sum / n if n else float("nan")
-        pl_module.train_loss_sum, pl_module.train_loss_n = 0.0, 0
+        row: dict[str, Any] = {"step": trainer.global_step, "wall_s": round(self.clock.wall_s, 3),
+                               "lr": _lr(trainer), "train/loss": train_loss}
         for k, v in trainer.callback_metrics.items():
             if k.startswith("val/"):
                 row[k] = float(v)
+        self.last_row = row
         self.tracker.log_eval(row)
 
 
-class ProgressPrinter(pl.Callback):
-    """One line per validation: step, losses, the task's metrics, baseline, speed."""
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
-    def __init__(self, label: str, max_steps: int, baseline: dict[str, float], stream=None):
+
+class ProgressPrinter(pl.Callback):
+    """One line per validation: step, the mean training loss since the previous line (the value
+    metrics.csv holds), validation metrics, the memoryless baseline, this process's training
+    steps/s (validation excluded) and an ETA at this process's overall pace."""
+
+    def __init__(self, label: str, max_steps: int, baseline: dict[str, float], writer: ResultsWriter,
+                 clock: TrainClock, stream=None):
         self.label, self.max_steps, self.baseline = label, max_steps, baseline
+        self.writer, self.clock = writer, clock
         self.stream = stream or sys.stdout
-        self.t0 = time.perf_counter()
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: Any) -> None:
         if trainer.sanity_checking or trainer.global_rank != 0:
             return
-        m = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
-        parts = [f"[{self.label}] step {trainer.global_step:>6}/{self.max_steps}",
-                 f"train/loss {pl_module.last_train_loss:.4f}"]
-        parts += [f"{k} {v:.4f}" for k, v in m.items()]
+        step = trainer.global_step
+        row = self.writer.last_row if self.writer.last_row.get("step") == step else {}
+        parts = [f"[{self.label}] step {step:>6}/{self.max_steps}",
+                 f"train/loss(mean) {row.get('train/loss', float('nan')):.4f}"]
+        parts += [f"{k} {v:.4f}" for k, v in row.items() if k.startswith("val/")]
         parts.append("baseline " + " ".join(f"{k} {v:.4f}" for k, v in self.baseline.items()))
-        dt = time.perf_counter() - self.t0
-        parts.append(f"{trainer.global_step / dt:.1f} steps/s" if dt > 0 else "")
-        print("  ".join(p for p in parts if p), file=self.stream, flush=True)
+        done = step - self.clock.process_first_step
+        train_s, wall_s = self.clock.this_process_train_s, time.perf_counter() - self.clock.process_start
+        if done > 0 and train_s > 0:
+            parts.append(f"{done / train_s:.1f} steps/s")
+            parts.append(f"ETA {_duration((self.max_steps - step) * wall_s / done)}")
+        print("  ".join(parts), file=self.stream, flush=True)
 
 
-class DivergenceStop(pl.Callback):
-    """Stop when the training loss is NaN/Inf or above ``bound``; records the reason."""
+class DivergenceStop(RunStopper):
+    """Stop when the training loss is NaN/Inf or above ``bound``.
+
+    The loss lives on the device (``module.LossMeter``) and reaches the host only every
+    ``trainer.log_every_n_steps`` steps (and at each validation), so a loss that diverges at step
+    k stops the run by step k + that interval; the reason names the steps it was seen in.
+    """
 
     def __init__(self, bound: float | None):
         self.bound = bound
-        self.reason: str | None = None
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        loss = pl_module.last_train_loss
-        if not math.isfinite(loss):
-            self.reason = f"non-finite training loss ({loss}) at step {trainer.global_step}"
-        elif self.bound is not None and loss > self.bound:
-            self.reason = f"training loss {loss:.4g} > train.diverge_loss={self.bound} at step {trainer.global_step}"
-        if self.reason:
-            trainer.should_stop = True
+        self._check(trainer, pl_module.train_loss)
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        pl_module.train_loss.sync()  # the last steps, which no interval read covered
+        self._check(trainer, pl_module.train_loss)
+
+    def _check(self, trainer: pl.Trainer, meter: Any) -> None:
+        worst, first, last = meter.take_worst()  # host values only: no device sync here
+        if worst is None:
+            return
+        where = f"step {last}" if first == last else f"steps {first}-{last}"
+        reason = None
+        if not math.isfinite(worst):
+            reason = f"non-finite training loss ({worst}) in {where}"
+        elif self.bound is not None and worst > self.bound:
+            reason = f"training loss {worst:.4g} > train.diverge_loss={self.bound} in {where}"
+        # every rank reads its loss at the same steps; they stop together or a collective hangs
+        if trainer.world_size > 1 and trainer.strategy.reduce_boolean_decision(reason is not None, all=False):
+            reason = reason or f"training loss diverged on another rank in {where}"
+        if reason:
+            self.stop(trainer, "diverged", reason)
 
 
 class AtomicCheckpoint(pl.Callback):
     """``last.ckpt`` every ``every`` steps, written to a temp file and renamed into place,
     so a kill mid-write never leaves a truncated checkpoint."""
 
-    def __init__(self, path, every: int):
+    def __init__(self, path, every: int | None):
         self.path, self.every = path, every
+        self.saved_step = -1
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         step = trainer.global_step
-        if step % self.every == 0 and step < trainer.max_steps:
+        if self.every and step % self.every == 0 and step < trainer.max_steps:
             self.save(trainer)
 
     def save(self, trainer: pl.Trainer) -> None:
+        if trainer.global_step == self.saved_step:
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.tmp")
         trainer.save_checkpoint(tmp)
         if trainer.global_rank == 0:
             os.replace(tmp, self.path)
+        self.saved_step = trainer.global_step
+
+
+class GracefulStop(RunStopper):
+    """Ctrl-C or SIGTERM during training: finish the current step, write the checkpoint, stop.
+
+    The handler only sets a flag; this callback acts on it at the end of a step, so the
+    checkpoint's step is the step at which the signal arrived and a resume trains no step twice.
+    A second signal raises ``KeyboardInterrupt`` at once (the user insists; nothing is saved).
+    Under several processes the ranks agree on stopping every ``trainer.log_every_n_steps``
+    steps (one collective there, none per step).
+    """
+
+    def __init__(self, checkpoint: AtomicCheckpoint):
+        self.checkpoint = checkpoint
+        self.signal_name: str | None = None
+        self._installed = False
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """Handle SIGINT/SIGTERM while the block runs (main thread only; elsewhere a no-op)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        for s in previous:
+            signal.signal(s, self._handle)
+        self._installed = True
+        try:
+            yield
+        finally:
+            self._installed = False
+            for s, h in previous.items():
+                signal.signal(s, h)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.signal_name is not None:
+            raise KeyboardInterrupt
+        self.signal_name = signal.Signals(signum).name
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        # Lightning's own SIGTERM handler (installed by fit, removed at its teardown) raises
+        # SIGTERMException at the next step end or in the middle of a validation, before any
+        # checkpoint of that step: ours takes SIGTERM back for the rest of fit
+        if self._installed and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._handle)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        asked = self.signal_name is not None
+        if trainer.world_size > 1:
+            if trainer.global_step % trainer.log_every_n_steps:
+                return
+            asked = trainer.strategy.reduce_boolean_decision(asked, all=False)
+        if asked:
+            self.checkpoint.save(trainer)
+            self.stop(trainer, "interrupted", f"{self.signal_name or 'a signal'} at step {trainer.global_step}; "
+                      f"checkpoint saved")
+            # leave fit now: a plain should_stop would first run a validation at this step, a metrics row
+            # the uninterrupted run never has (and a wait the user did not ask for)
+            raise StopNow(self.stop_reason)
+
+
+class StopNow(Exception):
+    """Raised by ``GracefulStop`` after its checkpoint to end ``fit`` at once; ``bench.train.fit``
+    catches it and records the run as interrupted."""

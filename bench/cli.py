@@ -149,8 +149,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if pm in final:
         print(f"  {pm} {final[pm]:.4f}  (memoryless baseline {base.get(pm, float('nan')):.4f})  "
               f"solved={r['solved']}")
-    print(f"  {r['steps']} steps in {r['train_time_s']:.1f}s ({r['samples_per_s']} samples/s), "
-          f"{r['n_params']:,} parameters")
+    from seqbench.bench.train import speed_summary
+
+    print(f"  {speed_summary(r)}, {r['n_params']:,} parameters")
     print(f"  results: {os.path.join(str(cfg.out_dir), 'runs', r['run_id'], 'results.json')}")
     return 0 if r["status"] in ("completed", "diverged") else 1
 

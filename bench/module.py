@@ -5,6 +5,7 @@ It never looks at the model's or the task's name: batches come from ``task.loade
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytorch_lightning as pl
@@ -18,6 +19,71 @@ from seqbench.models.base import build_model
 from seqbench.tasks.base import Batch, Task
 
 SPLITS = ("val", "test")
+CHECK_EVERY = 50  # steps between host reads of the training loss (divergence check, logger); capped at val_every
+
+
+class LossMeter:
+    """Training losses summed on the device, read to the host only when asked.
+
+    A ``float(loss)`` per step makes the host wait for the GPU every step, and a small model's step
+    on a GPU is then mostly that wait. ``add`` queues two tiny device ops; ``sync`` (every
+    ``CHECK_EVERY`` steps, at each validation and checkpoint) moves the window's sum and maximum
+    to the host in one transfer. ``take_mean`` is the metrics.csv ``train/loss`` (mean since the
+    previous row); ``take_worst`` feeds the divergence check (NaN stays NaN through the maximum).
+    """
+
+    def __init__(self) -> None:
+        self._sum: torch.Tensor | None = None  # device, this window
+        self._max: torch.Tensor | None = None
+        self._n = 0
+        self._steps: list[int] = []  # first and last step of the window
+        self.sum, self.n = 0.0, 0  # host, since the last take_mean
+        self.worst: float | None = None  # host, largest loss since the last take_worst
+        self.worst_steps = (0, 0)
+
+    def add(self, loss: torch.Tensor, step: int) -> None:
+        v = loss.detach().float()
+        if self._sum is None or self._max is None:
+            self._sum, self._max, self._steps = v, v, [step, step]
+        else:
+            self._sum, self._max = self._sum + v, torch.maximum(self._max, v)
+            self._steps[1] = step
+        self._n += 1
+
+    def sync(self) -> float | None:
+        """Move the device window to the host; returns the window's mean (None if it was empty)."""
+        if self._sum is None or self._max is None:
+            return None
+        s, m = torch.stack([self._sum, self._max]).tolist()  # the one host transfer
+        n, (first, last) = self._n, self._steps
+        self.sum, self.n = self.sum + s, self.n + n
+        if self.worst is None:
+            self.worst, self.worst_steps = m, (first, last)
+        else:
+            if math.isnan(m) or m > self.worst:
+                self.worst = m
+            self.worst_steps = (self.worst_steps[0], last)
+        self._sum, self._max, self._n = None, None, 0
+        return s / n
+
+    def take_mean(self) -> float:
+        self.sync()
+        mean = self.sum / self.n if self.n else float("nan")
+        self.sum, self.n = 0.0, 0
+        return mean
+
+    def take_worst(self) -> tuple[float | None, int, int]:
+        """(largest loss, first step, last step) read since the previous call; no device sync."""
+        worst, (first, last) = self.worst, self.worst_steps
+        self.worst = None
+        return worst, first, last
+
+    def state_dict(self) -> dict[str, float]:
+        self.sync()
+        return {"train_loss_sum": self.sum, "train_loss_n": self.n}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.sum, self.n = float(state.get("train_loss_sum", 0.0)), int(state.get("train_loss_n", 0))
 
 
 def _detach(state: Any) -> Any:
@@ -35,12 +101,9 @@ class SeqModule(pl.LightningModule):
         self.net = build_model(cfg.model, self.spec)
         self.eval_metrics = nn.ModuleDict({s: nn.ModuleDict(task.metrics()) for s in SPLITS})
         self.eval_loss = nn.ModuleDict({s: torchmetrics.MeanMetric() for s in SPLITS})
-        self.eval_prefix = {"val": "val", "test": "test"}  # test at other lengths: "test@<L>"
-        self.eval_length: int | None = None  # None: the task's training length
+        self._test_length: int | None = None  # set only inside ``evaluate_at``
         self._state: Any = None  # recurrent state carried across batches (stateful tasks)
-        self.train_loss_sum = 0.0  # running sum since the last validation (metrics.csv)
-        self.train_loss_n = 0
-        self.last_train_loss = float("nan")
+        self.train_loss = LossMeter()
 
     # -- data -------------------------------------------------------------------------
     def train_dataloader(self):
@@ -53,7 +116,7 @@ class SeqModule(pl.LightningModule):
                                 rank=self.global_rank, world_size=self.trainer.world_size)
 
     def test_dataloader(self):
-        return self.task.loader("test", self.cfg.train.batch_size, length=self.eval_length,
+        return self.task.loader("test", self.cfg.train.batch_size, length=self._test_length,
                                 n_batches=self.cfg.eval.test_batches, rank=self.global_rank,
                                 world_size=self.trainer.world_size)
 
@@ -73,14 +136,14 @@ class SeqModule(pl.LightningModule):
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
         loss, _ = self.model_step(batch, carry=True)
-        v = float(loss.detach())  # one host sync per step: divergence check, metrics.csv mean, logger
-        self.last_train_loss = v
-        self.train_loss_sum += v
-        self.train_loss_n += 1
-        # straight to the logger at Lightning's cadence: self.log's per-step bookkeeping cost
-        # ~0.5 ms/step on CPU (benchmarks/overhead.py) and nothing reads train/loss from it
-        if self.logger is not None and (self.global_step + 1) % self.trainer.log_every_n_steps == 0:
-            self.logger.log_metrics({"train/loss": v}, step=self.global_step)
+        step = self.global_step + 1  # the optimizer step this batch makes
+        self.train_loss.add(loss, step)  # on the device: no host sync on the hot path
+        if step % self.trainer.log_every_n_steps == 0:
+            # the interval read (divergence check, logger); straight to the logger, not self.log,
+            # whose per-step bookkeeping cost ~0.5 ms/step on CPU (benchmarks/overhead.py)
+            mean = self.train_loss.sync()
+            if self.logger is not None and mean is not None:
+                self.logger.log_metrics({"train/loss": mean}, step=self.global_step)
         return loss
 
     def _eval_step(self, batch: Batch, split: str) -> None:
@@ -91,8 +154,23 @@ class SeqModule(pl.LightningModule):
     def _eval_start(self) -> None:
         self._saved_state, self._state = self._state, None
 
+    def evaluate_at(self, trainer: pl.Trainer, length: int | None) -> dict[str, float]:
+        """Test metrics at sequence ``length`` (None: the training length), keyed ``test/...`` or
+        ``test@<length>/...``."""
+        self._test_length = length
+        try:
+            trainer.test(self, verbose=False)
+        finally:
+            self._test_length = None
+        prefix = self._prefix("test", length)
+        return {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith(prefix + "/")}
+
+    @staticmethod
+    def _prefix(split: str, length: int | None) -> str:
+        return split if length is None else f"{split}@{length}"
+
     def _eval_end(self, split: str) -> None:
-        prefix = self.eval_prefix[split]
+        prefix = self._prefix(split, self._test_length if split == "test" else None)
         values = {f"{prefix}/loss": self.eval_loss[split].compute()}
         for name, m in self.eval_metrics[split].items():
             values[f"{prefix}/{name}"] = m.compute()
@@ -121,18 +199,17 @@ class SeqModule(pl.LightningModule):
 
     # -- checkpoints: what Lightning does not save itself ---------------------------------
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint["seqbench"] = {"torch_rng": torch.get_rng_state(), "train_loss_sum": self.train_loss_sum,
-                                  "train_loss_n": self.train_loss_n, "state": self._state}
+        checkpoint["seqbench"] = {"torch_rng": torch.get_rng_state(), **self.train_loss.state_dict(),
+                                  "state": self._state}
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         extra = checkpoint.get("seqbench", {})
         if "torch_rng" in extra:
             torch.set_rng_state(extra["torch_rng"])
-        self.train_loss_sum = extra.get("train_loss_sum", 0.0)
-        self.train_loss_n = extra.get("train_loss_n", 0)
+        self.train_loss.load_state_dict(extra)
         if checkpoint.get("global_step", 0) % self.cfg.train.val_every == 0:
             # saved just before that step's validation, which then reset the running mean
-            self.train_loss_sum, self.train_loss_n = 0.0, 0
+            self.train_loss.load_state_dict({})
         self._state = extra.get("state")
 
     # -- optimisation -------------------------------------------------------------------

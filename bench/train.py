@@ -1,22 +1,33 @@
-"""``run(cfg)``: build the task, the model and the Trainer, train, evaluate, write results."""
+"""``run(cfg)``: build the task, the model and the Trainer, train, evaluate, write results.
+
+``run_in_process`` reads as its steps: ``build_trainer`` -> ``fit`` (-> status) ->
+``evaluate`` (at the training length and each ``eval.lengths``) -> ``assemble_results``.
+Under several processes each rank runs it (``bench.distributed``); rank 0 writes the files.
+"""
 from __future__ import annotations
 
 import logging
+import shlex
+import sys
 import time
 import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 import pytorch_lightning as pl
 import torch
 
-from seqbench.bench.callbacks import AtomicCheckpoint, DivergenceStop, ProgressPrinter, ResultsWriter
-from seqbench.bench.config import RunConfig
-from seqbench.bench.errors import UserError
-from seqbench.bench.diagnostics import GradientDiagnostics
-from seqbench.bench.distributed import launch, spawned
-from seqbench.bench.module import SeqModule
-from seqbench.bench.registry import TASKS
 from seqbench.bench.artifacts import read_results
+from seqbench.bench.callbacks import (AtomicCheckpoint, DeviceFacts, DivergenceStop, GracefulStop, ProgressPrinter,
+                                      ResultsWriter, RunStopper, StopNow, TrainClock)
+from seqbench.bench.config import RunConfig, load_config
+from seqbench.bench.diagnostics import GradientDiagnostics
+from seqbench.bench.distributed import check_shared_run_id, launch, needs_launch
+from seqbench.bench.errors import UserError
+from seqbench.bench.flops import flops_per_token, peak_flops
+from seqbench.bench.module import CHECK_EVERY, SeqModule
+from seqbench.bench.registry import TASKS
 from seqbench.bench.tracking import RunTracker, wandb_finish, wandb_log_summary
 from seqbench.tasks.base import Task
 
@@ -38,14 +49,15 @@ def build_task(cfg: RunConfig) -> Task:
     return task
 
 
-def _floats(metrics: dict[str, Any], prefix: str = "") -> dict[str, float]:
-    return {k: float(v) for k, v in metrics.items() if k.startswith(prefix)}
-
+# -- entry point ---------------------------------------------------------------------------------
 
 def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequence[pl.Callback] = (),
         progress: bool = True, tracker: RunTracker | None = None) -> dict[str, Any]:
     """Train and evaluate one configuration; returns the dict written to results.json."""
-    tracker = tracker or RunTracker(cfg, list(argv) if argv is not None else None)
+    check_shared_run_id(cfg)
+    if tracker is None:
+        check_resumable(cfg)
+        tracker = RunTracker(cfg, list(argv) if argv is not None else None)
     if tracker.resumed:
         done = read_results(tracker.dir)
         if done is not None and done.get("status") != "interrupted":
@@ -53,9 +65,56 @@ def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequenc
                 print(f"[{cfg.task.name}/{cfg.model.name}] {tracker.run_id} already finished "
                       f"({done.get('status')}); nothing to resume")
             return done
-    if spawned(cfg.train.strategy):  # seqbench starts the processes; rank 0 writes the run's files
-        return launch(cfg, tracker, callbacks, progress)
-    return run_in_process(cfg, tracker, callbacks, progress, strategy=cfg.train.strategy)
+    try:
+        if needs_launch(cfg.train):  # seqbench starts the processes; rank 0 writes the run's files
+            return launch(cfg, tracker, callbacks, progress, target=run_in_process)
+        return run_in_process(cfg, tracker, callbacks, progress, strategy=cfg.train.strategy)
+    except KeyboardInterrupt:
+        if progress:
+            print(f"[{cfg.task.name}/{cfg.model.name}] {tracker.run_id} interrupted; continue it with:\n  "
+                  f"{resume_command(tracker)}", file=sys.stderr, flush=True)
+        raise
+
+
+def check_resumable(cfg: RunConfig) -> None:
+    """``resume=true run_id=X`` must name a run under ``out_dir`` made with this configuration:
+    a typo would otherwise start a new run, a changed setting continue the old one with it."""
+    if not (cfg.resume and cfg.run_id):
+        return
+    runs = Path(cfg.out_dir) / "runs"
+    saved = runs / cfg.run_id / "config.yaml"
+    if not saved.exists():
+        known = sorted(p.parent.name for p in runs.glob("*/config.yaml"))
+        shown = ", ".join(known[-8:]) + (f" (+{len(known) - 8} older)" if len(known) > 8 else "")
+        raise UserError(f"run_id: no run {cfg.run_id!r} under {runs} to resume; "
+                        + (f"known: {shown}" if known else "it holds no runs"))
+    if load_config(saved).config_hash() != cfg.config_hash():
+        raise UserError(f"resume: run {cfg.run_id!r} was made with another configuration; continue it with "
+                        f"seqbench run --config {saved} resume=true run_id={cfg.run_id}")
+
+
+def resume_command(tracker: RunTracker) -> str:
+    """The command line that continues this run: the user's own ``seqbench run`` arguments when
+    the run came from the CLI, else the run's saved config."""
+    args = list(tracker.argv)
+    if args[:2] == ["seqbench", "run"]:
+        keep = [a for a in args[2:] if not a.startswith(("resume=", "run_id="))]
+    else:
+        keep = ["--config", str(tracker.dir / "config.yaml")]
+    return shlex.join(["seqbench", "run", *keep, "resume=true", f"run_id={tracker.run_id}"])
+
+
+# -- one process ----------------------------------------------------------------------------------
+
+@dataclass
+class Fitted:
+    """What ``fit`` leaves for evaluation and the results file."""
+
+    status: str  # completed | diverged | pruned | interrupted | ...
+    reason: str | None
+    steps: int
+    clock: TrainClock
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.Callback] = (),
@@ -73,114 +132,205 @@ def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.C
         tracker.discard_if_empty()
         raise
     module = SeqModule(cfg, task)
-    baseline = task.baseline()
-    t = cfg.train
+    compile_net(cfg, module)
+    wandb_logger = tracker.wandb_logger()
+    trainer, parts = build_trainer(cfg, tracker, module, task, callbacks, progress, strategy, wandb_logger)
+    if ckpt is not None and progress:
+        print(f"[{cfg.task.name}/{cfg.model.name}] resuming {tracker.run_id} from {ckpt}")
+    fitted = fit(trainer, module, parts, ckpt)
+    test: dict[str, float] = {}
+    if fitted.status != "interrupted":
+        if parts.writer.last_step != fitted.steps:  # make the last step's validation the final one
+            trainer.validate(module, verbose=False)
+        if cfg.eval.test and fitted.status == "completed":
+            test = evaluate(trainer, module, [None, *cfg.eval.lengths])
+    results = assemble_results(cfg, tracker, task, module, fitted, test)
+    if trainer.global_rank == 0:
+        tracker.finish(results)
+        wandb_log_summary(wandb_logger, {**results["final"], "status": fitted.status, "solved": results["solved"]},
+                          text={f"extras/{k}": str(v) for k, v in results["extras"].items()})
+    wandb_finish(wandb_logger)
+    if fitted.status == "interrupted":
+        raise KeyboardInterrupt
+    return results
 
-    writer = ResultsWriter(tracker)
-    if tracker.rows:  # resumed: continue the history, not a second copy of it
-        writer.last_step = int(tracker.rows[-1]["step"])
-        writer.t0 -= float(tracker.rows[-1].get("wall_s", 0.0))
+
+def compile_net(cfg: RunConfig, module: SeqModule) -> None:
+    if not cfg.train.compile:
+        return
+    import torch._dynamo as dynamo
+
+    # torch.compile is lazy: backend failures (e.g. no C++ compiler for inductor on CPU) surface at
+    # the first forward; with this they fall back to eager with a warning instead of ending the run
+    dynamo.config.suppress_errors = True
+    try:
+        module.net = torch.compile(module.net)
+    except Exception as e:  # noqa: BLE001 - compile is an optimisation, never a requirement
+        print(f"warning: torch.compile failed, running eager: {type(e).__name__}: {e}")
+
+
+@dataclass
+class Parts:
+    """The harness's own callbacks, which ``fit`` and ``assemble_results`` read back."""
+
+    writer: ResultsWriter
+    clock: TrainClock
+    facts: DeviceFacts
+    graceful: GracefulStop
+    stoppers: list[RunStopper]  # in precedence order: the first that stopped names the status
+
+
+def build_trainer(cfg: RunConfig, tracker: RunTracker, module: SeqModule, task: Task,
+                  callbacks: Sequence[pl.Callback], progress: bool, strategy: str,
+                  logger: Any | None) -> tuple[pl.Trainer, Parts]:
+    t = cfg.train
+    clock = TrainClock(process_start=time.perf_counter() - (time.time() - tracker.started))  # setup included
+    facts = DeviceFacts()
+    writer = ResultsWriter(tracker, clock)
     diverge = DivergenceStop(t.diverge_loss)
-    cbs: list[pl.Callback] = [writer, diverge, *callbacks]
-    if t.checkpoint_every:
-        cbs.append(AtomicCheckpoint(tracker.checkpoint, t.checkpoint_every))
+    checkpoint = AtomicCheckpoint(tracker.checkpoint, t.checkpoint_every)
+    graceful = GracefulStop(checkpoint)
+    cbs: list[pl.Callback] = [clock, facts, writer, diverge, graceful, checkpoint, *callbacks]
     if cfg.diagnostics.gradients:
         cbs.append(GradientDiagnostics(cfg.diagnostics.every, tracker.dir))
     if progress:
         cbs.append(ProgressPrinter(f"{cfg.task.name}/{cfg.model.name}", t.max_steps,
-                                   {f"val/{k}": v for k, v in baseline.items()}))
+                                   {f"val/{k}": v for k, v in task.baseline().items()}, writer, clock))
     if t.early_stop is not None:
         cbs.append(pl.callbacks.EarlyStopping(
             monitor=t.early_stop.metric, mode=cfg.task.facts.goal(t.early_stop.metric).value,
             stopping_threshold=t.early_stop.threshold, patience=10**9, check_on_train_epoch_end=False))
-    wandb_logger = tracker.wandb_logger()
-    if cfg.train.compile:
-        import torch._dynamo as dynamo
-
-        # torch.compile is lazy: backend failures (e.g. no C++ compiler for inductor on CPU) surface at
-        # the first forward; with this they fall back to eager with a warning instead of ending the run
-        dynamo.config.suppress_errors = True
-        try:
-            module.net = torch.compile(module.net)
-        except Exception as e:  # noqa: BLE001 - compile is an optimisation, never a requirement
-            print(f"warning: torch.compile failed, running eager: {type(e).__name__}: {e}")
-
     trainer = pl.Trainer(
         max_steps=t.max_steps, val_check_interval=min(t.val_every, t.max_steps), check_val_every_n_epoch=None,
         num_sanity_val_steps=0, accelerator=t.accelerator, devices=t.devices, strategy=strategy,
         num_nodes=t.num_nodes, precision=t.precision, deterministic=t.deterministic,
         gradient_clip_val=cfg.optim.grad_clip, gradient_clip_algorithm="norm",
-        logger=wandb_logger if wandb_logger is not None else False, callbacks=cbs,
+        logger=logger if logger is not None else False, callbacks=cbs,
         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-        use_distributed_sampler=False, log_every_n_steps=max(1, min(50, t.val_every)),
+        use_distributed_sampler=False, log_every_n_steps=min(CHECK_EVERY, t.val_every),
         default_root_dir=str(tracker.dir))
+    stoppers = [diverge, graceful, *(cb for cb in callbacks if isinstance(cb, RunStopper))]
+    return trainer, Parts(writer, clock, facts, graceful, stoppers)
 
+
+def fit(trainer: pl.Trainer, module: SeqModule, parts: Parts, ckpt: Path | None) -> Fitted:
+    """Train (from ``ckpt`` when resuming); the status says how training ended."""
     status, reason = "completed", None
-    t0 = time.perf_counter()
-    try:
-        if ckpt is not None and progress:
-            print(f"[{cfg.task.name}/{cfg.model.name}] resuming {tracker.run_id} from {ckpt}")
-        # weights_only: a checkpoint file cannot run code when loaded
-        trainer.fit(module, ckpt_path=ckpt, weights_only=True if ckpt is not None else None)
-        if trainer.interrupted:
+    with parts.graceful.installed():
+        try:
+            # weights_only: a checkpoint file cannot run code when loaded
+            trainer.fit(module, ckpt_path=ckpt, weights_only=True if ckpt is not None else None)
+            if trainer.interrupted:
+                status, reason = "interrupted", "KeyboardInterrupt"
+        except StopNow:  # a signal: checkpoint written at this step; the stopper names the reason below
+            pass
+        except KeyboardInterrupt:
             status, reason = "interrupted", "KeyboardInterrupt"
-    except KeyboardInterrupt:
-        status, reason = "interrupted", "KeyboardInterrupt"
-    except SystemExit:  # Lightning's graceful shutdown after Ctrl-C/SIGTERM exits; keep the record
-        if not trainer.interrupted:
-            raise
-        status, reason = "interrupted", "interrupted by a signal"
-    train_s = time.perf_counter() - t0
-    steps = trainer.global_step
-    if diverge.reason:
-        status, reason = "diverged", diverge.reason
-    for cb in callbacks:  # a caller's callback may end the run and name why (sweeps: "pruned")
-        if status == "completed" and getattr(cb, "stop_status", None):
-            status, reason = cb.stop_status, cb.stop_reason
+        except SystemExit:  # Lightning's shutdown after a second Ctrl-C exits; keep the record
+            if not trainer.interrupted:
+                raise
+            status, reason = "interrupted", "interrupted twice: stopped at once, no checkpoint of this step"
+    stopped = next((s for s in parts.stoppers if s.stop_status), None)
+    if status == "completed" and stopped is not None:
+        status, reason = stopped.stop_status or status, stopped.stop_reason
+    return Fitted(status, reason, trainer.global_step, parts.clock, dict(parts.facts.facts))
 
-    if status != "interrupted":
-        if writer.last_step != steps:  # make the last step's validation the final one
-            trainer.validate(module, verbose=False)
-        test: dict[str, float] = {}
-        if cfg.eval.test and status == "completed":
-            for length in [None, *cfg.eval.lengths]:
-                module.eval_length = length
-                module.eval_prefix["test"] = "test" if length is None else f"test@{length}"
-                trainer.test(module, verbose=False)
-                test.update(_floats(trainer.callback_metrics, module.eval_prefix["test"] + "/"))
-    rows = tracker.rows
-    final = dict(rows[-1]) if rows else {}
-    final = {k: v for k, v in final.items() if k.startswith("val/")}
-    if status != "interrupted":
-        final.update(test)
+
+def evaluate(trainer: pl.Trainer, module: SeqModule, lengths: Sequence[int | None]) -> dict[str, float]:
+    """Test metrics at each length (None: the training length)."""
+    out: dict[str, float] = {}
+    for length in lengths:
+        out.update(module.evaluate_at(trainer, length))
+    return out
+
+
+def best_of(cfg: RunConfig, rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Best value of each validation metric over the run's rows (NaN skipped)."""
     best: dict[str, float] = {}
     for row in rows:
         for k, v in row.items():
-            if not k.startswith("val/") or v != v:  # skip NaN
+            if not k.startswith("val/") or v != v:
                 continue
             best[k] = cfg.task.facts.goal(k).better(best.get(k, v), v)
+    return best
+
+
+def throughput(cfg: RunConfig, steps: int, world_size: int, train_s: float) -> dict[str, float]:
+    """Samples/s and tokens/s over training time (validation excluded, summed over resumed processes);
+    a training token is one input position: batch_size * seq_len per step and process."""
+    if train_s <= 0 or steps <= 0:
+        return {}
+    samples = steps * cfg.train.batch_size * world_size
+    return {"samples_per_s": round(samples / train_s, 2),
+            "tokens_per_s": round(samples * cfg.task.seq_len() / train_s, 1)}
+
+
+def _utilisation(cfg: RunConfig, spec: Any, tokens_per_s: float | None, facts: dict[str, Any]) -> dict[str, float]:
+    """Achieved model FLOP/s (analytic forward+backward FLOPs per token x tokens/s) and, on a GPU,
+    MFU = achieved / the device's peak for the precision. Keys that cannot be measured are left out.
+    """
+    per_token = flops_per_token(cfg, spec)
+    if per_token is None or not tokens_per_s:
+        return {}
+    achieved = per_token * tokens_per_s
+    out = {"model_flops_per_token": per_token, "model_flops_per_s": achieved}
+    if str(facts.get("device", "")).startswith("cuda") and facts.get("device_name"):
+        peak = peak_flops(facts["device_name"], facts.get("precision", cfg.train.precision))
+        if peak:
+            out["mfu"] = achieved / (peak * facts.get("world_size", 1))
+    return out
+
+
+def assemble_results(cfg: RunConfig, tracker: RunTracker, task: Task, module: SeqModule, fitted: Fitted,
+                     test: dict[str, float]) -> dict[str, Any]:
+    """The results.json dict: metrics, status, timing, where it trained, provenance."""
+    rows = tracker.rows
+    final = {k: v for k, v in (rows[-1] if rows else {}).items() if k.startswith("val/")}
+    final.update(test)
+    train_s = fitted.clock.train_s
     final["time/train_s"] = train_s
-    n_params = sum(p.numel() for p in module.net.parameters())
-    extras = task.final_report(module.net, module.device) if status == "completed" else {}
-    results = {
+    baseline = {f"val/{k}": v for k, v in task.baseline().items()}
+    facts = fitted.facts or {"device": str(module.device)}  # training never started: where it would have
+    speed = throughput(cfg, fitted.steps, int(facts.get("world_size", 1)), train_s)
+    extras = task.final_report(module.net, module.device) if fitted.status == "completed" else {}
+    return {
         **tracker.provenance(),
-        "status": status, "reason": reason,
+        "status": fitted.status, "reason": fitted.reason,
         "task": cfg.task.name, "model": cfg.model.name,
-        "final": final, "best": best,
-        "baseline": {f"val/{k}": v for k, v in baseline.items()},
+        "final": final, "best": best_of(cfg, rows), "baseline": baseline,
         "solved": bool(task.solved(final, "val")) if final else False,
         "primary_metric": f"val/{cfg.task.facts.primary}", "primary_goal": cfg.task.facts.primary_goal.value,
-        "steps": steps, "wall_time_s": round(time.time() - tracker.started, 3), "train_time_s": round(train_s, 3),
-        "samples_per_s": round(steps * t.batch_size * trainer.world_size / train_s, 2) if train_s > 0 else None,
-        "n_params": n_params, "device": str(module.device),
+        "steps": fitted.steps, "wall_time_s": round(fitted.clock.wall_s, 3), "train_time_s": round(train_s, 3),
+        **speed, **_utilisation(cfg, task.spec, speed.get("tokens_per_s"), facts),
+        "n_params": sum(p.numel() for p in module.net.parameters()),
+        **facts,
         "extras": extras,
         "config": cfg.to_dict(),
     }
-    if trainer.global_rank == 0:
-        tracker.finish(results)
-        wandb_log_summary(wandb_logger, {**final, "status": status, "solved": results["solved"]},
-                          text={f"extras/{k}": str(v) for k, v in extras.items()})
-    wandb_finish(wandb_logger)
-    if status == "interrupted":
-        raise KeyboardInterrupt
-    return results
+
+
+def _si(x: float) -> str:
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g}{unit}"
+    return f"{x:.3g}"
+
+
+def speed_summary(results: dict[str, Any]) -> str:
+    """The closing line's speed facts: steps over training time, samples/s, tokens/s, model FLOP/s and
+    MFU where measured, and where it ran (only the keys the run recorded)."""
+    parts = [f"{results['steps']} steps in {results['train_time_s']:.1f}s training "
+             f"({results['wall_time_s']:.1f}s wall)"]
+    if "samples_per_s" in results:
+        parts.append(f"{_si(results['samples_per_s'])} samples/s")
+    if "tokens_per_s" in results:
+        parts.append(f"{_si(results['tokens_per_s'])} tokens/s")
+    if "model_flops_per_s" in results:
+        parts.append(f"{_si(results['model_flops_per_s'])}FLOP/s")
+    if "mfu" in results:
+        parts.append(f"MFU {results['mfu']:.1%}")
+    where = results.get("device_name") or results.get("device")
+    if where:
+        ranks = results.get("world_size", 1)
+        parts.append(f"on {where}" + (f" x{ranks}" if ranks > 1 else "") + f" ({results.get('precision', '?')})")
+    return ", ".join(parts)

@@ -212,8 +212,8 @@ def spec_yaml(raw: dict[str, Any], name: str, notes: list[str] = ()) -> str:
 # -- the command ------------------------------------------------------------------------------
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from seqbench.bench.cli import build_parser
     from seqbench.bench.tracking import atomic_write, check_writable
+    from seqbench.sweeps import cli as sweep_cli
     from seqbench.sweeps.storage import check_scheme
 
     if args.workers < 1:
@@ -234,7 +234,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     sweep = [str(path), "--study", name, "--out-dir", str(out_dir), "--workers", str(args.workers)]
     if args.storage:
         sweep += ["--storage", args.storage]
-    sweep_args = build_parser().parse_args(["sweep", *sweep])
+    parser = argparse.ArgumentParser(prog="seqbench")  # the sweep command's own arguments, defaults included
+    sweep_cli.register(parser.add_subparsers(dest="command"))
+    sweep_args = parser.parse_args(["sweep", *sweep])
     sweep_args.argv = sweep  # provenance: the equivalent `seqbench sweep` command
     status = sweep_args.func(sweep_args)
     rep = _report(name, args.storage, out_dir)

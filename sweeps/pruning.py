@@ -20,14 +20,14 @@ from typing import Any
 import optuna
 import pytorch_lightning as pl
 
+from seqbench.bench.callbacks import RunStopper
 
-class PruningCallback(pl.Callback):
+
+class PruningCallback(RunStopper):
     """Report ``metric`` to ``trial`` after every validation; stop the run when told to prune."""
 
     def __init__(self, trial: optuna.Trial, metric: str, step_offset: int = 0):
         self.trial, self.metric, self.step_offset = trial, metric, step_offset
-        self.stop_status: str | None = None  # read by bench.train.run: the run's status when set
-        self.stop_reason: str | None = None
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: Any) -> None:
         if trainer.sanity_checking or self.stop_status is not None:
@@ -41,6 +41,4 @@ class PruningCallback(pl.Callback):
         step = self.step_offset + trainer.global_step
         self.trial.report(value, step)
         if self.trial.should_prune():
-            self.stop_status = "pruned"
-            self.stop_reason = f"pruned at step {trainer.global_step}: {self.metric} {value:.4g}"
-            trainer.should_stop = True
+            self.stop(trainer, "pruned", f"pruned at step {trainer.global_step}: {self.metric} {value:.4g}")

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from seqbench.bench.config import build_config
-from seqbench.bench.distributed import spawned
+from seqbench.bench.distributed import _rank_strategy, spawned
 from seqbench.bench.train import run
 from tests.conftest import tiny_overrides
 
@@ -40,3 +40,22 @@ def test_two_process_cpu_ddp_writes_one_results_file(out_dir):
     for k in ("val/loss", "test/loss"):  # same model, same steps: same ballpark, not identical data
         assert math.isfinite(r["final"][k]) and abs(r["final"][k] - single["final"][k]) < 0.5 * single["final"][k]
     assert 0.0 <= r["final"]["val/acc"] <= 1.0
+
+
+def test_two_devices_with_the_default_strategy_make_one_run_folder(out_dir):
+    """Strategy ``auto`` with devices=2 is Lightning's ``ddp``, which re-launches the command per rank
+    (a second run folder); seqbench starts the ranks itself instead."""
+    cfg = build_config({}, tiny_overrides("copy", "lstm", out_dir, **{
+        "train.devices": 2, "train.accelerator": "cpu", "train.max_steps": 2, "eval.test": False}))
+    assert cfg.train.strategy == "auto"
+    r = run(cfg, progress=False)
+    runs = [p for p in (out_dir / "runs").iterdir()]
+    assert [p.name for p in runs] == [r["run_id"]]
+    assert list(out_dir.rglob("results.json")) == [runs[0] / "results.json"]
+    assert r["status"] == "completed" and r["steps"] == 2 and r["world_size"] == 2 and r["device"] == "cpu"
+
+
+def test_rank_strategy_never_spawns_or_relaunches():
+    assert _rank_strategy("auto") == "ddp" and _rank_strategy("ddp_spawn") == "ddp"
+    assert _rank_strategy("ddp_notebook") == "ddp" and _rank_strategy("fsdp") == "fsdp"
+    assert _rank_strategy("ddp_spawn_find_unused_parameters_true") == "ddp_find_unused_parameters_true"

@@ -9,11 +9,14 @@ import subprocess
 import sys
 import time
 
+import pytest
+import pytorch_lightning as pl
 import torch
 
 from seqbench.bench.config import build_config
+from seqbench.bench.errors import UserError
 from seqbench.bench.train import run
-from tests.conftest import REPO
+from tests.conftest import REPO, run_cli
 
 OVERRIDES = ["task=copy", "model=lstm", "task.delay=6", "task.n_symbols=2", "model.d_model=16", "model.n_layers=2",
              "model.dropout=0.2",  # dropout draws random numbers: the RNG state must survive the kill
@@ -56,6 +59,10 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path):
 
     resumed = run(build_config({}, OVERRIDES + [f"out_dir={out}", "resume=true"]), progress=False)
     assert resumed["run_id"] == run_dir.name and resumed["status"] == "completed" and resumed["steps"] == 300
+    # training time carries the killed process's share (kept in the checkpoint) on top of this one's
+    carried = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)["callbacks"]["TrainClock"]
+    assert 0 < carried["train_s"] < resumed["train_time_s"] <= resumed["wall_time_s"]
+    assert resumed["final"]["time/train_s"] == pytest.approx(resumed["train_time_s"], abs=1e-3)
     drop = "time/train_s"
     assert {k: v for k, v in resumed["final"].items() if k != drop} == \
         {k: v for k, v in ref["final"].items() if k != drop}
@@ -67,6 +74,35 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path):
     again = run(build_config({}, OVERRIDES + [f"out_dir={out}", "resume=true"]), progress=False)
     assert again["run_id"] == run_dir.name
     assert json.loads((run_dir / "results.json").read_text())["final"] == resumed["final"]
+
+
+class Paced(pl.Callback):
+    """Each training step sleeps: the step time is mostly the sleep, so throughput compares across
+    runs on a loaded machine; ``crash_at`` ends the process there (as a kill would, results unwritten)."""
+
+    def __init__(self, crash_at: int | None = None):
+        self.crash_at = crash_at
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+        time.sleep(0.02)
+        if trainer.global_step == self.crash_at:
+            raise RuntimeError("simulated crash")
+
+
+def test_throughput_after_a_crash_and_resume_matches_an_uninterrupted_run(tmp_path):
+    ovs = OVERRIDES[:5] + ["train.max_steps=100", "train.val_every=10", "train.checkpoint_every=10",
+                           "eval.test=false", "tracking.wandb=off"]
+    ref = run(build_config({}, ovs + [f"out_dir={tmp_path / 'ref'}"]), callbacks=[Paced()], progress=False)
+    cfg = build_config({}, ovs + [f"out_dir={tmp_path / 'crashed'}"])
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run(cfg, callbacks=[Paced(crash_at=55)], progress=False)
+    resumed = run(build_config({}, ovs + [f"out_dir={tmp_path / 'crashed'}", "resume=true"]), callbacks=[Paced()],
+                  progress=False)
+    assert resumed["status"] == "completed" and resumed["steps"] == 100
+    # the resumed process trained 50 of the 100 steps: counting only it would double the throughput
+    for key in ("samples_per_s", "tokens_per_s"):
+        assert resumed[key] == pytest.approx(ref[key], rel=0.2), (key, resumed[key], ref[key])
+    assert resumed["train_time_s"] == pytest.approx(ref["train_time_s"], rel=0.2)
 
 
 def test_resume_with_nothing_to_resume_starts_fresh(tmp_path):
@@ -102,6 +138,34 @@ def test_sigterm_stops_gracefully_and_resume_finishes_the_run(tmp_path):
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
     res = json.loads((dirs[0] / "results.json").read_text())
     assert res["status"] == "interrupted" and 0 < res["steps"] < 600
+    # the checkpoint was written at the step the signal stopped, not at the last checkpoint_every
+    ckpt = torch.load(dirs[0] / "checkpoints" / "last.ckpt", weights_only=True)
+    assert ckpt["global_step"] == res["steps"] and f"SIGTERM at step {res['steps']}" in res["reason"]
+    # the exact command that continues it
+    assert f"seqbench run {' '.join(ovs)} resume=true run_id={dirs[0].name}" in err, err
 
-    done = run(build_config({}, ovs + ["resume=true"]), progress=False)
+    trained: list[int] = []
+
+    class Steps(pl.Callback):
+        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+            trained.append(trainer.global_step)
+
+    done = run(build_config({}, ovs + ["resume=true", f"run_id={dirs[0].name}"]), callbacks=[Steps()],
+               progress=False)
     assert done["run_id"] == dirs[0].name and done["status"] == "completed" and done["steps"] == 600
+    assert trained == list(range(res["steps"] + 1, 601))  # no step trained twice, none skipped
+    steps = [int(r["step"]) for r in _rows(dirs[0])]
+    assert steps == sorted(set(steps)) and steps[-1] == 600
+
+
+def test_resuming_an_unknown_run_id_is_refused_with_the_known_ones(tmp_path):
+    base = OVERRIDES[:5] + ["train.max_steps=2", "train.val_every=2", "eval.test=false", f"out_dir={tmp_path}"]
+    r = run(build_config({}, base), progress=False)
+    with pytest.raises(UserError, match=rf"run_id: no run 'typo' under .* to resume; known: {r['run_id']}$"):
+        run(build_config({}, base + ["resume=true", "run_id=typo"]), progress=False)
+    with pytest.raises(UserError, match=r"resume: run .* was made with another configuration; continue it with "
+                                        r"seqbench run --config .*config.yaml resume=true run_id="):
+        run(build_config({}, base + ["resume=true", f"run_id={r['run_id']}", "seed=3"]), progress=False)
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == [r["run_id"]]  # no new folder either way
+    cli = run_cli("run", *base, "resume=true", "run_id=typo", cwd=tmp_path)
+    assert cli.returncode == 2 and cli.stderr.count("\n") == 1 and r["run_id"] in cli.stderr, cli.stderr

@@ -104,7 +104,7 @@ def test_divergence_and_exceptions_fail_their_trial_and_the_study_goes_on(tmp_pa
     out = tmp_path / "out"
     base = {**TINY_BASE, "task": {"name": "adding", "length": 8}, "model": {"name": "irnn", "d_model": 16},
             "optim": {"optimizer": "sgd", "grad_clip": None},
-            "train": {**TINY_BASE["train"], "max_steps": 50, "val_every": 50, "diverge_loss": 5}}
+            "train": {**TINY_BASE["train"], "max_steps": 50, "val_every": 10, "diverge_loss": 5}}
     p = write_spec(tmp_path, base=base, metric={"name": "val/mse", "goal": "minimize"},
                    parameters={"optim.lr": {"values": [1e4, 1e-3]}, "model.d_model": {"values": [16, 12]}})
     assert main(["sweep", str(p), "--out-dir", str(out)]) == 0
@@ -113,7 +113,7 @@ def test_divergence_and_exceptions_fail_their_trial_and_the_study_goes_on(tmp_pa
     assert diverged.state == TrialState.FAIL and diverged.user_attrs["n_diverged"] == 1
     assert "1/1 seeds diverged" in diverged.user_attrs["fail_reason"]
     res = json.loads((out / "runs" / diverged.user_attrs["run_ids"][0] / "results.json").read_text())
-    assert res["status"] == "diverged" and res["steps"] < 50
+    assert res["status"] == "diverged" and res["steps"] < 50  # the loss reaches the host every val_every=10 steps
     for lr in (1e4, 1e-3):
         assert trials[(lr, 12)].state == TrialState.FAIL
         assert trials[(lr, 12)].user_attrs["fail_reason"] == "RuntimeError: boom in the model"
