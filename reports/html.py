@@ -20,7 +20,7 @@ from plotly.offline import get_plotlyjs
 
 from seqbench.bench.tracking import atomic_write as _atomic_write
 from seqbench.reports import figures as F
-from seqbench.reports.diagnostics import fig_diagnostics
+from seqbench.reports.diagnostics import diagnostics_figures
 from seqbench.reports.optuna_views import optuna_figures
 from seqbench.reports.table import StudyInfo, compute_seconds, state_counts
 
@@ -111,8 +111,10 @@ def sections(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.D
     out.append(Section("Optuna views", "Optuna's own plots over the completed trials (trial value = mean over "
                        "seeds).", optuna_figures(df, info.objectives)))
     if not diag.empty:
-        out.append(Section("Diagnostics", "Quantities the runs recorded in diagnostics.json.",
-                           [("diagnostics", fig_diagnostics(diag, runs, color))]))
+        out.append(Section("Diagnostics", "Gradient diagnostics the runs recorded (diagnostics.gradients=true; "
+                           "definitions in each run's diagnostics.json): how far back the loss still reaches, "
+                           "per-layer and global gradient norms before clipping, recurrent spectral norms.",
+                           diagnostics_figures(diag, runs)))
     return out
 
 
