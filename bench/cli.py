@@ -1,4 +1,4 @@
-"""The seqbench command line: list, run, sweep, report, cost.
+"""The seqbench command line: list, run, sweep, report, cost, verify.
 
 Only this module reads argv. Bad input prints ``error: <one line>`` and exits 2.
 """
@@ -92,8 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     from seqbench.bench import cost
     from seqbench.reports import cli as report_cli
     from seqbench.sweeps import cli as sweep_cli
+    from seqbench.sweeps import verify
 
-    for module in (sweep_cli, report_cli, cost):  # each adds its subcommand
+    for module in (sweep_cli, report_cli, cost, verify):  # each adds its subcommand
         module.register(sub)
     return p
 

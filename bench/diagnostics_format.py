@@ -19,6 +19,7 @@ module, which keeps them (``NaN``, ``Infinity``), rather than turning them into 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -45,6 +46,20 @@ class ThroughTime(_Frozen):
             raise ValueError(f"through_time: distance, grad_norm and count differ in length "
                              f"({len(self.distance)}, {len(self.grad_norm)}, {len(self.count)})")
         return self
+
+    def decay_rate(self, min_distance: int = 1) -> float:
+        """Fitted decay of ||dL/dx_t|| per step of distance: minus the least-squares slope of
+        ln(grad_norm) against distance over distances >= ``min_distance`` (distance 0 is the head's
+        local gradient, not a path through time). exp(-rate) is the factor kept per step; NaN with
+        fewer than two usable points."""
+        pts = [(d, math.log(g)) for d, g in zip(self.distance, self.grad_norm)
+               if d >= min_distance and g > 0 and math.isfinite(g)]
+        if len(pts) < 2:
+            return math.nan
+        mx = sum(d for d, _ in pts) / len(pts)
+        my = sum(y for _, y in pts) / len(pts)
+        den = sum((d - mx) ** 2 for d, _ in pts)
+        return -sum((d - mx) * (y - my) for d, y in pts) / den if den else math.nan
 
 
 class Record(_Frozen):

@@ -199,15 +199,20 @@ def summary_md(info: StudyInfo, df: pd.DataFrame, secs: list[Section], built: di
     return "\n".join(out)
 
 
+def write_plotly_js(folder: Path) -> None:
+    """plotly.min.js beside a page (rewritten only when plotly's version changed)."""
+    js = folder / PLOTLY_JS
+    stamp = f"/* plotly.js for plotly.py {plotly.__version__} */\n"
+    if not js.is_file() or not js.read_text(errors="ignore").startswith(stamp):
+        atomic_write(js, stamp + get_plotlyjs())
+
+
 def write_report(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.DataFrame, report_dir: Path,
                  built: dict[str, Any], color_by: str | None = None) -> Path:
     """Write index.html, plotly.min.js, summary.md and trials.csv into ``report_dir``; return index.html."""
     report_dir.mkdir(parents=True, exist_ok=True)
     secs = sections(info, df, curves, diag, color_by)
-    js = report_dir / PLOTLY_JS
-    stamp = f"/* plotly.js for plotly.py {plotly.__version__} */\n"
-    if not js.is_file() or not js.read_text(errors="ignore").startswith(stamp):
-        atomic_write(js, stamp + get_plotlyjs())
+    write_plotly_js(report_dir)
     atomic_write(report_dir / "trials.csv", df.to_csv(index=False))
     atomic_write(report_dir / "summary.md", summary_md(info, df, secs, built))
     index = report_dir / "index.html"
