@@ -113,8 +113,6 @@ def test_shipped_claim_loads_validates_every_profile_and_cites_numbers(path: Pat
     assert len(shipped_claims()) >= 8
     src = claim.source
     assert src.published and all(math.isfinite(p.value) and p.unit.strip() for p in src.published)
-    assert any(ch.isdigit() for ch in src.metric + src.where + " ".join(p.what for p in src.published)) or \
-        src.published
     for profile in PROFILES:
         assert claim.rules(profile)
         if claim.kind == "cost":
