@@ -3,6 +3,7 @@ end to end through the CLI, and (slow) the quick profile of the two fastest ship
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -200,8 +201,11 @@ def test_unknown_claim_name_is_a_one_line_error(capsys):
 
 @pytest.mark.slow
 def test_quick_profile_of_the_two_fastest_shipped_claims(tmp_path, capsys):
-    assert main(["verify", "vanishing_gradients", "irnn_adding", "--out-dir", str(tmp_path)]) == 0
+    # measured on a shared 2-core machine: vanishing_gradients 9 s, complexity_exponents 18 s
+    assert main(["verify", "vanishing_gradients", "complexity_exponents", "--out-dir", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     verdicts = next(x for x in printed.splitlines() if x.startswith("claim verdicts:"))
     assert "vanishing_gradients holds" in verdicts  # deterministic on CPU: fixed seeds, measured at init
-    assert "irnn_adding error" not in verdicts
+    # step timings depend on the machine's load: judged (any verdict), never an error
+    assert re.search(r"complexity_exponents (holds|fails|inconclusive)", verdicts), verdicts
+    assert (tmp_path / "verify" / "index.html").read_text().count("<section id=") == 2
