@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.seqbench-installed
 
-.PHONY: venv demo test test-fast bench clean
+.PHONY: venv demo test test-fast verify bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ venv: $(STAMP)
 demo: venv
 	$(BIN)/seqbench sweep sweeps/demo.yaml --workers 2
 	$(BIN)/seqbench report demo
+
+# The shipped claims (sweeps/claims/*.yaml) at their quick profile (each ~5 min on 2 CPU cores):
+# verdict table printed, outputs/verify/index.html + verify.md. Re-running continues the studies.
+verify: venv
+	$(BIN)/seqbench verify --profile quick --workers 2
 
 test: venv
 	$(BIN)/python -m pytest -q

@@ -7,7 +7,7 @@ A run folder ``<out_dir>/runs/<run_id>/`` holds:
 - ``config.yaml``       the resolved RunConfig (``bench.config``)
 - ``metrics.csv``       one ``MetricsRow`` per validation
 - ``results.json``      one ``Results``
-- ``diagnostics.json``  a ``Diagnostics`` file (with ``diagnostics.gradients=true``)
+- ``diagnostics.json``  typed in ``bench.diagnostics_format`` (with ``diagnostics.gradients=true``)
 - ``checkpoints/last.ckpt``
 
 An Optuna study stores ``StudyAttrs`` as study user attributes and ``TrialAttrs`` on each trial.
@@ -28,7 +28,6 @@ from typing import Any, Literal, Mapping, TypedDict
 CONFIG = "config.yaml"
 METRICS = "metrics.csv"
 RESULTS = "results.json"
-DIAGNOSTICS = "diagnostics.json"
 CHECKPOINT = Path("checkpoints") / "last.ckpt"
 
 Status = Literal["completed", "diverged", "interrupted", "pruned"]
@@ -171,39 +170,8 @@ def read_metrics(run_dir: Path) -> list[MetricsRow]:
     return rows
 
 
-# -- diagnostics.json (bench.diagnostics) --------------------------------------------------------
-
-class ThroughTime(TypedDict):
-    distance: list[int]  # distances from the loss positions that occur
-    grad_norm: list[float]  # mean ||dL/dx_t|| at each of them
-    count: list[int]  # (sequence, position) pairs behind each mean
-    by_position: list[float]  # mean ||dL/dx_t|| at each position t
-
-
-class DiagnosticsRecord(TypedDict, total=False):
-    step: int
-    loss: float
-    through_time: ThroughTime  # absent for models without a single backbone input (seq2seq)
-    layer_grad_norm: dict[str, float]
-    global_grad_norm: float
-    w_hh_spectral_norm: dict[str, float]
-
-
-class Diagnostics(TypedDict):
-    definitions: dict[str, str]  # what each quantity is, in words
-    records: list[DiagnosticsRecord]
-
-
-def write_diagnostics(run_dir: Path, definitions: dict[str, str], records: list[DiagnosticsRecord]) -> None:
-    for r in records:
-        _check_keys(DiagnosticsRecord, r)
-    atomic_write(Path(run_dir) / DIAGNOSTICS, json.dumps({"definitions": definitions, "records": records}) + "\n")
-
-
-def read_diagnostics(run_dir: Path) -> Diagnostics | None:
-    data = _read_json(Path(run_dir) / DIAGNOSTICS)
-    return data if isinstance(data, dict) else None
-
+# -- diagnostics.json: typed in bench/diagnostics_format.py (pydantic: the writer validates each record,
+# the reader checks the format version), the one definition bench.diagnostics and reports share.
 
 # -- Optuna study and trial attributes (sweeps.runner writes, reports read) -----------------------
 

@@ -1,4 +1,4 @@
-"""The seqbench command line: list, run, sweep, report, cost.
+"""The seqbench command line: list, run, sweep, report, cost, verify.
 
 Only this module reads argv. Bad input prints ``error: <one line>`` and exits 2.
 """
@@ -179,8 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     from seqbench.reports import runs as runs_cli
     from seqbench.sweeps import cli as sweep_cli
     from seqbench.sweeps import compare as compare_cli
+    from seqbench.sweeps import verify
 
-    for module in (sweep_cli, compare_cli, report_cli, runs_cli, cost):  # each adds its subcommand
+    for module in (sweep_cli, compare_cli, verify, report_cli, runs_cli, cost):  # each adds its subcommand
         module.register(sub)
     return p
 

@@ -357,22 +357,30 @@ def write_outputs(result: dict[str, Any], out_dir: Path) -> list[Path]:
     return paths
 
 
-def _figures(rows: list[dict[str, Any]], out_dir: Path, meta: dict[str, Any]) -> list[Path]:
+def fig_cost(rows: list[dict[str, Any]], key: str, title: str, meta: dict[str, Any]):
+    """``key`` (time_ms or peak_mem_mib) against T, log-log, one line per model; None when nothing measured."""
     import plotly.graph_objects as go
 
+    fig = go.Figure()
+    for m in dict.fromkeys(r["model"] for r in rows):
+        pts = [r for r in rows if r["model"] == m and r["status"] == "ok" and r.get(key)]
+        if pts:
+            fig.add_trace(go.Scatter(x=[r["length"] for r in pts], y=[r[key] for r in pts],
+                                     mode="lines+markers", name=m))
+    if not fig.data:
+        return None
+    fig.update_layout(title=f"{title} vs sequence length, d_model={meta['d_model']} on {meta['device']}",
+                      xaxis_title="sequence length T", yaxis_title=title, xaxis_type="log", yaxis_type="log")
+    return fig
+
+
+def _figures(rows: list[dict[str, Any]], out_dir: Path, meta: dict[str, Any]) -> list[Path]:
     out = []
     for key, title, fname in (("time_ms", "forward+backward time (ms)", "cost_time.html"),
                               ("peak_mem_mib", f"peak memory (MiB, {meta['memory_method']})", "cost_memory.html")):
-        fig = go.Figure()
-        for m in dict.fromkeys(r["model"] for r in rows):
-            pts = [r for r in rows if r["model"] == m and r["status"] == "ok" and r.get(key)]
-            if pts:
-                fig.add_trace(go.Scatter(x=[r["length"] for r in pts], y=[r[key] for r in pts],
-                                         mode="lines+markers", name=m))
-        if not fig.data:
+        fig = fig_cost(rows, key, title, meta)
+        if fig is None:
             continue
-        fig.update_layout(title=f"{title} vs sequence length, d_model={meta['d_model']} on {meta['device']}",
-                          xaxis_title="sequence length T", yaxis_title=title, xaxis_type="log", yaxis_type="log")
         fig.write_html(out_dir / fname, include_plotlyjs=True, full_html=True)
         out.append(out_dir / fname)
     return out

@@ -27,6 +27,9 @@ At step 0 and every ``diagnostics.every`` optimizer steps the callback records, 
 - **layer gradient norms**: L2 norm of the gradients per layer, grouped by module path
   (``layer_group``), and the **global norm before clipping** (Lightning calls
   ``on_before_optimizer_step`` after backward and AMP unscaling, before gradient clipping).
+
+The file's layout is typed once in ``bench.diagnostics_format`` (``Record``), which this writer and
+the dashboard's reader share.
 """
 from __future__ import annotations
 
@@ -40,8 +43,9 @@ import pytorch_lightning as pl
 import torch
 from torch import nn
 
-from seqbench.bench.artifacts import DiagnosticsRecord, read_diagnostics, write_diagnostics
+from seqbench.bench.artifacts import atomic_write
 from seqbench.bench.contract import IGNORE, Batch, OutputKind, TaskSpec
+from seqbench.bench.diagnostics_format import FILENAME, DiagnosticsFile, Record, ThroughTime, read_diagnostics
 
 _RNN_PARAM = re.compile(r"^(weight|bias)_(ih|hh|hr)_l(\d+)(_reverse)?$")
 DEFINITIONS = {
@@ -101,7 +105,7 @@ def distances(mask: torch.Tensor, causal: bool) -> torch.Tensor:
 
 
 def through_time(grad: torch.Tensor, mask: torch.Tensor, causal: bool,
-                 lengths: torch.Tensor | None = None) -> dict[str, list]:
+                 lengths: torch.Tensor | None = None) -> ThroughTime:
     """Aggregate ||grad[b, t]|| by distance from the loss positions; grad is (B, T, d)."""
     B, T, _ = grad.shape
     norms = grad.detach().float().norm(dim=-1)  # (B, T)
@@ -113,9 +117,9 @@ def through_time(grad: torch.Tensor, mask: torch.Tensor, causal: bool,
     count = torch.bincount(d[keep], minlength=n).double()
     total = torch.bincount(d[keep], weights=norms[keep].double(), minlength=n)
     hit = count > 0
-    return {"distance": torch.arange(n)[hit.cpu()].tolist(),
-            "grad_norm": (total[hit] / count[hit]).tolist(), "count": count[hit].long().tolist(),
-            "by_position": norms.mean(0).tolist()}
+    return ThroughTime(distance=torch.arange(n)[hit.cpu()].tolist(),
+                       grad_norm=(total[hit] / count[hit]).tolist(), count=count[hit].long().tolist(),
+                       by_position=norms.mean(0).tolist())
 
 
 def spectral_norms(net: nn.Module) -> dict[str, float]:
@@ -138,14 +142,15 @@ def grad_norms(net: nn.Module) -> tuple[dict[str, float], float]:
 
 
 class GradientDiagnostics(pl.Callback):
-    """Records the quantities above into ``<run_dir>/diagnostics.json`` (rank 0 only)."""
+    """Records the quantities above into ``<run_dir>/diagnostics.json`` (rank 0 only), in the format
+    ``bench.diagnostics_format`` defines."""
 
     def __init__(self, every: int, run_dir: Path | str):
         self.every = every
-        self.run_dir = Path(run_dir)
-        self.records: list[DiagnosticsRecord] = []
+        self.path = Path(run_dir) / FILENAME
+        self.records: list[Record] = []
         self._handles: list[Any] = []
-        self._rec: DiagnosticsRecord | None = None
+        self._rec: dict[str, Any] | None = None
         self._z: torch.Tensor | None = None
         self._seen: tuple[Batch, torch.Tensor] | None = None
 
@@ -173,9 +178,9 @@ class GradientDiagnostics(pl.Callback):
         self._handles, self._z, self._seen = [], None, None
 
     def on_train_start(self, trainer, pl_module) -> None:
-        old = read_diagnostics(self.run_dir)
-        if old is not None:  # resumed run: keep the records from before the checkpoint
-            self.records = [r for r in old["records"] if r["step"] < trainer.global_step]
+        if self.path.exists():  # resumed run: keep the records from before the checkpoint
+            old = read_diagnostics(self.path).records
+            self.records = [r for r in old if r.step < trainer.global_step]
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         if trainer.global_rank != 0 or trainer.global_step % self.every:
@@ -210,24 +215,25 @@ class GradientDiagnostics(pl.Callback):
         params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
         rec["global_grad_norm"] = math.sqrt(sum(float(p.grad.detach().float().pow(2).sum()) for p in params))
         rec["w_hh_spectral_norm"] = spectral_norms(net)
-        self.records.append(rec)
-        write_diagnostics(self.run_dir, DEFINITIONS, self.records)
+        record = Record(**rec)
+        self.records.append(record)
+        atomic_write(self.path, DiagnosticsFile(definitions=DEFINITIONS, records=self.records).to_text())
         if trainer.logger is not None:
-            trainer.logger.log_metrics(scalars(rec), step=trainer.global_step)
+            trainer.logger.log_metrics(scalars(record), step=trainer.global_step)
 
     def on_train_end(self, trainer, pl_module) -> None:
         self._disarm()
         self._rec = None
 
 
-def scalars(rec: dict[str, Any]) -> dict[str, float]:
+def scalars(rec: Record) -> dict[str, float]:
     """The W&B view of one record: norms, spectral norms and the through-time curve at 0, 1, 2, 4, ..."""
-    out = {"diag/global_grad_norm": rec["global_grad_norm"]}
-    out.update({f"diag/grad_norm/{k}": v for k, v in rec["layer_grad_norm"].items()})
-    out.update({f"diag/w_hh_sigma_max/{k}": v for k, v in rec["w_hh_spectral_norm"].items()})
-    tt = rec.get("through_time")
-    if tt:
-        by_d = dict(zip(tt["distance"], tt["grad_norm"]))
+    out = {"diag/global_grad_norm": rec.global_grad_norm}
+    out.update({f"diag/grad_norm/{k}": v for k, v in rec.layer_grad_norm.items()})
+    out.update({f"diag/w_hh_sigma_max/{k}": v for k, v in rec.w_hh_spectral_norm.items()})
+    tt = rec.through_time
+    if tt and tt.distance:
+        by_d = dict(zip(tt.distance, tt.grad_norm))
         k = 0
         while k <= max(by_d):
             if k in by_d:

@@ -19,7 +19,7 @@ from plotly.offline import get_plotlyjs
 
 from seqbench.bench.artifacts import atomic_write
 from seqbench.reports import figures as F
-from seqbench.reports.diagnostics import fig_diagnostics
+from seqbench.reports.diagnostics import diagnostics_figures
 from seqbench.reports.optuna_views import optuna_figures
 from seqbench.reports.comparisons import ALL_PAIRS_UP_TO, comparisons, comparisons_table
 from seqbench.reports.table import Objective, StudyInfo, compute_seconds, state_counts
@@ -112,8 +112,10 @@ def sections(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.D
     out.append(Section("Optuna views", "Optuna's own plots over the completed trials (trial value = mean over "
                        "seeds).", optuna_figures(df, info.objectives)))
     if not diag.empty:
-        out.append(Section("Diagnostics", "Quantities the runs recorded in diagnostics.json.",
-                           [("diagnostics", fig_diagnostics(diag, runs, color))]))
+        out.append(Section("Diagnostics", "Gradient diagnostics the runs recorded (diagnostics.gradients=true; "
+                           "definitions in each run's diagnostics.json): how far back the loss still reaches, "
+                           "per-layer and global gradient norms before clipping, recurrent spectral norms.",
+                           diagnostics_figures(diag, runs)))
     return out
 
 
@@ -214,15 +216,20 @@ def summary_md(info: StudyInfo, df: pd.DataFrame, secs: list[Section], built: di
     return "\n".join(out)
 
 
+def write_plotly_js(folder: Path) -> None:
+    """plotly.min.js beside a page (rewritten only when plotly's version changed)."""
+    js = folder / PLOTLY_JS
+    stamp = f"/* plotly.js for plotly.py {plotly.__version__} */\n"
+    if not js.is_file() or not js.read_text(errors="ignore").startswith(stamp):
+        atomic_write(js, stamp + get_plotlyjs())
+
+
 def write_report(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.DataFrame, report_dir: Path,
                  built: dict[str, Any], color_by: str | None = None) -> Path:
     """Write index.html, plotly.min.js, summary.md and trials.csv into ``report_dir``; return index.html."""
     report_dir.mkdir(parents=True, exist_ok=True)
     secs = sections(info, df, curves, diag, color_by)
-    js = report_dir / PLOTLY_JS
-    stamp = f"/* plotly.js for plotly.py {plotly.__version__} */\n"
-    if not js.is_file() or not js.read_text(errors="ignore").startswith(stamp):
-        atomic_write(js, stamp + get_plotlyjs())
+    write_plotly_js(report_dir)
     atomic_write(report_dir / "trials.csv", df.to_csv(index=False))
     atomic_write(report_dir / "summary.md", summary_md(info, df, secs, built))
     index = report_dir / "index.html"

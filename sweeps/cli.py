@@ -68,6 +68,16 @@ def _spec_threads(spec) -> int:
     return max(int(a) for a in asked)
 
 
+def run_sweep(argv: list[str]) -> int:
+    """``seqbench sweep ARGV`` from inside another command (compare, verify): the sweep's own argument
+    defaults, and ``argv`` recorded as the equivalent command line (provenance)."""
+    parser = argparse.ArgumentParser(prog="seqbench")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["sweep", *argv])
+    args.argv = argv
+    return cmd_sweep(args)
+
+
 def cores() -> int:
     try:
         return len(os.sched_getaffinity(0))

@@ -234,11 +234,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     sweep = [str(path), "--study", name, "--out-dir", str(out_dir), "--workers", str(args.workers)]
     if args.storage:
         sweep += ["--storage", args.storage]
-    parser = argparse.ArgumentParser(prog="seqbench")  # the sweep command's own arguments, defaults included
-    sweep_cli.register(parser.add_subparsers(dest="command"))
-    sweep_args = parser.parse_args(["sweep", *sweep])
-    sweep_args.argv = sweep  # provenance: the equivalent `seqbench sweep` command
-    status = sweep_args.func(sweep_args)
+    status = sweep_cli.run_sweep(sweep)  # provenance: the equivalent `seqbench sweep` command
     rep = _report(name, args.storage, out_dir)
     obj = rep.info.objectives[0]
     print(ranked_text(rep.table, obj))

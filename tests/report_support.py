@@ -86,6 +86,25 @@ def is_diverged(model: str, delay: int, warmup: int, seed: int) -> bool:
     return model == "rnn" and delay == 20 and warmup == 0 and seed == 1
 
 
+def demo_diagnostics(model: str, delay: int) -> "DiagnosticsFile":
+    """Two records (steps 0 and 200) in the format runs write: through-time decay 0.6 per step for
+    the rnn, 0.97 otherwise (0.9 and 0.99 at the last record), one recurrent matrix unless transformer."""
+    from seqbench.bench.diagnostics_format import DiagnosticsFile, Record, ThroughTime
+
+    recs = []
+    for step, rnn_decay, other in ((0, 0.6, 0.97), (200, 0.9, 0.99)):
+        decay = rnn_decay if model == "rnn" else other
+        dist = list(range(delay + 3))
+        tt = ThroughTime(distance=dist, grad_norm=[decay ** k for k in dist], count=[8] * len(dist),
+                         by_position=[decay ** k for k in reversed(dist)])
+        whh = {} if model == "transformer" else {"backbone.rnn.weight_hh_l0": 1.0 + step / 1000}
+        recs.append(Record(step=step, loss=1.4 - step / 1000, global_grad_norm=2.0 - step / 1000,
+                           layer_grad_norm={"encoder.embed": 0.5, "backbone.l0": 1.5 + 0.1 * (model == "lstm"),
+                                            "head": 0.8},
+                           w_hh_spectral_norm=whh, through_time=tt))
+    return DiagnosticsFile(definitions={"through_time": "see bench/diagnostics.py"}, records=recs)
+
+
 def demo_study(storage: Any, out_dir: Path, name: str = "ld_demo",
                acc: Callable[[str, int, int, int], float] = demo_acc, extra_states: bool = True,
                diagnostics: bool = True) -> optuna.Study:
@@ -114,12 +133,8 @@ def demo_study(storage: Any, out_dir: Path, name: str = "ld_demo",
                     rd = write_run(out_dir, run_id, final=final, seed=s, model=m, wall_s=5.0 + d, curve=curve,
                                    status="diverged" if div else "completed",
                                    baseline={"val/acc": BASELINE_ACC, "val/loss": 1.3863})
-                    if diagnostics and s == 0 and w == 0:  # a guess at issue 7's layout; the reader takes any
-                        decay = 0.6 if m == "rnn" else 0.97
-                        (rd / "diagnostics.json").write_text(json.dumps({
-                            "grad_through_time": {"distance": list(range(0, 2 * d + 1, 2)),
-                                                  "norm": [decay ** k for k in range(0, 2 * d + 1, 2)]},
-                            "grad_norm_per_layer": {"layer0": 0.5 + 0.1 * (m == "lstm"), "layer1": 0.8}}))
+                    if diagnostics and s == 0 and w == 0:  # the real format, with known values
+                        (rd / "diagnostics.json").write_text(demo_diagnostics(m, d).to_text())
                     run_ids.append(run_id)
                     per_seed.append(None if div else a)
                 finite = [v for v in per_seed if v is not None]

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 # source folder -> the package it installs as (pyproject's package-dir)
 ROOTS = {"seqbench": "seqbench", "bench": "seqbench.bench", "tasks": "seqbench.tasks",
          "models": "seqbench.models", "sweeps": "seqbench.sweeps", "reports": "seqbench.reports"}
-LEAVES = {f"seqbench.bench.{m}" for m in ("contract", "schema", "registry", "errors", "artifacts", "provenance")}
+LEAVES = {f"seqbench.bench.{m}" for m in ("contract", "schema", "registry", "errors", "artifacts", "provenance", "diagnostics_format")}
 # Edges that another helper's open work removes; each names the change that retires it.
 KNOWN: set[tuple[str, str]] = set()  # (importer, imported) edges allowed despite the rules: none today
 

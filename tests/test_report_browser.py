@@ -48,7 +48,7 @@ def test_every_figure_container_rendered(page):
         assert f["width"] > 300 and f["height"] > 200 and f["marks"] > 20, f
     titles = " | ".join(f["title"] for f in result.figures)
     for part in ("val/acc over", "vs task.delay", "Length generalisation", "Learning curves", "Optimization History",
-                 "Importances", "Parallel Coordinate", "Diagnostics"):
+                 "Importances", "Parallel Coordinate", "Gradient through time", "W_hh"):
         assert part in titles
 
 

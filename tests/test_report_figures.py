@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 
 from seqbench.reports import figures as F
-from seqbench.reports.diagnostics import _rows, fig_diagnostics
 from seqbench.reports.optuna_views import optuna_figures, study_from_table
 from seqbench.reports.table import Objective
 
@@ -147,18 +146,3 @@ def test_pareto_front_for_two_objectives():
     df["trial_value:time"] = df["param.task.delay"] * 1.0
     views = dict(optuna_figures(df, [ACC, Objective("time", "minimize")]))
     assert not isinstance(views["Pareto front"], str), views["Pareto front"]
-
-
-def test_diagnostics_shapes_are_found():
-    rows = _rows("", {"grad_through_time": {"distance": [0, 1, 2], "norm": [1.0, 0.1, 0.01]},
-                      "w_hh_sigma": {"layer0": 1.2, "layer1": 0.9}, "grad_norm": [3.0, 2.0],
-                      "history": [{"step": 10, "global_norm": 5.0}, {"step": 20, "global_norm": 4.0}],
-                      "note": "text is ignored"})
-    panels = {p for p, *_ in rows}
-    assert panels == {"grad_through_time", "w_hh_sigma", "grad_norm", "history/global_norm"}
-    assert ("grad_through_time", "norm", 2, 0.01, "line") in rows
-    assert ("w_hh_sigma", "w_hh_sigma", "layer0", 1.2, "bar") in rows
-    assert ("history/global_norm", "global_norm", 20, 4.0, "line") in rows
-    diag = pd.DataFrame([("r1", *r) for r in rows], columns=["run_id", "panel", "series", "x", "y", "kind"])
-    fig = fig_diagnostics(diag, pd.DataFrame({"run_id": ["r1"], "param.model.name": ["rnn"]}), "param.model.name")
-    assert len(fig.data) == 4

@@ -1,0 +1,211 @@
+"""seqbench verify: judging on synthetic study tables, claim files (shipped and broken), one claim
+end to end through the CLI, and (slow) the quick profile of the two fastest shipped claims."""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from seqbench.bench.cli import main
+from seqbench.bench.errors import UserError
+from seqbench.sweeps.claims.judge import FAILS, HOLDS, INCONCLUSIVE, MISSING, judge, judge_rule
+from seqbench.sweeps.claims.schema import (PROFILES, Rule, load_claim, parse_claim, shipped_claims, sweep_spec,
+                                           swept_values)
+from seqbench.sweeps.spec import trial_config
+
+SOURCE = {"cite": "Test 2024 Tab. 1", "paper": "A. Test 2024", "where": "Table 1", "metric": "MSE",
+          "published": [{"what": "gru", "value": 5.3e-5, "unit": "MSE"}]}
+SWEPT = {"model.name": ["rnn", "gru"], "task.length": [50, 100]}
+
+
+def table(values: dict[tuple[str, int], list[float | None]], baseline: float = 1 / 6) -> pd.DataFrame:
+    """A study table as reports.table builds it: one row per run; None = a diverged seed."""
+    rows = []
+    for (model, length), per_seed in values.items():
+        for seed, v in enumerate(per_seed):
+            rows.append({"trial": len(rows), "state": "COMPLETE", "seed": seed, "run_id": f"{model}{length}s{seed}",
+                         "status": "diverged" if v is None else "completed", "param.model.name": model,
+                         "param.task.length": length, "final.val/mse": math.nan if v is None else v,
+                         "baseline.val/mse": baseline})
+    return pd.DataFrame(rows)
+
+
+def rule(**kw) -> Rule:
+    return Rule.model_validate({"name": "r", "metric": "val/mse", **kw})
+
+
+GOOD = {("gru", 50): [0.001, 0.002, 0.0015], ("gru", 100): [0.003, 0.004, 0.002],
+        ("rnn", 50): [0.16, 0.17, 0.165], ("rnn", 100): [0.05, 0.17, 0.12]}
+
+
+def test_holds_fails_and_inconclusive_from_the_interval():
+    t = table(GOOD)
+    held = judge_rule(rule(where={"model.name": "gru", "task.length": 50}, below=0.01), t, SWEPT)
+    assert held.verdict == HOLDS and held.interval.n == 3 and held.interval.hi < 0.01
+    failed = judge_rule(rule(where={"model.name": "rnn", "task.length": 50}, below=0.01), t, SWEPT)
+    assert failed.verdict == FAILS and failed.interval.lo > 0.01
+    # rnn at 100: mean 0.113, wide interval across 0.1
+    unsure = judge_rule(rule(where={"model.name": "rnn", "task.length": "max"}, above=0.1), t, SWEPT)
+    assert unsure.verdict == INCONCLUSIVE and unsure.interval.lo < 0.1 < unsure.interval.hi
+    assert "contains the threshold" in unsure.why and unsure.config == "model.name=rnn, task.length=100"
+
+
+def test_baseline_thresholds_and_paired_differences():
+    t = table(GOOD)
+    at_base = judge_rule(rule(where={"model.name": "rnn", "task.length": 50}, above={"baseline": 0.9}), t, SWEPT)
+    assert at_base.verdict == HOLDS and at_base.thresholds["above"] == pytest.approx(0.15)
+    diff = judge_rule(rule(where={"model.name": "rnn", "task.length": 50}, minus={"model.name": "gru",
+                                                                                  "task.length": 50}, above=0.1),
+                      t, SWEPT)
+    assert diff.verdict == HOLDS and diff.interval.mean == pytest.approx(0.165 - 0.0015)
+
+
+def test_one_replicate_is_inconclusive_not_judged_on_a_point():
+    t = table({**GOOD, ("gru", 50): [0.001]})
+    r = judge_rule(rule(where={"model.name": "gru", "task.length": 50}, below=0.01), t, SWEPT)
+    assert r.verdict == INCONCLUSIVE and "fewer than 2 replicates" in r.why
+
+
+def test_missing_configuration_and_missing_metric_are_named():
+    t = table({k: v for k, v in GOOD.items() if k != ("gru", 100)})
+    r = judge_rule(rule(where={"model.name": "gru", "task.length": 100}, below=0.01), t, SWEPT)
+    assert r.verdict == MISSING and r.why == "no completed run of model.name=gru, task.length=100"
+    r = judge_rule(rule(where={"model.name": "gru", "task.length": 50}, metric="val/acc", below=0.5), t, SWEPT)
+    assert r.verdict == MISSING and "val/acc was not recorded" in r.why
+
+
+def test_diverged_seed_is_inconclusive_unless_the_rule_says_what_it_counts_as():
+    t = table({**GOOD, ("gru", 50): [0.001, None, 0.002, 0.0015]})
+    where = {"model.name": "gru", "task.length": 50}
+    default = judge_rule(rule(where=where, below=0.01), t, SWEPT)
+    assert default.verdict == INCONCLUSIVE and default.n_diverged == 1 and "diverged" in default.why
+    left_out = judge_rule(rule(where=where, below=0.01, diverged="exclude"), t, SWEPT)
+    assert left_out.verdict == HOLDS and left_out.interval.n == 3 and "1 diverged, left out" in left_out.measured()
+    as_base = judge_rule(rule(where=where, below=0.01, diverged="baseline"), t, SWEPT)
+    assert as_base.verdict == INCONCLUSIVE and as_base.interval.n == 4  # the untrained seed widens it past 0.01
+    as_base_above = judge_rule(rule(where=where, above=0.5, diverged="baseline"), t, SWEPT)
+    assert as_base_above.verdict == FAILS
+
+
+def test_claim_verdict_combines_rules():
+    raw = {"question": "q?", "source": SOURCE, "figure": "length", "base": {"task": {"name": "adding"}},
+           "parameters": {"model.name": {"values": ["rnn", "gru"]}, "task.length": {"values": [50, 100]}},
+           "profiles": {"quick": {}, "paper": {}},
+           "expect": [{"name": "gru solves", "where": {"model.name": "gru", "task.length": 50},
+                       "metric": "val/mse", "below": 0.01},
+                      {"name": "rnn at baseline", "where": {"model.name": "rnn", "task.length": 100},
+                       "metric": "val/mse", "above": 0.1}]}
+    claim = parse_claim(raw, "c")
+    assert judge(claim, table(GOOD), SWEPT, "quick")[0] == INCONCLUSIVE
+    strong = {**GOOD, ("rnn", 100): [0.16, 0.17, 0.165]}
+    assert judge(claim, table(strong), SWEPT, "quick")[0] == HOLDS
+    weak = {**strong, ("gru", 50): [0.1, 0.12, 0.11]}
+    assert judge(claim, table(weak), SWEPT, "quick")[0] == FAILS
+
+
+# -- claim files ----------------------------------------------------------------------------
+@pytest.mark.parametrize("path", shipped_claims(), ids=lambda p: p.stem)
+def test_shipped_claim_loads_validates_every_profile_and_cites_numbers(path: Path):
+    claim = load_claim(path)  # every profile's spec checked (each grid point built), every rule resolved
+    assert len(shipped_claims()) >= 8
+    src = claim.source
+    assert src.published and all(math.isfinite(p.value) and p.unit.strip() for p in src.published)
+    for profile in PROFILES:
+        assert claim.rules(profile)
+        if claim.kind == "cost":
+            assert set(swept_values(claim, profile)["model.name"]) >= {r.where["model.name"]
+                                                                      for r in claim.rules(profile)}
+            continue
+        spec = sweep_spec(claim, profile)
+        assert len(spec.seeds) >= 2, "a verdict needs replicates"
+        for point in spec.grid():  # the run config every trial would train (no training)
+            cfg = trial_config(spec, point, spec.seeds[0], {})
+            assert cfg.task.name == (point.get("task.name") or spec.config_dict(point)["task"]["name"])
+
+
+def _claim_file(tmp_path: Path, **changes) -> Path:
+    raw = {"question": "Does the gradient of a tanh RNN decay faster than an LSTM's?", "source": SOURCE,
+           "figure": "through_time",
+           "base": {"task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 6}, "model": {"d_model": 8},
+                    "train": {"max_steps": 2, "val_every": 2, "val_batches": 1, "batch_size": 4},
+                    "eval": {"test": False}, "tracking": {"wandb": "off"},
+                    "diagnostics": {"gradients": True, "every": 1}},
+           "metric": {"name": "val/loss", "goal": "minimize"},
+           "parameters": {"model.name": {"values": ["rnn", "lstm"]}}, "seeds": 2,
+           "profiles": {"quick": {}, "paper": {"base": {"train": {"max_steps": 4}}}},
+           "expect": [{"name": "rnn decays", "where": {"model.name": "rnn"}, "metric": "diag/decay_rate@first",
+                       "above": 0.0}]}
+    raw.update(changes)
+    path = tmp_path / "tiny_claim.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"expect": [{"name": "x", "where": {}, "metric": "val/loss", "below": 1}]}, "where: must fix model.name"),
+    ({"expect": [{"name": "x", "where": {"model.name": "gru"}, "metric": "val/loss", "below": 1}]},
+     "model.name='gru' is not among the swept values"),
+    ({"expect": [{"name": "x", "where": {"model.name": "rnn"}, "metric": "val/loss"}]}, "needs below: and/or above:"),
+    ({"profiles": {"quick": {}}}, "profiles: needs paper"),
+    ({"profiles": {"quick": {}, "paper": {"base": {"train": {"max_stepz": 4}}}}},
+     "profile paper: .*train.max_stepz: unknown field"),
+    ({"source": {**SOURCE, "published": []}}, "source.published: List should have at least 1 item"),
+    ({"sauce": 1}, "sauce"),
+])
+def test_a_broken_claim_is_refused_with_the_field_named(tmp_path, change, message):
+    with pytest.raises(UserError, match=message):
+        load_claim(_claim_file(tmp_path, **change))
+
+
+def test_one_claim_end_to_end_through_the_cli(tmp_path, capsys):
+    path = _claim_file(tmp_path)
+    out = tmp_path / "out"
+    assert main(["verify", str(path), "--out-dir", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "claim" in printed and "measured (mean [95% CI] n)" in printed
+    line = next(x for x in printed.splitlines() if x.startswith("tiny_claim ") and "rnn decays" in x)
+    assert "Test 2024 Tab. 1" in line and "diag/decay_rate@first" in line and "n=2" in line
+    page = (out / "verify" / "index.html").read_text()
+    assert "Does the gradient of a tanh RNN decay" in page and "data-title='through_time'" in page
+    assert (out / "verify" / "plotly.min.js").is_file()
+    md = (out / "verify" / "verify.md").read_text()
+    assert "| tiny_claim |" in md and "rnn decays" in md
+    # a rule that cannot hold: judged (exit 0) unless --strict
+    failing = _claim_file(tmp_path, expect=[{"name": "rnn keeps everything", "where": {"model.name": "rnn"},
+                                             "metric": "diag/decay_rate@first", "below": -10.0}])
+    assert main(["verify", str(failing), "--out-dir", str(out)]) == 0  # resumes the study: no retraining
+    assert "fails" in capsys.readouterr().out
+    assert main(["verify", str(failing), "--out-dir", str(out), "--strict"]) == 1
+
+
+def test_a_claim_that_cannot_run_exits_nonzero(tmp_path, capsys, monkeypatch):
+    import seqbench.bench.train
+
+    def broken(*a, **k):
+        raise RuntimeError("out of memory")
+    monkeypatch.setattr(seqbench.bench.train, "run", broken)  # one worker: trials run in this process
+    assert main(["verify", str(_claim_file(tmp_path)), "--out-dir", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    assert "trial 0 failed: RuntimeError: out of memory" in out
+    assert "no completed run of model.name=rnn" in out
+
+
+def test_unknown_claim_name_is_a_one_line_error(capsys):
+    assert main(["verify", "no_such_claim"]) == 2
+    assert "neither a shipped claim nor a file; shipped: attention_bottleneck" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_quick_profile_of_the_two_fastest_shipped_claims(tmp_path, capsys):
+    # measured on a shared 2-core machine: vanishing_gradients 9 s, complexity_exponents 18 s
+    assert main(["verify", "vanishing_gradients", "complexity_exponents", "--out-dir", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    verdicts = next(x for x in printed.splitlines() if x.startswith("claim verdicts:"))
+    assert "vanishing_gradients holds" in verdicts  # deterministic on CPU: fixed seeds, measured at init
+    # step timings depend on the machine's load: judged (any verdict), never an error
+    assert re.search(r"complexity_exponents (holds|fails|inconclusive)", verdicts), verdicts
+    assert (tmp_path / "verify" / "index.html").read_text().count("<section id=") == 2
