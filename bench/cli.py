@@ -101,10 +101,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         if name not in TASKS and name not in MODELS:
             print(f"{name}:" if name != "run" else "run (top level):")
             print("\n".join(lines))
-    from seqbench.sweeps import shipped_sweeps
+    from seqbench.sweeps import shipped_claims, shipped_sweeps
 
     print("sweeps (seqbench sweep NAME):")
     for s in shipped_sweeps():
+        print(f"  {s.name:<34} {s.question}")
+    print("claims (seqbench verify NAME):")
+    for s in shipped_claims():
         print(f"  {s.name:<34} {s.question}")
     if not args.verbose:
         print("(seqbench list -v [SECTION] shows every config field with its default)")

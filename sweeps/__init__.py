@@ -1,8 +1,9 @@
-"""Sweep specs (YAML shipped in this package and in ``claims/``) and the Optuna runner.
+"""Sweep specs (YAML shipped in this package), claims (``claims/``, run by ``seqbench verify``) and the
+Optuna runner.
 
-Shipped specs are package data, found through ``importlib.resources``, so they are there after a
-plain ``pip install`` as well as in a checkout. Each has a name: its file stem (``demo``), or
-``claims/<stem>`` for the claim specs; ``seqbench sweep NAME`` runs it from anywhere.
+Shipped specs and claims are package data, found through ``importlib.resources``, so they are there
+after a plain ``pip install`` as well as in a checkout. Each has a name, its file stem (``demo``):
+``seqbench sweep NAME`` / ``seqbench verify NAME`` run it from anywhere.
 """
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from pathlib import Path
 
 from seqbench.bench.errors import UserError
 
-_PACKAGES = {"": "seqbench.sweeps", "claims/": "seqbench.sweeps.claims"}  # name prefix -> package
 
 
 @dataclass(frozen=True)
@@ -30,19 +30,25 @@ def _question(text: str) -> str:
     return ""
 
 
+def _shipped(package: str) -> list[ShippedSweep]:
+    return [ShippedSweep(res.name.removesuffix(".yaml"), _question(res.read_text()), res)
+            for res in sorted(resources.files(package).iterdir(), key=lambda r: r.name)
+            if res.is_file() and res.name.endswith(".yaml")]
+
+
 def shipped_sweeps() -> list[ShippedSweep]:
-    """Every shipped spec, plain ones first, each group sorted by name."""
-    out = []
-    for prefix, package in _PACKAGES.items():
-        for res in sorted(resources.files(package).iterdir(), key=lambda r: r.name):
-            if res.is_file() and res.name.endswith(".yaml"):
-                out.append(ShippedSweep(prefix + res.name.removesuffix(".yaml"), _question(res.read_text()), res))
-    return out
+    """Every shipped sweep spec, sorted by name."""
+    return _shipped("seqbench.sweeps")
+
+
+def shipped_claims() -> list[ShippedSweep]:
+    """Every shipped claim (``seqbench verify``), sorted by name."""
+    return _shipped("seqbench.sweeps.claims")
 
 
 def spec_path(arg: str) -> Path:
     """The spec file ``seqbench sweep ARG`` means: an existing path wins; else the shipped spec named
-    ARG (``demo``, ``claims/x``; ``sweeps/demo.yaml`` also finds it when run outside a checkout)."""
+    ARG (``demo``; ``sweeps/demo.yaml`` also finds it when run outside a checkout)."""
     path = Path(arg)
     if path.is_file():
         return path

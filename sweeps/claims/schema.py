@@ -42,7 +42,6 @@ from seqbench.bench.config import load_yaml
 from seqbench.bench.errors import UserError, format_validation_error
 from seqbench.bench.schema import Section
 
-CLAIMS_DIR = Path(__file__).resolve().parent
 PROFILES = ("quick", "paper")
 FIGURES = ("length", "factors", "heatmap", "learning_curves", "through_time", "cost")
 CLAIM_KEYS = ("source", "profiles", "expect", "figure", "note", "kind", "cost")
@@ -247,7 +246,9 @@ def load_claim(path: Path | str) -> Claim:
 
 
 def shipped_claims() -> list[Path]:
-    return sorted(CLAIMS_DIR.glob("*.yaml"))
+    from seqbench.sweeps import shipped_claims as shipped  # package data through importlib.resources
+
+    return [Path(str(c.resource)) for c in shipped()]
 
 
 def find_claims(names: list[str]) -> list[Path]:
