@@ -157,17 +157,23 @@ def verdict_for(iv: Interval, below: float | None, above: float | None) -> tuple
     return INCONCLUSIVE, "the interval contains the threshold"
 
 
+def _measured(table: pd.DataFrame, where: dict[str, Any], metric: str) -> tuple[pd.DataFrame, str | None, str]:
+    """The runs of one configuration and the column holding ``metric`` (None, with why, when missing)."""
+    rows = select(table, where)
+    if rows.empty:
+        return rows, None, f"no completed run of {_label(where)}"
+    col = metric_column(rows, metric)
+    if col is None:
+        return rows, None, f"{metric} was not recorded by the runs of {_label(where)}"
+    return rows, col, ""
+
+
 def judge_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]]) -> RuleResult:
     where = resolve_where(rule.where, swept, rule.name)
     label = _label(where)
-    rows = select(table, where)
     res = RuleResult(rule, MISSING, config=label)
-    if rows.empty:
-        res.why = f"no completed run of {label}"
-        return res
-    col = metric_column(rows, rule.metric)
+    rows, col, res.why = _measured(table, where, rule.metric)
     if col is None:
-        res.why = f"{rule.metric} was not recorded by the runs of {label}"
         return res
     vals, n_div, unresolved = seed_values(rows, rule, col)
     res.n_diverged = n_div
@@ -175,13 +181,8 @@ def judge_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]]) -> 
     if rule.minus is not None:
         other = resolve_where(rule.minus, swept, rule.name)
         res.config = f"{label} minus {_label(other)}"
-        rows_b = select(table, other)
-        if rows_b.empty:
-            res.why = f"no completed run of {_label(other)}"
-            return res
-        col_b = metric_column(rows_b, rule.metric)
+        rows_b, col_b, res.why = _measured(table, other, rule.metric)
         if col_b is None:
-            res.why = f"{rule.metric} was not recorded by the runs of {_label(other)}"
             return res
         vals_b, n_div_b, unresolved_b = seed_values(rows_b, rule, col_b)
         res.n_diverged += n_div_b
