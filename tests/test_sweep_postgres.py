@@ -27,7 +27,8 @@ def test_two_workers_on_postgres_finish_the_grid_once(tmp_path, pg_url, capsys):
     points = [(m, d) for m in ("rnn", "gru") for d in (2, 3, 4)]
     p = write_spec(tmp_path, parameters={"model.name": {"values": ["rnn", "gru"]},
                                          "task.delay": {"values": [2, 3, 4]}},
-                   base={**TINY_BASE, "train": {**TINY_BASE["train"], "max_steps": 60, "val_every": 30}})
+                   base={**TINY_BASE, "train": {**TINY_BASE["train"], "max_steps": 600, "val_every": 300}})
+    # trials of ~1-2 s: on a quiet machine 60-step trials (0.3 s) were all done before the joiner started
     args = (str(p), "--out-dir", str(out), "--storage", pg_url, "--study", "pg")
     other = sweep_cli(*args)  # "another machine"; this test process is the second one, joining
     deadline = time.time() + 300  # once the other is at work, so that both take trials
