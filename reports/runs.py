@@ -139,27 +139,21 @@ def _cell(v: Any) -> str:
 
 
 def metric_goal_of(metric: str, tasks: list[str]) -> str:
-    """"maximize" or "minimize" for a metric key, as the runs' tasks declare it (time: minimize)."""
+    """"maximize" or "minimize" for a metric key, as the runs' tasks declare it (``TaskFacts``; time:
+    minimize). A metric none of the tasks declares reads "maximize"; callers refuse it by name."""
     from seqbench.bench.registry import TASKS
     import seqbench.bench.config  # noqa: F401  (fills the registries)
 
     if metric.startswith("time/"):
         return "minimize"
-    declared = False
     for t in tasks:
-        facts = getattr(TASKS.get(t).config_cls, "facts", None) if t in TASKS else None
-        if facts is None:
+        if t not in TASKS:
             continue
-        declared = True  # tasks that declare their metrics' goals (TaskFacts)
         try:
-            return facts.goal(metric).optuna
+            return TASKS.get(t).config_cls.facts.goal(metric).optuna
         except KeyError:
             continue
-    if declared:
-        return "maximize"  # not a metric of these tasks: the caller's check refuses it by name
-    from seqbench.tasks.base import metric_goal  # before tasks declared their goals
-
-    return "minimize" if metric_goal(metric) == "min" else "maximize"
+    return "maximize"
 
 
 def sort_runs(df: pd.DataFrame, key: str | None) -> pd.DataFrame:

@@ -13,9 +13,10 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from seqbench.bench.artifacts import atomic_write
 from seqbench.reports import figures as F
 from seqbench.reports.diagnostics import fig_through_time, load_diagnostics
-from seqbench.reports.html import _CSS, _md_table, _table_html, atomic_write, built_by, write_plotly_js
+from seqbench.reports.html import _CSS, _md_table, _table_html, built_by, write_plotly_js
 from seqbench.reports.table import Objective, load_curves
 from seqbench.sweeps.claims.judge import ClaimResult, verdict_table
 

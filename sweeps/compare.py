@@ -196,10 +196,10 @@ def _ordered(raw: dict[str, Any]) -> dict[str, Any]:
 def study_name(spec_dict: dict[str, Any]) -> str:
     """``compare-<digest>`` of what makes a study (the spec without budget and prose): equal settings,
     in any order on the command line or loaded back from --print-spec, give the same name."""
-    from seqbench.sweeps.runner import _comparable
+    from seqbench.sweeps.runner import comparable
     from seqbench.sweeps.spec import parse_spec
 
-    canon = _comparable(parse_spec(spec_dict).to_dict())
+    canon = comparable(parse_spec(spec_dict).to_dict())
     return "compare-" + hashlib.sha1(json.dumps(canon, sort_keys=True).encode()).hexdigest()[:10]
 
 
@@ -212,7 +212,8 @@ def spec_yaml(raw: dict[str, Any], name: str, notes: list[str] = ()) -> str:
 # -- the command ------------------------------------------------------------------------------
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from seqbench.bench.tracking import atomic_write, check_writable
+    from seqbench.bench.artifacts import atomic_write
+    from seqbench.bench.tracking import check_writable
     from seqbench.sweeps import cli as sweep_cli
     from seqbench.sweeps.storage import check_scheme
 

@@ -93,7 +93,7 @@ def study_attrs(job: Job, spec: SweepSpec) -> StudyAttrs:
         "out_dir": job.out_dir, "seqbench_version": package_version(), "git_sha": git_sha()})
 
 
-def _comparable(spec: dict[str, Any]) -> dict[str, Any]:
+def comparable(spec: dict[str, Any]) -> dict[str, Any]:
     """What must match to continue a study (the budget and the prose may change)."""
     return {k: v for k, v in spec.items() if k not in ("trials", "timeout", "question")}
 
@@ -120,9 +120,9 @@ def open_study(job: Job, spec: SweepSpec, *, coordinator: bool = True, wait_s: f
         while not storage.get_study_system_attrs(study._study_id).get(READY_ATTR) and time.time() < deadline:
             time.sleep(0.5)
         stored = study.user_attrs.get("spec")
-        if stored is not None and _comparable(stored) != _comparable(spec.to_dict()):
+        if stored is not None and comparable(stored) != comparable(spec.to_dict()):
             diff = sorted(k for k in set(stored) | set(spec.to_dict())
-                          if _comparable(stored).get(k) != _comparable(spec.to_dict()).get(k))
+                          if comparable(stored).get(k) != comparable(spec.to_dict()).get(k))
             raise UserError(f"--study: {job.study!r} was started from a different spec ({', '.join(diff)} "
                             "differ); pass --study NEWNAME for a new study")
         if stored is None:  # its creator died before storing anything
