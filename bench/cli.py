@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import Any, Sequence
 
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 
 EXIT_USAGE = 2
 
@@ -23,7 +23,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _fmt_default(field: Any) -> str:
     """A field's default as it would be typed on the command line (null, true, [64, 128])."""
-    from seqbench.bench.settings import show
+    from seqbench.bench.core.settings import show
 
     if field.is_required():
         return "(required)"
@@ -39,7 +39,7 @@ def _fmt_default(field: Any) -> str:
 def field_lines(prefix: str, cls: Any) -> list[str]:
     """``prefix.field = default - description`` for every field of a config section, nested
     sections (``train.early_stop``, ``model.decode``) spelled out field by field."""
-    from seqbench.bench.schema import Section
+    from seqbench.bench.core.schema import Section
 
     lines = []
     for fname, f in cls.model_fields.items():
@@ -60,8 +60,8 @@ def field_lines(prefix: str, cls: Any) -> list[str]:
 def list_sections() -> dict[str, list[str]]:
     """Every config section -> its field lines: each task and model by name, then the rest."""
     from seqbench.bench.config import RunConfig
-    from seqbench.bench.registry import MODELS, TASKS
-    from seqbench.bench.schema import Section
+    from seqbench.bench.core.registry import MODELS, TASKS
+    from seqbench.bench.core.schema import Section
 
     out: dict[str, list[str]] = {}
     for kind, reg in (("task", TASKS), ("model", MODELS)):
@@ -82,7 +82,7 @@ def list_sections() -> dict[str, list[str]]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from seqbench.bench.registry import MODELS, TASKS
+    from seqbench.bench.core.registry import MODELS, TASKS
     import seqbench.bench.config  # noqa: F401  (registers everything)
 
     sections = list_sections() if args.verbose or args.section else {}
@@ -116,7 +116,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _list_section(section: str, sections: dict[str, list[str]]) -> int:
     """``seqbench list -v train``: one section (a task or model name, or train/optim/eval/...)."""
-    from seqbench.bench.registry import MODELS, TASKS
+    from seqbench.bench.core.registry import MODELS, TASKS
 
     if section in ("task", "model"):
         names = (TASKS if section == "task" else MODELS).names()
@@ -143,7 +143,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.print_config:
         print(cfg.to_yaml(), end="")
         return 0
-    from seqbench.bench.train import run
+    from seqbench.bench.training.train import run
 
     r = run(cfg, argv=["seqbench", "run", *sys.argv[2:]] if args.argv is None else args.argv)
     final, base = r["final"], r["baseline"]
@@ -152,7 +152,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if pm in final:
         print(f"  {pm} {final[pm]:.4f}  (memoryless baseline {base.get(pm, float('nan')):.4f})  "
               f"solved={r['solved']}")
-    from seqbench.bench.train import speed_summary
+    from seqbench.bench.training.train import speed_summary
 
     print(f"  {speed_summary(r)}, {r['n_params']:,} parameters")
     print(f"  results: {os.path.join(str(cfg.out_dir), 'runs', r['run_id'], 'results.json')}")
@@ -177,12 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "(task=/model= choices apply first, then values)")
     sp.set_defaults(func=cmd_run, argv=None)
 
-    from seqbench.bench import cost
-    from seqbench.reports import cli as report_cli
+    from seqbench.bench.commands import cost
+    from seqbench.bench.commands import report as report_cli
     from seqbench.reports import runs as runs_cli
-    from seqbench.sweeps import cli as sweep_cli
-    from seqbench.sweeps import compare as compare_cli
-    from seqbench.sweeps import verify
+    from seqbench.bench.commands import sweep as sweep_cli
+    from seqbench.bench.commands import compare as compare_cli
+    from seqbench.bench.commands import verify
 
     for module in (sweep_cli, compare_cli, verify, report_cli, runs_cli, cost):  # each adds its subcommand
         module.register(sub)

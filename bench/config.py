@@ -18,10 +18,10 @@ from pydantic import Field, ValidationError, model_validator
 
 import seqbench.models  # noqa: F401  (fills MODELS)
 import seqbench.tasks  # noqa: F401  (fills TASKS)
-from seqbench.bench.errors import UserError, format_validation_error
-from seqbench.bench.registry import MODELS, TASKS
-from seqbench.bench.schema import Section
-from seqbench.bench.settings import leaves, load_yaml, parse_settings, parse_value, safe_load, set_dotted
+from seqbench.bench.core.errors import UserError, format_validation_error
+from seqbench.bench.core.registry import MODELS, TASKS
+from seqbench.bench.core.schema import Section
+from seqbench.bench.core.settings import leaves, load_yaml, parse_settings, parse_value, safe_load, set_dotted
 
 __all__ = ["RunConfig", "build_config", "compose", "load_config", "load_yaml", "override", "parse_value",
            "safe_load", "validate"]
@@ -95,7 +95,7 @@ class TrackingConfig(Section):
 
 class DiagnosticsConfig(Section):
     gradients: bool = Field(False, description="record gradient through time, per-layer and global gradient "
-                            "norms and W_hh spectral norms to <run>/diagnostics.json (bench/diagnostics.py)")
+                            "norms and W_hh spectral norms to <run>/diagnostics.json (bench/training/diagnostics.py)")
     every: int = Field(100, ge=1, description="record at step 0 and every N optimizer steps; each record costs "
                        "one extra backward pass")
 

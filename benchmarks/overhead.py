@@ -38,8 +38,8 @@ import torch
 
 
 from seqbench.bench.config import build_config  # noqa: E402
-from seqbench.bench.schedules import lr_multiplier  # noqa: E402
-from seqbench.bench.train import build_task, run  # noqa: E402
+from seqbench.bench.training.schedules import lr_multiplier  # noqa: E402
+from seqbench.bench.training.train import build_task, run  # noqa: E402
 from seqbench.models.base import build_model  # noqa: E402
 from seqbench.tasks.synthetic.base import BatchKey  # noqa: E402
 

@@ -16,9 +16,9 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
-from seqbench.bench.registry import MODELS
-from seqbench.bench.schema import Section
-from seqbench.bench.contract import Batch, OutputKind, TaskSpec
+from seqbench.bench.core.registry import MODELS
+from seqbench.bench.core.schema import Section
+from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
 
 PER_STEP_AND_POOLED = frozenset({OutputKind.TOKENS, OutputKind.CLASS, OutputKind.REGRESSION})
 

@@ -21,8 +21,8 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
-from seqbench.bench.schema import Section
-from seqbench.bench.contract import Batch, TaskSpec
+from seqbench.bench.core.schema import Section
+from seqbench.bench.core.contract import Batch, TaskSpec
 
 
 class DecodeConfig(Section):

@@ -16,7 +16,7 @@ from pydantic import Field
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqbench.bench.registry import MODELS
+from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import Backbone, ModelConfig
 
 

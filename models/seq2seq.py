@@ -26,11 +26,11 @@ from pydantic import Field
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqbench.bench.registry import MODELS
+from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import InputEncoder, ModelConfig
 from seqbench.models.blocks import valid_mask
 from seqbench.models.decoding import DecodeConfig, EncoderDecoder, State
-from seqbench.bench.contract import Batch, OutputKind
+from seqbench.bench.core.contract import Batch, OutputKind
 
 SEQ2SEQ_ONLY = frozenset({OutputKind.SEQ2SEQ})
 

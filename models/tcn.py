@@ -21,7 +21,7 @@ from pydantic import Field, model_validator
 from torch import nn
 from torch.nn.utils.parametrizations import weight_norm as apply_weight_norm
 
-from seqbench.bench.registry import MODELS
+from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import Backbone, ModelConfig
 
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 from torch import nn
 
-from seqbench.bench.registry import MODELS
+from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import Backbone
 from seqbench.models.blocks import PositionalEncoding, TransformerFields, TransformerStack, valid_mask
 

@@ -16,12 +16,12 @@ import torch
 from pydantic import Field
 from torch import nn
 
-from seqbench.bench.registry import MODELS
+from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import InputEncoder
 from seqbench.models.blocks import PositionalEncoding, TransformerFields, TransformerStack, valid_mask
 from seqbench.models.decoding import DecodeConfig, EncoderDecoder, State
 from seqbench.models.seq2seq import SEQ2SEQ_ONLY
-from seqbench.bench.contract import Batch
+from seqbench.bench.core.contract import Batch
 
 
 class TransformerSeq2SeqConfig(TransformerFields):

@@ -8,7 +8,7 @@ from pathlib import Path
 import optuna
 import pandas as pd
 
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 from seqbench.reports.diagnostics import load_diagnostics
 from seqbench.reports.figures import swept
 from seqbench.reports.html import built_by, write_report

@@ -23,7 +23,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from seqbench.bench.diagnostics_format import FILENAME, DiagnosticsFormatError, read_diagnostics
+from seqbench.bench.core.diagnostics_format import FILENAME, DiagnosticsFormatError, read_diagnostics
 from seqbench.reports.figures import PALETTE, label, swept
 
 DIAG_COLUMNS = ["run_id", "step", "quantity", "name", "distance", "value"]

@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-from seqbench.reports.stats import Interval, mean_ci
+from seqbench.bench.core.stats import Interval, mean_ci
 from seqbench.reports.table import PARAM, Objective
 
 LENGTH_KEYS = ("task.delay", "task.length", "task.seq_len", "task.max_len", "task.n_pairs")
@@ -372,7 +372,7 @@ def throughput_items(df: pd.DataFrame) -> list[tuple[str, Any]]:
                                                           height=200 + 28 * len(t)))]
     if not has_mfu:
         out.append(("MFU", "skipped: no run recorded mfu (CPU runs, or a GPU or precision missing from the "
-                    "peak table in bench/flops.py)"))
+                    "peak table in bench/training/flops.py)"))
     shown = t.rename(columns={"tokens_per_s mean": "tokens/s", "flops_per_s mean": "achieved FLOP/s",
                               "mfu mean": "MFU"})
     def fmt(m: float, s: float) -> str:  # throughput is a measurement of speed: mean ± std over runs

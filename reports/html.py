@@ -17,7 +17,7 @@ import plotly
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from seqbench.bench.artifacts import atomic_write
+from seqbench.bench.core.artifacts import atomic_write
 from seqbench.reports import figures as F
 from seqbench.reports.diagnostics import diagnostics_figures
 from seqbench.reports.optuna_views import optuna_figures
@@ -107,7 +107,7 @@ def sections(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.D
         out.append(s)
     out.append(Section("Throughput and utilisation", "Training tokens per second of each configuration (mean ± std "
                        "over its runs) and, on a GPU, model FLOPs utilisation: analytic training FLOPs per token "
-                       "(bench/flops.py) times tokens/s, over the device's dense peak for the precision.",
+                       "(bench/training/flops.py) times tokens/s, over the device's dense peak for the precision.",
                        F.throughput_items(runs)))
     out.append(Section("Optuna views", "Optuna's own plots over the completed trials (trial value = mean over "
                        "seeds).", optuna_figures(df, info.objectives)))
@@ -238,7 +238,7 @@ def write_report(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: 
 
 
 def built_by() -> dict[str, Any]:
-    from seqbench.bench.provenance import git_sha, package_version
+    from seqbench.bench.core.provenance import git_sha, package_version
 
     version = package_version() or "unknown"
     sha = git_sha()

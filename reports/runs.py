@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 from seqbench.reports.table import read_results, run_fields
 
 CONFIG = "config."
@@ -141,7 +141,7 @@ def _cell(v: Any) -> str:
 def metric_goal_of(metric: str, tasks: list[str]) -> str:
     """"maximize" or "minimize" for a metric key, as the runs' tasks declare it (``TaskFacts``; time:
     minimize). A metric none of the tasks declares reads "maximize"; callers refuse it by name."""
-    from seqbench.bench.registry import TASKS
+    from seqbench.bench.core.registry import TASKS
     import seqbench.bench.config  # noqa: F401  (fills the registries)
 
     if metric.startswith("time/"):

@@ -30,8 +30,8 @@ import optuna
 import pandas as pd
 from optuna.trial import TrialState
 
-from seqbench.bench.artifacts import read_metrics, read_results
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.artifacts import read_metrics, read_results
+from seqbench.bench.core.errors import UserError
 
 PARAM = "param."
 OBJ = "objective:"

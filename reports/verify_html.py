@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from seqbench.bench.artifacts import atomic_write
+from seqbench.bench.core.artifacts import atomic_write
 from seqbench.reports import figures as F
 from seqbench.reports.diagnostics import fig_through_time, load_diagnostics
 from seqbench.reports.html import _CSS, _md_table, _table_html, built_by, write_plotly_js
@@ -50,7 +50,7 @@ def claim_figure(kind: str, table: pd.DataFrame, obj: Objective) -> Any:
 
 
 def cost_figure(rows: list[dict[str, Any]], meta: dict[str, Any]) -> Any:
-    from seqbench.bench.cost import fig_cost
+    from seqbench.reports.cost import fig_cost
 
     fig = fig_cost(rows, "time_ms", "forward+backward time (ms)", meta)
     return fig if fig is not None else "skipped: no point measured"

@@ -3,7 +3,7 @@
 W&B Reports (``wandb_workspaces.reports.v2``, the optional ``publish`` extra) need the online
 service and a key even to build a report with run sets, so ``preflight`` checks mode, key, package
 and that the server answers, each in well under a few seconds, and raises one ``UserError`` line
-otherwise (W&B's own clients retry for minutes). This is the one module besides bench/tracking.py
+otherwise (W&B's own clients retry for minutes). This is the one module besides bench/training/tracking.py
 that talks to W&B: the Report API lives in wandb-workspaces, not in the tracking path.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import socket
 from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import urlparse
 
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 
 if TYPE_CHECKING:  # preflight stays import-light so that a refusal is immediate
     import pandas as pd

@@ -27,8 +27,8 @@ _API = {
     "build_config": ("seqbench.bench.config", "build_config"),
     "RunConfig": ("seqbench.bench.config", "RunConfig"),
     "load_config": ("seqbench.bench.config", "load_config"),
-    "run": ("seqbench.bench.train", "run"),
-    "UserError": ("seqbench.bench.errors", "UserError"),
+    "run": ("seqbench.bench.training.train", "run"),
+    "UserError": ("seqbench.bench.core.errors", "UserError"),
     "load_runs": ("seqbench.reports.runs", "load_runs"),
 }
 

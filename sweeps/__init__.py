@@ -12,7 +12,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 
 
 

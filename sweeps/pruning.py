@@ -20,7 +20,7 @@ from typing import Any
 import optuna
 import pytorch_lightning as pl
 
-from seqbench.bench.callbacks import RunStopper
+from seqbench.bench.training.callbacks import RunStopper
 
 
 class PruningCallback(RunStopper):

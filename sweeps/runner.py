@@ -8,7 +8,7 @@ after the grace period and enqueues its configuration again (``sweeps.storage.re
 
 One trial = one configuration = one ``bench.train.run`` per seed replicate. The objective is
 the replicates' mean; per-seed values, spread, run ids and the reason of a failure are trial
-user attrs (see the sweep/report contract in ``sweeps/cli.py``'s docstring).
+user attrs (see the sweep/report contract in ``bench/commands/sweep.py``'s docstring).
 """
 from __future__ import annotations
 
@@ -29,9 +29,9 @@ from optuna.exceptions import DuplicatedStudyError, UpdateFinishedTrialError
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from seqbench.bench.artifacts import StudyAttrs, TrialAttrs, check_study_attrs, check_trial_attrs
-from seqbench.bench.errors import UserError
-from seqbench.bench.provenance import git_sha, package_version
+from seqbench.bench.core.artifacts import StudyAttrs, TrialAttrs, check_study_attrs, check_trial_attrs
+from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.provenance import git_sha, package_version
 from seqbench.sweeps.progress import Progress, start_line, trial_line
 from seqbench.sweeps.pruning import PruningCallback
 from seqbench.sweeps.spec import SweepSpec, parse_spec, trial_config
@@ -252,8 +252,8 @@ def one_line(e: BaseException) -> str:
 
 def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Job) -> FrozenTrial | None:
     """All seed replicates of one configuration; tells the study COMPLETE, PRUNED or FAIL."""
-    from seqbench.bench.tracking import RunTracker
-    from seqbench.bench.train import run
+    from seqbench.bench.training.tracking import RunTracker
+    from seqbench.bench.training.train import run
 
     t0 = time.perf_counter()
     metrics = spec.metrics()

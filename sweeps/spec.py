@@ -43,11 +43,11 @@ from typing import Any, Literal, Union
 from pydantic import Field, ValidationError, model_validator
 
 from seqbench.bench.config import Composed, build_config, compose
-from seqbench.bench.contract import TRAIN_TIME
-from seqbench.bench.settings import leaves, load_yaml, set_dotted
-from seqbench.bench.errors import UserError, format_validation_error
-from seqbench.bench.registry import MODELS, TASKS
-from seqbench.bench.schema import Section
+from seqbench.bench.core.contract import TRAIN_TIME
+from seqbench.bench.core.settings import leaves, load_yaml, set_dotted
+from seqbench.bench.core.errors import UserError, format_validation_error
+from seqbench.bench.core.registry import MODELS, TASKS
+from seqbench.bench.core.schema import Section
 
 Scalar = Union[bool, int, float, str, None]
 _NOT_SWEPT = ("seed", "out_dir", "run_id", "tracking")  # the runner owns these

@@ -26,8 +26,8 @@ from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, TrialState
 
-from seqbench.bench.artifacts import check_trial_attrs
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.artifacts import check_trial_attrs
+from seqbench.bench.core.errors import UserError
 
 _RDB_SCHEMES = ("postgresql", "postgres", "mysql", "sqlite")
 HEARTBEAT_ATTR = "heartbeat"

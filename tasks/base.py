@@ -14,9 +14,9 @@ import torch.nn.functional as F
 import torchmetrics
 from pydantic import Field
 
-from seqbench.bench.contract import (IGNORE, Batch, Goal, MetricDef, OutputKind, TaskFacts,  # noqa: F401
+from seqbench.bench.core.contract import (IGNORE, Batch, Goal, MetricDef, OutputKind, TaskFacts,  # noqa: F401
                                      TaskSpec)  # (re-exported for tasks)
-from seqbench.bench.schema import Section
+from seqbench.bench.core.schema import Section
 
 
 class TaskConfig(Section):

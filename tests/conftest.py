@@ -42,7 +42,7 @@ TINY_MODEL_FIELDS = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "n_
 
 def tiny_overrides(task: str, model: str, out_dir: Path | str, **extra: Any) -> list[str]:
     """Dotted overrides for a tiny, fast run of (task, model)."""
-    from seqbench.bench.registry import MODELS
+    from seqbench.bench.core.registry import MODELS
 
     ovs = [f"task={task}", f"model={model}"]
     ovs += [f"task.{k}={v}" for k, v in TINY_TASK.get(task, {}).items()]
@@ -57,7 +57,7 @@ def tiny_overrides(task: str, model: str, out_dir: Path | str, **extra: Any) -> 
 def compatible_pairs() -> list[tuple[str, str]]:
     """Every (task, model) pair the config validator accepts."""
     import seqbench.bench.config  # noqa: F401,F811
-    from seqbench.bench.registry import MODELS, TASKS
+    from seqbench.bench.core.registry import MODELS, TASKS
 
     pairs = []
     for t in TASKS:

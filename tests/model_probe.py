@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from seqbench.bench.registry import MODELS
+from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import build_model
 from seqbench.tasks.base import Batch, OutputKind, TaskSpec
 

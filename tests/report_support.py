@@ -89,7 +89,7 @@ def is_diverged(model: str, delay: int, warmup: int, seed: int) -> bool:
 def demo_diagnostics(model: str, delay: int) -> "DiagnosticsFile":
     """Two records (steps 0 and 200) in the format runs write: through-time decay 0.6 per step for
     the rnn, 0.97 otherwise (0.9 and 0.99 at the last record), one recurrent matrix unless transformer."""
-    from seqbench.bench.diagnostics_format import DiagnosticsFile, Record, ThroughTime
+    from seqbench.bench.core.diagnostics_format import DiagnosticsFile, Record, ThroughTime
 
     recs = []
     for step, rnn_decay, other in ((0, 0.6, 0.97), (200, 0.9, 0.99)):
@@ -102,7 +102,7 @@ def demo_diagnostics(model: str, delay: int) -> "DiagnosticsFile":
                            layer_grad_norm={"encoder.embed": 0.5, "backbone.l0": 1.5 + 0.1 * (model == "lstm"),
                                             "head": 0.8},
                            w_hh_spectral_norm=whh, through_time=tt))
-    return DiagnosticsFile(definitions={"through_time": "see bench/diagnostics.py"}, records=recs)
+    return DiagnosticsFile(definitions={"through_time": "see bench/training/diagnostics.py"}, records=recs)
 
 
 def demo_study(storage: Any, out_dir: Path, name: str = "ld_demo",

@@ -1,4 +1,4 @@
-"""Run artifacts (bench/artifacts.py): one typed definition per file, one reader and one atomic writer,
+"""Run artifacts (bench/core/artifacts.py): one typed definition per file, one reader and one atomic writer,
 and a report path that never loads torch, models or tasks."""
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 
 from conftest import tiny_overrides
 from report_support import demo_study, journal_storage
-from seqbench.bench import artifacts
-from seqbench.bench.artifacts import Results, atomic_write, read_metrics, read_results, write_metrics, write_results
+from seqbench.bench.core import artifacts
+from seqbench.bench.core.artifacts import Results, atomic_write, read_metrics, read_results, write_metrics, write_results
 
 
 def test_atomic_write_leaves_no_temp_file_and_honours_the_umask(tmp_path):
@@ -59,7 +59,7 @@ def test_trial_and_study_attrs_are_checked():
 
 def test_a_real_run_writes_only_declared_keys(tmp_path):
     from seqbench.bench.config import build_config
-    from seqbench.bench.train import run
+    from seqbench.bench.training.train import run
 
     cfg = build_config({}, tiny_overrides("copy", "lstm", tmp_path) + ["train.max_steps=4", "train.val_every=2",
                                                                        "tracking.wandb=off"])

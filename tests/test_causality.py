@@ -7,7 +7,7 @@ import warnings
 import pytest
 import torch
 
-from seqbench.bench.registry import MODELS
+from seqbench.bench.core.registry import MODELS
 from tests.model_probe import build, seq2seq_batch, seq2seq_spec, tiny_config, token_spec
 from seqbench.models.tcn import ReceptiveFieldWarning
 from seqbench.tasks.base import Batch, OutputKind

@@ -10,7 +10,7 @@ import pytest
 
 from seqbench.bench.cli import main
 from seqbench.bench.config import build_config, load_config
-from seqbench.bench.registry import MODELS, TASKS
+from seqbench.bench.core.registry import MODELS, TASKS
 from tests.conftest import REPO, run_cli, tiny_overrides
 
 
@@ -159,7 +159,7 @@ def test_results_files_are_readable_by_others(tmp_path):
     import stat
 
     from seqbench.bench.config import build_config
-    from seqbench.bench.train import run
+    from seqbench.bench.training.train import run
 
     r = run(build_config({}, tiny_overrides("copy", "gru", tmp_path)), progress=False)
     for name in ("config.yaml", "results.json", "metrics.csv"):

@@ -13,7 +13,7 @@ from optuna.trial import TrialState
 import seqbench
 from seqbench.bench.cli import main
 from seqbench.reports.table import build_table
-from seqbench.sweeps.compare import build_spec, study_name
+from seqbench.bench.commands.compare import build_spec, study_name
 from seqbench.sweeps.runner import _key
 from seqbench.sweeps.spec import load_spec
 from seqbench.sweeps.storage import open_storage

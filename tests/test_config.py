@@ -5,8 +5,8 @@ import pytest
 from pydantic import ValidationError
 
 from seqbench.bench.config import build_config, compose, load_config, override, parse_value
-from seqbench.bench.errors import UserError
-from seqbench.bench.registry import MODELS, TASKS, Registry
+from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.registry import MODELS, TASKS, Registry
 
 
 def test_defaults_are_valid_and_frozen():

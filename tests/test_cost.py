@@ -8,9 +8,10 @@ import math
 import pytest
 
 from seqbench.bench.cli import main
-from seqbench.bench.cost import CostConfig, fit_exponent, parse_settings, sweep, write_outputs
-from seqbench.bench.errors import UserError
-from seqbench.bench.registry import MODELS
+from seqbench.bench.training.cost import CostConfig, fit_exponent, parse_settings, sweep
+from seqbench.reports.cost import write_outputs
+from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.registry import MODELS
 from tests.conftest import run_cli
 
 

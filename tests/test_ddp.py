@@ -8,8 +8,8 @@ import math
 import pytest
 
 from seqbench.bench.config import build_config
-from seqbench.bench.distributed import _rank_strategy, spawned
-from seqbench.bench.train import run
+from seqbench.bench.training.distributed import _rank_strategy, spawned
+from seqbench.bench.training.train import run
 from tests.conftest import tiny_overrides
 
 

@@ -11,10 +11,10 @@ import torch
 import torch.nn.functional as F
 
 from seqbench.bench.config import build_config
-from seqbench.bench.diagnostics import GradientDiagnostics, distances, layer_group, through_time
-from seqbench.bench.diagnostics_format import DiagnosticsFormatError, parse_diagnostics, read_diagnostics
-from seqbench.bench.module import SeqModule
-from seqbench.bench.train import build_task, quiet_lightning, run
+from seqbench.bench.training.diagnostics import GradientDiagnostics, distances, layer_group, through_time
+from seqbench.bench.core.diagnostics_format import DiagnosticsFormatError, parse_diagnostics, read_diagnostics
+from seqbench.bench.training.module import SeqModule
+from seqbench.bench.training.train import build_task, quiet_lightning, run
 from seqbench.tasks.base import IGNORE
 from seqbench.tasks.synthetic.base import BatchKey
 from tests.conftest import tiny_overrides
@@ -173,7 +173,7 @@ def test_bf16_autocast_on_gpu_trains_and_records_finite_diagnostics(out_dir):
 
 
 def test_diagnostics_refuse_compile_with_the_fix_named(out_dir):
-    from seqbench.bench.errors import UserError
+    from seqbench.bench.core.errors import UserError
 
     with pytest.raises(UserError, match="diagnostics.gradients: .* set train.compile=false"):
         build_config({}, tiny_overrides("copy", "lstm", out_dir, **{"diagnostics.gradients": True,
@@ -181,7 +181,7 @@ def test_diagnostics_refuse_compile_with_the_fix_named(out_dir):
 
 
 def _backbones() -> list[str]:
-    from seqbench.bench.registry import MODELS
+    from seqbench.bench.core.registry import MODELS
     from seqbench.models.base import Backbone
 
     return [e.name for e in MODELS if isinstance(e.cls, type) and issubclass(e.cls, Backbone)]

@@ -22,7 +22,7 @@ import pytest
 import pytorch_lightning.loggers as pl_loggers
 from optuna.trial import TrialState
 
-import seqbench.bench.tracking
+import seqbench.bench.training.tracking
 from seqbench.bench.cli import main
 from seqbench.sweeps.storage import open_storage
 from tests.conftest import REPO, tiny_overrides
@@ -91,7 +91,7 @@ def test_wandb_write_failures_mid_sweep_warn_once_and_trials_complete(tmp_path, 
 
     monkeypatch.delenv("WANDB_MODE", raising=False)
     monkeypatch.setenv("WANDB_SILENT", "true")
-    monkeypatch.setattr(seqbench.bench.tracking, "_warned", set())
+    monkeypatch.setattr(seqbench.bench.training.tracking, "_warned", set())
     monkeypatch.setattr(pl_loggers.WandbLogger, "log_metrics", full)
     monkeypatch.setattr(pl_loggers.WandbLogger, "log_hyperparams", full)
     out = tmp_path / "out"

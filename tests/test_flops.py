@@ -10,11 +10,11 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from seqbench.bench import flops
+from seqbench.bench.training import flops
 from seqbench.bench.config import build_config
-from seqbench.bench.contract import OutputKind, TaskSpec
-from seqbench.bench.registry import MODELS
-from seqbench.bench.train import build_task
+from seqbench.bench.core.contract import OutputKind, TaskSpec
+from seqbench.bench.core.registry import MODELS
+from seqbench.bench.training.train import build_task
 from seqbench.models.base import build_model
 from seqbench.tasks.synthetic.base import BatchKey
 

@@ -22,10 +22,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import seqbench.bench.train
+import seqbench.bench.training.train
 from seqbench.bench.cli import main
 from seqbench.bench.config import build_config
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 
 QUIET_CHECKS = [h for h in HealthCheck if h is not HealthCheck.filter_too_much]
 INT_LIMIT = 2**31 - 1  # README: sizes, steps and lengths must be below 2**31
@@ -180,7 +180,7 @@ def refused_or_valid(draw) -> tuple[dict, list[str], str | None]:
 def no_training(monkeypatch):
     def refuse(*a, **k):  # nothing here may start a run
         raise AssertionError("a fuzz case reached training")
-    monkeypatch.setattr(seqbench.bench.train, "run", refuse)
+    monkeypatch.setattr(seqbench.bench.training.train, "run", refuse)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=QUIET_CHECKS)

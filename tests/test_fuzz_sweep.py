@@ -13,7 +13,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import seqbench.bench.train
+import seqbench.bench.training.train
 import seqbench.sweeps.runner
 from seqbench.bench.cli import main
 from seqbench.sweeps.spec import load_spec
@@ -179,7 +179,7 @@ def no_training(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("an invalid sweep reached a worker or a training run")
     for mod, name in ((seqbench.sweeps.runner, "worker"), (seqbench.sweeps.runner, "run_workers"), (seqbench.sweeps.runner, "run_trial"),
-                      (seqbench.bench.train, "run")):
+                      (seqbench.bench.training.train, "run")):
         monkeypatch.setattr(mod, name, refuse)
 
 

@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 from seqbench.bench.config import build_config
-from seqbench.bench.module import SeqModule
-from seqbench.bench.train import build_task
+from seqbench.bench.training.module import SeqModule
+from seqbench.bench.training.train import build_task
 
 
 def module_for(*ovs: str) -> SeqModule:

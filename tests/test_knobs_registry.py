@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from seqbench.bench.config import build_config
-from seqbench.bench.errors import UserError
-from seqbench.bench.registry import MODELS, TASKS
-from seqbench.bench.train import build_task
+from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.registry import MODELS, TASKS
+from seqbench.bench.training.train import build_task
 from seqbench.models.base import build_model
 from tests.conftest import TINY_TASK, tiny_overrides
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from seqbench.bench.config import build_config
-from seqbench.bench.train import run
+from seqbench.bench.training.train import run
 
 COPY = ["task=copy", "task.n_symbols=3", "task.alphabet=4", "model.d_model=64", "optim.lr=0.01",
         "train.batch_size=64", "train.val_every=100", "train.val_batches=6", "eval.test=false",

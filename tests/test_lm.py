@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from seqbench.bench.config import build_config
-from seqbench.bench.train import build_task, run
+from seqbench.bench.training.train import build_task, run
 from seqbench.models.base import build_model
 from seqbench.tasks.base import Batch
 from seqbench.tasks.text.lm import strip_markdown

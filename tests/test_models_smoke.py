@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from seqbench.bench.config import build_config
-from seqbench.bench.module import SeqModule
-from seqbench.bench.train import build_task
+from seqbench.bench.training.module import SeqModule
+from seqbench.bench.training.train import build_task
 from seqbench.tasks.base import OutputKind
 from tests.conftest import compatible_pairs, tiny_overrides
 
@@ -53,7 +53,7 @@ def test_forward_backward_two_steps(task_name, model_name, tmp_path):
 
 @pytest.mark.parametrize("task_name, model_name", PAIRS[:: max(1, len(PAIRS) // 6)])
 def test_full_run_through_the_harness(task_name, model_name, tmp_path):
-    from seqbench.bench.train import run
+    from seqbench.bench.training.train import run
 
     r = run(build_config({}, tiny_overrides(task_name, model_name, tmp_path)), progress=False)
     assert r["status"] == "completed" and r["steps"] == 2

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqbench.bench.config import build_config, compose
-from seqbench.bench.errors import UserError
-from seqbench.bench.registry import MODELS, TASKS
-from seqbench.bench.settings import leaves, parse_settings
+from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.registry import MODELS, TASKS
+from seqbench.bench.core.settings import leaves, parse_settings
 from seqbench.sweeps.spec import load_spec
 
 # valid values per key; every combination below builds (d_model is divisible by every n_heads)

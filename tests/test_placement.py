@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from seqbench.bench.cli import main
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 from seqbench.sweeps import runner
 from tests.conftest import run_cli
 

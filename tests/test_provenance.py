@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from seqbench.bench import provenance
+from seqbench.bench.core import provenance
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
 OURS = '[project]\nname = "seqbench"\nversion = "0.1.0"\n'

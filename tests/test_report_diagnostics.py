@@ -16,7 +16,7 @@ import yaml
 
 from report_support import demo_diagnostics
 from seqbench.bench.cli import main
-from seqbench.bench.diagnostics_format import read_diagnostics
+from seqbench.bench.core.diagnostics_format import read_diagnostics
 from seqbench.reports.diagnostics import (diagnostics_figures, fig_through_time, load_diagnostics,
                                           through_time_curves)
 

@@ -9,7 +9,7 @@ import types
 import pandas as pd
 import pytest
 
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 from conftest import run_cli
 from report_support import demo_study, journal_storage
 from seqbench.reports import wandb_report

@@ -9,7 +9,7 @@ import pytest
 from report_support import (DELAYS, MODELS, SEEDS, WARMUPS, demo_acc, demo_study, is_diverged, journal_storage,
                             new_study)
 from seqbench.reports.table import build_table, compute_seconds, load_curves, load_study, runs_root, state_counts, study_info
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ def test_real_run_folder_from_bench_train(out_dir):
     from optuna.trial import TrialState
 
     from seqbench.bench.config import build_config
-    from seqbench.bench.train import run
+    from seqbench.bench.training.train import run
     from report_support import add_trial
 
     out_dir.mkdir(parents=True)

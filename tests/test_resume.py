@@ -14,8 +14,8 @@ import pytorch_lightning as pl
 import torch
 
 from seqbench.bench.config import build_config
-from seqbench.bench.errors import UserError
-from seqbench.bench.train import run
+from seqbench.bench.core.errors import UserError
+from seqbench.bench.training.train import run
 from tests.conftest import REPO, run_cli
 
 OVERRIDES = ["task=copy", "model=lstm", "task.delay=6", "task.n_symbols=2", "model.d_model=16", "model.n_layers=2",

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from seqbench.bench.config import build_config
-from seqbench.bench.errors import UserError
-from seqbench.bench.train import build_task, run
+from seqbench.bench.core.errors import UserError
+from seqbench.bench.training.train import build_task, run
 from seqbench.models.base import build_model
 from seqbench.tasks.text.tokenize import PAD
 

@@ -12,7 +12,7 @@ from scipy import stats as st
 from report_support import add_trial, journal_storage, new_study, write_run
 from seqbench.reports.build import build_report
 from seqbench.reports.comparisons import comparisons, ranked
-from seqbench.reports.stats import mean_ci, paired
+from seqbench.bench.core.stats import mean_ci, paired
 from seqbench.reports.table import Objective, build_table
 
 ACC = Objective("val/acc", "maximize")

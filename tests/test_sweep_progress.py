@@ -9,7 +9,7 @@ import time
 import yaml
 
 from seqbench.bench.cli import main
-from seqbench.sweeps.cli import report_hint
+from seqbench.bench.commands.sweep import report_hint
 from seqbench.sweeps.progress import Progress, fmt_seconds
 from tests.test_sweep_runner import write_spec
 

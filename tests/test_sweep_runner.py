@@ -91,16 +91,16 @@ def test_grid_study_keeps_the_report_contract_and_resume_reruns_nothing(tmp_path
 
 
 def test_divergence_and_exceptions_fail_their_trial_and_the_study_goes_on(tmp_path, monkeypatch, capsys):
-    import seqbench.bench.train
+    import seqbench.bench.training.train
 
-    real_run = seqbench.bench.train.run
+    real_run = seqbench.bench.training.train.run
 
     def flaky_run(cfg, **kw):
         if cfg.model.d_model == 12:
             raise RuntimeError("boom in the model")
         return real_run(cfg, **kw)
 
-    monkeypatch.setattr(seqbench.bench.train, "run", flaky_run)
+    monkeypatch.setattr(seqbench.bench.training.train, "run", flaky_run)
     out = tmp_path / "out"
     base = {**TINY_BASE, "task": {"name": "adding", "length": 8}, "model": {"name": "irnn", "d_model": 16},
             "optim": {"optimizer": "sgd", "grad_clip": None},
@@ -214,7 +214,7 @@ def test_stale_trial_is_failed_and_requeued_once_by_racing_reapers(tmp_path):
 def test_storage_urls_and_redaction(tmp_path, capsys):
     from optuna.storages import JournalStorage
 
-    from seqbench.bench.errors import UserError
+    from seqbench.bench.core.errors import UserError
 
     assert isinstance(open_storage(None, tmp_path), JournalStorage) and (tmp_path / "optuna.journal").exists()
     assert isinstance(open_storage(f"journal://{tmp_path}/x.journal"), JournalStorage)

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from seqbench.bench.cli import main
-from seqbench.bench.errors import UserError
-from seqbench.bench.registry import MODELS
+from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.registry import MODELS
 from seqbench.sweeps import shipped_sweeps, spec_path
 from seqbench.sweeps.spec import load_spec, parse_spec, trial_config
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 from seqbench.tasks.text import data
 from seqbench.tasks.text.tokenize import EOS, PAD, SPECIALS, UNK, TextTokenizer
 

@@ -6,7 +6,7 @@ import json
 import pytorch_lightning.loggers as pl_loggers
 
 from seqbench.bench.config import build_config
-from seqbench.bench.train import run
+from seqbench.bench.training.train import run
 from tests.conftest import tiny_overrides
 
 

@@ -14,8 +14,8 @@ import torch
 import yaml
 
 from seqbench.bench.config import build_config
-from seqbench.bench.module import CHECK_EVERY
-from seqbench.bench.train import run
+from seqbench.bench.training.module import CHECK_EVERY
+from seqbench.bench.training.train import run
 from tests.conftest import REPO, tiny_overrides
 
 
@@ -78,8 +78,8 @@ def test_grad_clip_bounds_the_update(out_dir):
     def update_norm(clip: str) -> float:
         cfg = small(out_dir, "optim.optimizer=sgd", "optim.momentum=0", "optim.lr=1", f"optim.grad_clip={clip}",
                     "train.max_steps=1", "eval.test=false")
-        from seqbench.bench.module import SeqModule
-        from seqbench.bench.train import build_task
+        from seqbench.bench.training.module import SeqModule
+        from seqbench.bench.training.train import build_task
         import pytorch_lightning as pl
 
         pl.seed_everything(0, verbose=False)
@@ -225,7 +225,7 @@ def test_train_time_counts_training_steps_and_excludes_validation(out_dir):
 
 
 def test_closing_line_shows_only_measured_speed_facts():
-    from seqbench.bench.train import speed_summary
+    from seqbench.bench.training.train import speed_summary
 
     base = {"steps": 10, "train_time_s": 2.0, "wall_time_s": 3.0, "samples_per_s": 320.0, "tokens_per_s": 6400.0,
             "device": "cpu", "precision": "32-true", "world_size": 1}

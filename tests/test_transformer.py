@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from seqbench.bench.config import build_config
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 from tests.model_probe import build, fingerprint, same, tiny_config, token_spec
 from seqbench.models.blocks import Residual, TransformerLayer
 from seqbench.tasks.base import Batch

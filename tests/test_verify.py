@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from seqbench.bench.cli import main
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.claims.judge import FAILS, HOLDS, INCONCLUSIVE, MISSING, judge, judge_rule
 from seqbench.sweeps.claims.schema import (PROFILES, Rule, load_claim, parse_claim, shipped_claims, sweep_spec,
                                            swept_values)
@@ -183,11 +183,11 @@ def test_one_claim_end_to_end_through_the_cli(tmp_path, capsys):
 
 
 def test_a_claim_that_cannot_run_exits_nonzero(tmp_path, capsys, monkeypatch):
-    import seqbench.bench.train
+    import seqbench.bench.training.train
 
     def broken(*a, **k):
         raise RuntimeError("out of memory")
-    monkeypatch.setattr(seqbench.bench.train, "run", broken)  # one worker: trials run in this process
+    monkeypatch.setattr(seqbench.bench.training.train, "run", broken)  # one worker: trials run in this process
     assert main(["verify", str(_claim_file(tmp_path)), "--out-dir", str(tmp_path / "out")]) == 1
     out = capsys.readouterr().out
     assert "trial 0 failed: RuntimeError: out of memory" in out

@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from seqbench.reports.stats import Interval, mean_ci, paired
+from seqbench.bench.core.stats import Interval, mean_ci, paired
 from seqbench.sweeps.claims.schema import Baseline, Claim, Rule, resolve_where
 
 HOLDS, FAILS, INCONCLUSIVE, MISSING, ERROR = "holds", "fails", "inconclusive", "missing", "error"

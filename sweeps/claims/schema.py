@@ -21,7 +21,7 @@ A claim extends a sweep spec (``sweeps/spec.py``: ``base``, ``method``, ``metric
     figure: length                   # which report figure shows the effect (see FIGURES)
     note: what we measured at the quick profile, and what we tried when it did not hold
 
-``kind: cost`` claims measure instead with ``seqbench cost`` (``bench/cost.py``): a ``cost:``
+``kind: cost`` claims measure instead with ``seqbench cost`` (``bench/commands/cost.py``): a ``cost:``
 block of its settings plus ``replicates``; their rows are models (``where: {model.name: lstm}``)
 and their metrics ``time_exponent`` / ``time_exponent_upper`` (one value per replicate).
 
@@ -39,8 +39,8 @@ from typing import Any, Literal, Union
 from pydantic import Field, ValidationError, model_validator
 
 from seqbench.bench.config import load_yaml
-from seqbench.bench.errors import UserError, format_validation_error
-from seqbench.bench.schema import Section
+from seqbench.bench.core.errors import UserError, format_validation_error
+from seqbench.bench.core.schema import Section
 
 PROFILES = ("quick", "paper")
 FIGURES = ("length", "factors", "heatmap", "learning_curves", "through_time", "cost")
@@ -201,7 +201,7 @@ def sweep_spec(claim: Claim, profile: str, question: str = ""):
 
 
 def cost_config(resolved: dict[str, Any]):
-    from seqbench.bench.cost import CostConfig
+    from seqbench.bench.training.cost import CostConfig
 
     d = {k: v for k, v in resolved.items() if k not in COST_EXTRA}
     reps = resolved.get("replicates", 3)

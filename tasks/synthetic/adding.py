@@ -20,7 +20,7 @@ import torch
 import torchmetrics
 from pydantic import Field
 
-from seqbench.bench.registry import TASKS
+from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import Batch, Goal, MetricDef, OutputKind, Task, TaskConfig, TaskFacts, TaskSpec
 from seqbench.tasks.synthetic.base import SyntheticTask
 

@@ -22,7 +22,7 @@ from typing import Literal
 import torch
 from pydantic import Field
 
-from seqbench.bench.registry import TASKS
+from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import Batch, TaskSpec, TokenTask, TokenTaskConfig, positive_int
 from seqbench.tasks.synthetic.base import SyntheticTask
 

@@ -21,7 +21,7 @@ from typing import Literal
 import torch
 from pydantic import Field, model_validator
 
-from seqbench.bench.registry import TASKS
+from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import IGNORE, Batch, TaskSpec, TokenTask, TokenTaskConfig, positive_int
 from seqbench.tasks.synthetic.base import SyntheticTask
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from seqbench.bench.registry import TASKS
+from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.synthetic.seq2seq import Seq2SeqTask, Seq2SeqTaskConfig
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 
 CACHE_VERSION = 1  # bump when the cached layout or tokenization code changes
 FORMATS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}

@@ -28,8 +28,8 @@ import torch
 import torchmetrics
 from pydantic import Field
 
-from seqbench.bench.errors import UserError
-from seqbench.bench.registry import TASKS
+from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import (Batch, Goal, MetricDef, OutputKind, Task, TaskFacts, TaskSpec, make_loader,
                                  positive_int)
 from seqbench.tasks.text import data

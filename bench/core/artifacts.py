@@ -53,7 +53,7 @@ def _check_keys(kind: type, d: Mapping[str, Any]) -> None:
     """A writer may only write the keys its definition declares (a new key is added there first)."""
     unknown = set(d) - set(kind.__annotations__)
     if unknown:
-        raise ValueError(f"{kind.__name__}: undeclared keys {sorted(unknown)}; declare them in bench/artifacts.py")
+        raise ValueError(f"{kind.__name__}: undeclared keys {sorted(unknown)}; declare them in bench/core/artifacts.py")
 
 
 def _json_default(o: Any) -> Any:
@@ -170,7 +170,7 @@ def read_metrics(run_dir: Path) -> list[MetricsRow]:
     return rows
 
 
-# -- diagnostics.json: typed in bench/diagnostics_format.py (pydantic: the writer validates each record,
+# -- diagnostics.json: typed in bench/core/diagnostics_format.py (pydantic: the writer validates each record,
 # the reader checks the format version), the one definition bench.diagnostics and reports share.
 
 # -- Optuna study and trial attributes (sweeps.runner writes, reports read) -----------------------

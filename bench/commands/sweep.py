@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -88,7 +88,7 @@ def cores() -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     # imported here, not at the top: `seqbench --help` stays free of optuna
     from seqbench.bench.config import notes
-    from seqbench.bench.tracking import check_writable
+    from seqbench.bench.training.tracking import check_writable
     from seqbench.sweeps import spec_path
     from seqbench.sweeps.progress import summary
     from seqbench.sweeps.runner import (Job, counts_as_done, open_study, optuna_quiet, placement, run_workers,

@@ -1,10 +1,10 @@
 """Run tracking: the harness's own files for every run, and W&B on top.
 
-Every run writes ``<out_dir>/runs/<run_id>/`` (formats, reader and writer: ``bench/artifacts.py``):
+Every run writes ``<out_dir>/runs/<run_id>/`` (formats, reader and writer: ``bench/core/artifacts.py``):
 - ``config.yaml``   the resolved RunConfig (written before training starts)
 - ``metrics.csv``   one row per validation (step, wall time, lr, train/loss, val/*)
 - ``results.json``  final and best metrics, baseline, status, timing, provenance
-- ``diagnostics.json`` with ``diagnostics.gradients=true`` (written by ``bench/diagnostics.py``)
+- ``diagnostics.json`` with ``diagnostics.gradients=true`` (written by ``bench/training/diagnostics.py``)
 These are the source of truth for reports (W&B offline runs have no readable summary).
 This is the only module that imports wandb, and a W&B failure never stops training.
 """
@@ -19,11 +19,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from seqbench.bench import artifacts
-from seqbench.bench.artifacts import Results, atomic_write
+from seqbench.bench.core import artifacts
+from seqbench.bench.core.artifacts import Results, atomic_write
 from seqbench.bench.config import RunConfig
-from seqbench.bench.errors import UserError
-from seqbench.bench.provenance import git_sha, versions
+from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.provenance import git_sha, versions
 
 
 def default_run_id(cfg: RunConfig) -> str:

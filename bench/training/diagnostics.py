@@ -43,9 +43,9 @@ import pytorch_lightning as pl
 import torch
 from torch import nn
 
-from seqbench.bench.artifacts import atomic_write
-from seqbench.bench.contract import IGNORE, Batch, OutputKind, TaskSpec
-from seqbench.bench.diagnostics_format import FILENAME, DiagnosticsFile, Record, ThroughTime, read_diagnostics
+from seqbench.bench.core.artifacts import atomic_write
+from seqbench.bench.core.contract import IGNORE, Batch, OutputKind, TaskSpec
+from seqbench.bench.core.diagnostics_format import FILENAME, DiagnosticsFile, Record, ThroughTime, read_diagnostics
 
 _RNN_PARAM = re.compile(r"^(weight|bias)_(ih|hh|hr)_l(\d+)(_reverse)?$")
 DEFINITIONS = {

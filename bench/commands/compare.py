@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 
 ALIASES = {"task": "task.name", "model": "model.name"}
 _REFUSED = {"seed": "compare runs every setting on seeds=N replicates (or seeds=0,1,2); set seeds=",
@@ -121,7 +121,7 @@ def route(base: dict[str, Any], axes: dict[str, list[Any]]) -> tuple[dict[str, d
     Returns {"per_model": ..., "per_task": ...} and one note per routed field; a swept field that
     some chosen model lacks is refused (a per-model block cannot sweep it).
     """
-    from seqbench.bench.registry import MODELS, TASKS
+    from seqbench.bench.core.registry import MODELS, TASKS
     import seqbench.bench.config  # noqa: F401  (fills the registries)
 
     blocks: dict[str, dict[str, dict[str, Any]]] = {"per_model": {}, "per_task": {}}
@@ -212,9 +212,9 @@ def spec_yaml(raw: dict[str, Any], name: str, notes: list[str] = ()) -> str:
 # -- the command ------------------------------------------------------------------------------
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from seqbench.bench.artifacts import atomic_write
-    from seqbench.bench.tracking import check_writable
-    from seqbench.sweeps import cli as sweep_cli
+    from seqbench.bench.core.artifacts import atomic_write
+    from seqbench.bench.training.tracking import check_writable
+    from seqbench.bench.commands import sweep as sweep_cli
     from seqbench.sweeps.storage import check_scheme
 
     if args.workers < 1:

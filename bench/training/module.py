@@ -14,7 +14,7 @@ import torchmetrics
 from torch import nn
 
 from seqbench.bench.config import RunConfig
-from seqbench.bench.schedules import lr_multiplier
+from seqbench.bench.training.schedules import lr_multiplier
 from seqbench.models.base import build_model
 from seqbench.tasks.base import Batch, Task
 

@@ -30,8 +30,6 @@ Writes ``cost.csv`` (one row per point), ``cost.md`` (table, exponents, complexi
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import resource
 import statistics
@@ -42,10 +40,10 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from seqbench.bench.errors import UserError, format_validation_error
-from seqbench.bench.schema import Section
-from seqbench.bench.settings import leaves, set_dotted
-from seqbench.bench.settings import parse_settings as parse_settings_pairs
+from seqbench.bench.core.errors import UserError, format_validation_error
+from seqbench.bench.core.schema import Section
+from seqbench.bench.core.settings import leaves, set_dotted
+from seqbench.bench.core.settings import parse_settings as parse_settings_pairs
 
 # What the course material says each family costs per sequence (T length, d width, k kernel).
 COMPLEXITY = {
@@ -62,7 +60,7 @@ def _default_models() -> list[str]:
 
 def _backbones() -> list[str]:
     import seqbench.bench.config  # noqa: F401  (fills MODELS)
-    from seqbench.bench.registry import MODELS
+    from seqbench.bench.core.registry import MODELS
     from seqbench.models.base import Backbone
 
     return [e.name for e in MODELS if isinstance(e.cls, type) and issubclass(e.cls, Backbone)]
@@ -111,7 +109,7 @@ class CostConfig(Section):
         for m in self.models:
             extra = {"n_layers": self.n_layers} if self.n_layers != 1 else {}
             try:
-                from seqbench.bench.registry import MODELS
+                from seqbench.bench.core.registry import MODELS
 
                 MODELS.get(m).config_cls(d_model=self.d_model, **extra)
             except ValidationError as e:
@@ -147,9 +145,9 @@ def measure_point(model: str, length: int, c: dict[str, Any]) -> dict[str, Any]:
     import torch.nn.functional as F
 
     import seqbench.bench.config  # noqa: F401
-    from seqbench.bench.registry import MODELS
+    from seqbench.bench.core.registry import MODELS
     from seqbench.models.base import build_model
-    from seqbench.bench.contract import Batch, OutputKind, TaskSpec
+    from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
 
     torch.set_num_threads(c["threads"])
     torch.manual_seed(0)
@@ -315,90 +313,3 @@ def sweep(c: CostConfig, progress=print) -> dict[str, Any]:
         "peak RSS rise in a forked child per point" if c.isolate else "not measured (isolate=false)")
     meta = {**pc, "memory_method": mem_method, "torch": torch.__version__}
     return {"config": c.model_dump(mode="json"), "meta": meta, "rows": rows, "summary": summary}
-
-
-def _fmt(v: Any, nd: int = 2) -> str:
-    return "" if v is None else f"{v:.{nd}f}" if isinstance(v, float) else str(v)
-
-
-def write_outputs(result: dict[str, Any], out_dir: Path) -> list[Path]:
-    import csv
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rows, summary, meta = result["rows"], result["summary"], result["meta"]
-    cols = ["model", "length", "status", "time_ms", "time_ms_min", "peak_mem_mib", "tokens_per_s", "detail"]
-    with open(out_dir / "cost.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    (out_dir / "cost.json").write_text(json.dumps(result, indent=2) + "\n")
-    lines = [f"# Cost vs sequence length ({meta['device']}, d_model={meta['d_model']}, "
-             f"n_layers={meta['n_layers']}, batch {meta['batch_size']}, {meta['threads']} thread(s), "
-             f"torch {meta['torch']})", "",
-             f"Time: median of {meta['repeats']} forward+backward steps after {meta['warmup']} warm-up. "
-             f"Memory: {meta['memory_method']}.", "",
-             "| model | T | status | time ms | peak MiB | tokens/s |", "|---|---:|---|---:|---:|---:|"]
-    for r in rows:
-        lines.append(f"| {r['model']} | {r['length']} | {r['status']} | {_fmt(r.get('time_ms'))} | "
-                     f"{_fmt(r.get('peak_mem_mib'), 1)} | {_fmt(r.get('tokens_per_s'), 0)} |")
-    lines += ["", "## Scaling exponents in T (log-log least squares) and the complexity table", "",
-              "| model | complexity | expected (T >> d) | time exp (all) | time exp (upper half) | "
-              "memory exp (all) | stopped |", "|---|---|---:|---:|---:|---:|---|"]
-    for m, s in summary.items():
-        lines.append(f"| {m} | {s['complexity']} | {_fmt(s['expected_time_exponent'])} | "
-                     f"{_fmt(s['time_exponent'])} | {_fmt(s['time_exponent_upper'])} | "
-                     f"{_fmt(s['memory_exponent'])} | {s['stopped'] or ''} |")
-    lines += ["", "RNN O(T·d²): T sequential steps of a d×d matmul; self-attention O(T²·d): all pairs of "
-              "positions; convolution O(k·T·d²): k taps per layer at every position. Short lengths sit "
-              "below the asymptote (fixed per-step costs), so the upper-half exponent is the one to compare."]
-    (out_dir / "cost.md").write_text("\n".join(lines) + "\n")
-    paths = [out_dir / "cost.csv", out_dir / "cost.md", out_dir / "cost.json"]
-    paths += _figures(rows, out_dir, meta)
-    return paths
-
-
-def fig_cost(rows: list[dict[str, Any]], key: str, title: str, meta: dict[str, Any]):
-    """``key`` (time_ms or peak_mem_mib) against T, log-log, one line per model; None when nothing measured."""
-    import plotly.graph_objects as go
-
-    fig = go.Figure()
-    for m in dict.fromkeys(r["model"] for r in rows):
-        pts = [r for r in rows if r["model"] == m and r["status"] == "ok" and r.get(key)]
-        if pts:
-            fig.add_trace(go.Scatter(x=[r["length"] for r in pts], y=[r[key] for r in pts],
-                                     mode="lines+markers", name=m))
-    if not fig.data:
-        return None
-    fig.update_layout(title=f"{title} vs sequence length, d_model={meta['d_model']} on {meta['device']}",
-                      xaxis_title="sequence length T", yaxis_title=title, xaxis_type="log", yaxis_type="log")
-    return fig
-
-
-def _figures(rows: list[dict[str, Any]], out_dir: Path, meta: dict[str, Any]) -> list[Path]:
-    out = []
-    for key, title, fname in (("time_ms", "forward+backward time (ms)", "cost_time.html"),
-                              ("peak_mem_mib", f"peak memory (MiB, {meta['memory_method']})", "cost_memory.html")):
-        fig = fig_cost(rows, key, title, meta)
-        if fig is None:
-            continue
-        fig.write_html(out_dir / fname, include_plotlyjs=True, full_html=True)
-        out.append(out_dir / fname)
-    return out
-
-
-def cmd_cost(args: argparse.Namespace) -> int:
-    c = parse_settings(args.settings)
-    result = sweep(c)
-    paths = write_outputs(result, Path(c.out_dir))
-    for m, s in result["summary"].items():
-        print(f"{m:<12} {s['complexity']:<16} time exponent {_fmt(s['time_exponent'])} "
-              f"(upper half {_fmt(s['time_exponent_upper'])})" + (f"  stopped {s['stopped']}" if s["stopped"] else ""))
-    print("wrote " + ", ".join(str(p) for p in paths))
-    return 0
-
-
-def register(sub: Any) -> None:
-    sp = sub.add_parser("cost", help="time and memory of one training step against sequence length")
-    sp.add_argument("settings", nargs="*", help="key=value: models=rnn,lstm lengths=64,128,256 d_model=128 "
-                    "batch_size=16 repeats=5 warmup=2 device=auto isolate=true max_step_s=10 out_dir=outputs/cost")
-    sp.set_defaults(func=cmd_cost)

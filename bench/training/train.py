@@ -18,17 +18,17 @@ from typing import Any, Sequence
 import pytorch_lightning as pl
 import torch
 
-from seqbench.bench.artifacts import read_results
-from seqbench.bench.callbacks import (AtomicCheckpoint, DeviceFacts, DivergenceStop, GracefulStop, ProgressPrinter,
+from seqbench.bench.core.artifacts import read_results
+from seqbench.bench.training.callbacks import (AtomicCheckpoint, DeviceFacts, DivergenceStop, GracefulStop, ProgressPrinter,
                                       ResultsWriter, RunStopper, StopNow, TrainClock)
 from seqbench.bench.config import RunConfig, load_config
-from seqbench.bench.diagnostics import GradientDiagnostics
-from seqbench.bench.distributed import check_shared_run_id, launch, needs_launch
-from seqbench.bench.errors import UserError
-from seqbench.bench.flops import flops_per_token, peak_flops
-from seqbench.bench.module import CHECK_EVERY, SeqModule
-from seqbench.bench.registry import TASKS
-from seqbench.bench.tracking import RunTracker, wandb_finish, wandb_log_summary
+from seqbench.bench.training.diagnostics import GradientDiagnostics
+from seqbench.bench.training.distributed import check_shared_run_id, launch, needs_launch
+from seqbench.bench.core.errors import UserError
+from seqbench.bench.training.flops import flops_per_token, peak_flops
+from seqbench.bench.training.module import CHECK_EVERY, SeqModule
+from seqbench.bench.core.registry import TASKS
+from seqbench.bench.training.tracking import RunTracker, wandb_finish, wandb_log_summary
 from seqbench.tasks.base import Task
 
 

@@ -29,9 +29,9 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
-from seqbench.bench import artifacts
-from seqbench.bench.artifacts import read_results
-from seqbench.bench.errors import UserError
+from seqbench.bench.core import artifacts
+from seqbench.bench.core.artifacts import read_results
+from seqbench.bench.core.errors import UserError
 
 SPAWN_STRATEGIES = ("ddp_spawn", "ddp_notebook", "ddp_fork")
 

@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 
 
 def register(sub: Any) -> None:

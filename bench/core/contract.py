@@ -1,18 +1,20 @@
 """The contract leaf: what models, tasks and the core share, and nothing else.
 
 Models and tasks import this module (and ``bench.schema``/``bench.registry``/``bench.errors``, which
-are leaves too) and never each other. It imports only the standard library and torch.
+are leaves too) and never each other. It imports only the standard library (torch for type annotations only).
 """
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # the ground imports no torch: Batch's fields are annotations only
+    import torch
 
-from seqbench.bench.errors import UserError  # noqa: F401  (re-exported: part of the contract)
-from seqbench.bench.registry import Registry  # noqa: F401
-from seqbench.bench.schema import Section  # noqa: F401
+from seqbench.bench.core.errors import UserError  # noqa: F401  (re-exported: part of the contract)
+from seqbench.bench.core.registry import Registry  # noqa: F401
+from seqbench.bench.core.schema import Section  # noqa: F401
 
 IGNORE = -100  # target value for positions that carry no answer (F.cross_entropy's default)
 

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import pytorch_lightning as pl
 import torch
 
-from seqbench.bench.tracking import RunTracker
+from seqbench.bench.training.tracking import RunTracker
 
 
 def _lr(trainer: pl.Trainer) -> float:

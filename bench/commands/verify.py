@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 
 _DIVERGED_ONLY = re.compile(r"^\d+/\d+ seeds diverged")  # the runner's fail_reason when seeds only diverged
 
@@ -103,7 +103,7 @@ def _run_sweep(claim, profile: str, out_dir: Path, workers: int, storage: str | 
     from seqbench.reports.verify_html import claim_figure
     from seqbench.sweeps.claims.judge import ClaimResult, judge
     from seqbench.sweeps.claims.schema import sweep_spec, swept_values
-    from seqbench.sweeps.cli import run_sweep
+    from seqbench.bench.commands.sweep import run_sweep
     from seqbench.sweeps.storage import open_storage
 
     spec = sweep_spec(claim, profile)
@@ -143,7 +143,7 @@ def failed_trials(table: pd.DataFrame) -> list[str]:
 def add_diagnostic_metrics(table: pd.DataFrame) -> pd.DataFrame:
     """Per run, from diagnostics.json: ``diag/decay_rate@first`` and ``@last`` (fitted decay of
     ||dL/dx_t|| per step of distance at the first and last record; see ``ThroughTime.decay_rate``)."""
-    from seqbench.bench.diagnostics_format import FILENAME, DiagnosticsFormatError, read_diagnostics
+    from seqbench.bench.core.diagnostics_format import FILENAME, DiagnosticsFormatError, read_diagnostics
 
     if table.empty or "run_dir" not in table.columns:
         return table
@@ -165,7 +165,7 @@ def add_diagnostic_metrics(table: pd.DataFrame) -> pd.DataFrame:
 
 def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | None):
     """``replicates`` cost sweeps (each cached as JSON); rows = model x replicate with the fitted exponents."""
-    from seqbench.bench.cost import sweep
+    from seqbench.bench.training.cost import sweep
     from seqbench.reports.verify_html import cost_figure
     from seqbench.sweeps.claims.judge import ClaimResult, judge
     from seqbench.sweeps.claims.schema import cost_config, swept_values

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from seqbench.bench.errors import UserError
+from seqbench.bench.core.errors import UserError
 
 
 class _Loader(yaml.SafeLoader):

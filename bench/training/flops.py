@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Callable
 
-from seqbench.bench.contract import OutputKind, TaskSpec
+from seqbench.bench.core.contract import OutputKind, TaskSpec
 
 if TYPE_CHECKING:
     from seqbench.bench.config import RunConfig

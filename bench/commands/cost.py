@@ -1,0 +1,27 @@
+"""``seqbench cost``: the command (measurement in ``bench/training/cost.py``, outputs in ``reports/cost.py``)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from seqbench.bench.training.cost import parse_settings, sweep
+from seqbench.reports.cost import _fmt, write_outputs
+
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    c = parse_settings(args.settings)
+    result = sweep(c)
+    paths = write_outputs(result, Path(c.out_dir))
+    for m, s in result["summary"].items():
+        print(f"{m:<12} {s['complexity']:<16} time exponent {_fmt(s['time_exponent'])} "
+              f"(upper half {_fmt(s['time_exponent_upper'])})" + (f"  stopped {s['stopped']}" if s["stopped"] else ""))
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def register(sub: Any) -> None:
+    sp = sub.add_parser("cost", help="time and memory of one training step against sequence length")
+    sp.add_argument("settings", nargs="*", help="key=value: models=rnn,lstm lengths=64,128,256 d_model=128 "
+                    "batch_size=16 repeats=5 warmup=2 device=auto isolate=true max_step_s=10 out_dir=outputs/cost")
+    sp.set_defaults(func=cmd_cost)
