@@ -232,10 +232,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     path = out_dir / "specs" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, spec_yaml(raw, name, notes))
-    sweep = [str(path), "--study", name, "--out-dir", str(out_dir), "--workers", str(args.workers)]
-    if args.storage:
-        sweep += ["--storage", args.storage]
-    status = sweep_cli.run_sweep(sweep)  # provenance: the equivalent `seqbench sweep` command
+    status = sweep_cli.sweep(path, study=name, out_dir=out_dir, workers=args.workers, storage=args.storage).status
     rep = _report(name, args.storage, out_dir)
     obj = rep.info.objectives[0]
     print(ranked_text(rep.table, obj))

@@ -20,7 +20,9 @@ import argparse
 import os
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Sequence
 
 import yaml
 
@@ -46,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "trial silent for 6 of them is failed and retried")
     sp.add_argument("--print-config", action="store_true", help="print the resolved spec (its base with the "
                     "overrides applied, --trials included) as YAML and exit")
-    sp.set_defaults(func=cmd_sweep, argv=None)
+    sp.set_defaults(func=cmd_sweep)
 
 
 def parse_devices(text: str) -> list[int]:
@@ -68,16 +70,6 @@ def _spec_threads(spec) -> int:
     return max(int(a) for a in asked)
 
 
-def run_sweep(argv: list[str]) -> int:
-    """``seqbench sweep ARGV`` from inside another command (compare, verify): the sweep's own argument
-    defaults, and ``argv`` recorded as the equivalent command line (provenance)."""
-    parser = argparse.ArgumentParser(prog="seqbench")
-    register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["sweep", *argv])
-    args.argv = argv
-    return cmd_sweep(args)
-
-
 def cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -85,7 +77,29 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class SweepResult:
+    """What ``sweep()`` returns: the study it ran (or continued) and where its files are."""
+
+    study: str  # the study name (what ``seqbench report NAME`` takes)
+    status: int  # 0 when every worker finished cleanly
+    out_dir: Path  # runs/ and the default journal live here
+    storage: str | None  # as given (None: the journal under out_dir)
+    trials: list[Any]  # the study's trials after the sweep (optuna FrozenTrial)
+    spec: Any  # the resolved SweepSpec
+
+
+def sweep(spec: str | Path, overrides: Sequence[str] = (), *, trials: int | None = None, workers: int = 1,
+          devices: list[int] | None = None, storage: str | None = None, study: str | None = None,
+          out_dir: str | Path | None = None, heartbeat: float = 10.0, argv: Sequence[str] | None = None,
+          quiet_summary: bool = False) -> SweepResult:
+    """Run (or continue) the study of sweep spec ``spec`` (a path or a shipped name) with ``overrides``
+    applied to its base: the one entry behind ``seqbench sweep``, ``compare`` and ``verify``.
+
+    ``argv`` is the command line recorded as provenance (default: the equivalent ``seqbench sweep``
+    command); storage passwords are redacted from it. Prints progress (a line per trial started and
+    finished) and, unless ``quiet_summary``, the best-configurations table.
+    """
     # imported here, not at the top: `seqbench --help` stays free of optuna
     from seqbench.bench.config import notes
     from seqbench.bench.training.tracking import check_writable
@@ -96,50 +110,68 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from seqbench.sweeps.spec import resolve_spec
     from seqbench.sweeps.storage import check_scheme, describe, redact
 
-    if args.workers < 1:
-        raise UserError(f"--workers: must be >= 1 (got {args.workers})")
-    if args.trials is not None and args.trials < 1:
-        raise UserError(f"--trials: must be >= 1 (got {args.trials})")
-    if args.heartbeat <= 0:
-        raise UserError(f"--heartbeat: must be > 0 seconds (got {args.heartbeat})")
-    spec, composed = resolve_spec(spec_path(args.spec), args.overrides, trials=args.trials)
-    for line in notes(composed, f"{args.spec} base") if composed else []:
+    if workers < 1:
+        raise UserError(f"--workers: must be >= 1 (got {workers})")
+    if trials is not None and trials < 1:
+        raise UserError(f"--trials: must be >= 1 (got {trials})")
+    if heartbeat <= 0:
+        raise UserError(f"--heartbeat: must be > 0 seconds (got {heartbeat})")
+    resolved, composed = resolve_spec(spec_path(str(spec)), list(overrides), trials=trials)
+    for line in notes(composed, f"{spec} base") if composed else []:
         print(line, file=sys.stderr)
-    if args.print_config:
-        print(yaml.safe_dump(spec.to_dict(), sort_keys=False), end="")
-        return 0
-    devices = placement(args.workers, args.devices, visible_cuda_devices())
+    placed = placement(workers, devices, visible_cuda_devices())
     optuna_quiet()
-    out_dir = str(args.out_dir or spec.base.get("out_dir") or "outputs")
+    out = str(out_dir or resolved.base.get("out_dir") or "outputs")
     # Each worker keeps train.threads (default 1: small recurrent models ran 2.7-12x slower with 2
     # intra-op threads on 2 busy cores, and 8x slower in a 1-worker sweep); a spec that asks for more
     # is capped so K workers never oversubscribe the machine.
-    threads = max(1, cores() // args.workers) if _spec_threads(spec) > cores() // args.workers else None
-    # the command line is provenance (results.json, W&B metadata): never with a storage password
-    sys.argv[:] = [redact(a) for a in sys.argv]
-    job = Job(spec=spec.to_dict(), spec_path=args.spec, study=args.study or Path(args.spec).stem,
-              storage=args.storage, out_dir=out_dir, threads=threads, heartbeat=args.heartbeat,
-              argv=[redact(a) for a in ["seqbench", "sweep", *(sys.argv[2:] if args.argv is None else args.argv)]])
-    check_scheme(args.storage)
-    check_writable(Path(out_dir))  # one line now, not a failed trial per configuration later
-    study = open_study(job, spec, coordinator=True)
-    done = sum(1 for t in study.get_trials(deepcopy=False) if counts_as_done(t))
-    print(f"study {job.study}: {spec.method}, {spec.budget()} configurations x {len(spec.seeds)} seed(s), "
-          f"{done} done; {args.workers} worker(s)" + (f", {threads} torch thread(s) each" if threads else "")
-          + f"; storage {describe(args.storage, out_dir)}", flush=True)
-    if spec.question:
-        print(f"question: {spec.question}", flush=True)
-    if devices[0] is not None:
-        print("CUDA_VISIBLE_DEVICES per worker: " + ", ".join(devices), flush=True)
-    if args.workers == 1 and args.devices is None:
-        worker(job, study)
+    threads = max(1, cores() // workers) if _spec_threads(resolved) > cores() // workers else None
+    if argv is None:
+        argv = [str(spec), *overrides, *(["--trials", str(trials)] if trials else []), "--workers", str(workers),
+                *(["--storage", storage] if storage else []), *(["--study", study] if study else []),
+                "--out-dir", out]
+    job = Job(spec=resolved.to_dict(), spec_path=str(spec), study=study or Path(str(spec)).stem,
+              storage=storage, out_dir=out, threads=threads, heartbeat=heartbeat,
+              argv=[redact(a) for a in ["seqbench", "sweep", *argv]])
+    check_scheme(storage)
+    check_writable(Path(out))  # one line now, not a failed trial per configuration later
+    st = open_study(job, resolved, coordinator=True)
+    done = sum(1 for t in st.get_trials(deepcopy=False) if counts_as_done(t))
+    print(f"study {job.study}: {resolved.method}, {resolved.budget()} configurations x {len(resolved.seeds)} "
+          f"seed(s), {done} done; {workers} worker(s)" + (f", {threads} torch thread(s) each" if threads else "")
+          + f"; storage {describe(storage, out)}", flush=True)
+    if resolved.question:
+        print(f"question: {resolved.question}", flush=True)
+    if placed[0] is not None:
+        print("CUDA_VISIBLE_DEVICES per worker: " + ", ".join(placed), flush=True)
+    if workers == 1 and devices is None:
+        worker(job, st)
         status = 0
     else:  # --devices with one worker: a process of its own, so the device choice is exact
-        status = run_workers(job, args.workers, devices)
-    study = open_study(job, spec, coordinator=False)
-    print(summary(study.get_trials(deepcopy=False), spec))
-    print(f"runs under {Path(out_dir) / 'runs'}; dashboard: {report_hint(job.study, out_dir, args.storage)}")
-    return status
+        status = run_workers(job, workers, placed)
+    st = open_study(job, resolved, coordinator=False)
+    final = st.get_trials(deepcopy=False)
+    if not quiet_summary:
+        print(summary(final, resolved))
+    return SweepResult(job.study, status, Path(out), storage, final, resolved)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    if args.print_config:
+        from seqbench.bench.config import notes
+        from seqbench.sweeps import spec_path
+        from seqbench.sweeps.spec import resolve_spec
+
+        resolved, composed = resolve_spec(spec_path(args.spec), args.overrides, trials=args.trials)
+        for line in notes(composed, f"{args.spec} base") if composed else []:
+            print(line, file=sys.stderr)
+        print(yaml.safe_dump(resolved.to_dict(), sort_keys=False), end="")
+        return 0
+    r = sweep(args.spec, args.overrides, trials=args.trials, workers=args.workers, devices=args.devices,
+              storage=args.storage, study=args.study, out_dir=args.out_dir, heartbeat=args.heartbeat,
+              argv=sys.argv[2:])
+    print(f"runs under {r.out_dir / 'runs'}; dashboard: {report_hint(r.study, str(r.out_dir), r.storage)}")
+    return r.status
 
 
 def report_hint(study: str, out_dir: str, storage: str | None) -> str:

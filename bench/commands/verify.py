@@ -103,7 +103,7 @@ def _run_sweep(claim, profile: str, out_dir: Path, workers: int, storage: str | 
     from seqbench.reports.verify_html import claim_figure
     from seqbench.sweeps.claims.judge import ClaimResult, judge
     from seqbench.sweeps.claims.schema import sweep_spec, swept_values
-    from seqbench.bench.commands.sweep import run_sweep
+    from seqbench.bench.commands.sweep import sweep
     from seqbench.sweeps.storage import open_storage
 
     spec = sweep_spec(claim, profile)
@@ -113,9 +113,7 @@ def _run_sweep(claim, profile: str, out_dir: Path, workers: int, storage: str | 
     spec_path = folder / f"{profile}.yaml"  # the resolved spec: provenance, and what `seqbench sweep` reads
     spec_path.write_text(f"# {claim.path}, profile {profile} (written by seqbench verify)\n"
                          + yaml.safe_dump({"question": claim.question, **claim.resolved(profile)}, sort_keys=False))
-    argv = [str(spec_path), "--study", study, "--workers", str(workers), "--out-dir", str(out_dir)]
-    argv += ["--storage", storage] if storage else []
-    status = run_sweep(argv)
+    status = sweep(spec_path, study=study, workers=workers, out_dir=out_dir, storage=storage).status
     st = load_study(study, open_storage(storage, out_dir))
     table = add_diagnostic_metrics(build_table(st, runs_root(st, out_dir)))
     verdict, rules = judge(claim, table, swept_values(claim, profile), profile)
