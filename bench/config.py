@@ -20,7 +20,7 @@ import seqbench.models  # noqa: F401  (fills MODELS)
 import seqbench.tasks  # noqa: F401  (fills TASKS)
 from seqbench.bench.core.errors import UserError, format_validation_error
 from seqbench.bench.core.registry import MODELS, TASKS
-from seqbench.bench.core.schema import Section
+from seqbench.bench.core.schema import NOT_IDENTITY, Section, identity
 from seqbench.bench.core.settings import leaves, load_yaml, parse_settings, parse_value, safe_load, set_dotted
 
 __all__ = ["RunConfig", "build_config", "compose", "load_config", "load_yaml", "override", "parse_value",
@@ -66,16 +66,18 @@ class TrainConfig(Section):
     strategy: str = Field("auto", description="Lightning strategy, e.g. ddp_spawn")
     num_nodes: int = Field(1, ge=1, description="nodes for multi-node DDP")
     deterministic: bool = Field(False, description="torch deterministic algorithms (slower on GPU)")
-    threads: int | None = Field(1, ge=1, description="torch intra-op threads per process; small RNNs are "
-                                "2.7-12x faster with 1 than 2 on a busy 2-core machine; null = torch default")
-    flush_denormal: bool = Field(True, description="flush denormal floats to zero on CPU; long LSTM backward "
-                                 "chains were ~6x slower with denormals")
+    threads: int | None = Field(1, ge=1, json_schema_extra=NOT_IDENTITY, description="torch intra-op threads "
+                                "per process; small RNNs are 2.7-12x faster with 1 than 2 on a busy 2-core "
+                                "machine; null = torch default")
+    flush_denormal: bool = Field(True, json_schema_extra=NOT_IDENTITY, description="flush denormal floats to "
+                                 "zero on CPU; long LSTM backward chains were ~6x slower with denormals")
     compile: bool = Field(False, description="torch.compile the model (falls back to eager on failure)")
     early_stop: EarlyStopConfig | None = Field(None, description="stop when a val metric crosses a threshold")
     diverge_loss: float | None = Field(None, gt=0, description="training loss above this marks the run diverged "
                                        "(NaN/Inf always does)")
-    checkpoint_every: int | None = Field(200, ge=1, description="save <run>/checkpoints/last.ckpt every N steps "
-                                         "(atomic) so `resume=true` can continue; null = never")
+    checkpoint_every: int | None = Field(200, ge=1, json_schema_extra=NOT_IDENTITY, description="save "
+                                         "<run>/checkpoints/last.ckpt every N steps (atomic) so `resume=true` "
+                                         "can continue; null = never")
 
 
 class EvalConfig(Section):
@@ -114,13 +116,16 @@ class RunConfig(Section):
     optim: OptimConfig = Field(default_factory=OptimConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
-    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
-    diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig, json_schema_extra=NOT_IDENTITY)
+    diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig,  # only observes
+                                           json_schema_extra=NOT_IDENTITY)
     seed: int = Field(0, ge=0, description="seeds weights, data streams and dropout")
-    out_dir: Path = Field(Path("outputs"), description="root for runs/, wandb/, reports/")
-    run_id: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]+$", description="run folder name; default derived")
-    resume: bool = Field(False, description="continue the newest unfinished run with the same config (or run_id) "
-                         "from its last checkpoint; a finished one is returned as is")
+    out_dir: Path = Field(Path("outputs"), json_schema_extra=NOT_IDENTITY,
+                          description="root for runs/, wandb/, reports/")
+    run_id: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]+$", json_schema_extra=NOT_IDENTITY,
+                               description="run folder name; default derived")
+    resume: bool = Field(False, json_schema_extra=NOT_IDENTITY, description="continue the newest unfinished run "
+                         "with the same config (or run_id) from its last checkpoint; a finished one is returned as is")
 
     @model_validator(mode="after")
     def _cross_field(self) -> "RunConfig":
@@ -152,13 +157,9 @@ class RunConfig(Section):
         return self.model_dump(mode="json")
 
     def config_hash(self) -> str:
-        """Hash of everything that changes the experiment (not where or how it is logged)."""
-        d = self.to_dict()
-        for k in ("out_dir", "run_id", "tracking", "resume", "diagnostics"):  # diagnostics only observe
-            d.pop(k)
-        for k in ("threads", "checkpoint_every", "flush_denormal"):
-            d["train"].pop(k)
-        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+        """Hash of everything that changes the experiment: every field not marked ``NOT_IDENTITY``
+        (where or how the run is logged, observed or scheduled)."""
+        return hashlib.sha256(json.dumps(identity(self), sort_keys=True).encode()).hexdigest()[:12]
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)

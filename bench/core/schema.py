@@ -1,12 +1,38 @@
-"""Base class for every config section: typed, frozen, no unknown keys, finite numbers."""
+"""Base class for every config section: typed, frozen, no unknown keys, finite numbers; and the
+marker that keeps a field out of the config hash."""
 from __future__ import annotations
 
 import typing
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic.fields import FieldInfo
 
 INT_LIMIT = 2**31 - 1  # sizes, steps and lengths beyond this are typos, not experiments
+
+# ``Field(..., json_schema_extra=NOT_IDENTITY)``: the field says where or how a run is logged, observed
+# or scheduled, not what is trained, so it stays out of the config hash (two runs that differ only
+# there are replicates of one experiment). Declared on the field, so a new field is in the hash unless
+# it says otherwise; it also shows as ``"identity": false`` in the JSON schema.
+NOT_IDENTITY: dict[str, Any] = {"identity": False}
+
+
+def in_identity(field: FieldInfo) -> bool:
+    """Whether ``field`` enters the config hash (every field not marked ``NOT_IDENTITY``)."""
+    extra = field.json_schema_extra
+    return not (isinstance(extra, dict) and extra.get("identity") is False)
+
+
+def identity(section: BaseModel) -> dict[str, Any]:
+    """``section`` as JSON types without the fields marked ``NOT_IDENTITY``, at any depth: what
+    the config hash is taken of."""
+    d = section.model_dump(mode="json")
+    for name, field in type(section).model_fields.items():
+        if not in_identity(field):
+            del d[name]
+        elif isinstance(value := getattr(section, name), BaseModel):
+            d[name] = identity(value)
+    return d
 
 
 class Section(BaseModel):
