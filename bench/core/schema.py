@@ -2,6 +2,7 @@
 marker that keeps a field out of the config hash."""
 from __future__ import annotations
 
+import types
 import typing
 from typing import Any
 
@@ -82,3 +83,42 @@ def _admits_bool(annotation: Any) -> bool:
     if typing.get_origin(annotation) is list:
         return False
     return any(_admits_bool(a) for a in args)
+
+
+_BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+
+
+def describe_field(field: FieldInfo) -> str:
+    """The values a config field accepts, for ``seqbench list -v``: ``adam | adamw | sgd | radam``,
+    ``>= 0, < 1``, ``> 0 or null``, ``integer or auto``, ``each >= 1``; "" when the type says it all
+    (text, true/false, a section)."""
+    args = typing.get_args(field.annotation) if _is_union(field.annotation) else (field.annotation,)
+    members = [a for a in args if a is not type(None)]
+    parts = [p for a in members if (p := _member(a, field.metadata, several=len(members) > 1))]
+    if not parts:
+        return ""
+    return " or ".join(parts) + (" or null" if type(None) in args else "")
+
+
+def _is_union(annotation: Any) -> bool:
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType)
+
+
+def _member(annotation: Any, metadata: list[Any], several: bool) -> str:
+    if typing.get_origin(annotation) is typing.Literal:
+        return " | ".join(str(v).lower() if isinstance(v, bool) else str(v) for v in typing.get_args(annotation))
+    if typing.get_origin(annotation) is list:
+        inner = typing.get_args(annotation)
+        each = _bounds([m for a in inner[:1] if typing.get_origin(a) is typing.Annotated
+                        for info in typing.get_args(a)[1:] for m in getattr(info, "metadata", [info])])
+        n = next((m.min_length for m in metadata if hasattr(m, "min_length")), 0)
+        return ", ".join(p for p in (f"each {each}" if each else "", f"at least {n} items" if n > 1 else "") if p)
+    bounds = _bounds(metadata) if annotation in (int, float) else ""
+    if several and annotation in (int, float):
+        return ("integer" if annotation is int else "number") + (f" {bounds}" if bounds else "")
+    return bounds
+
+
+def _bounds(metadata: list[Any]) -> str:
+    return ", ".join(f"{sign} {getattr(m, key)}" for m in metadata for key, sign in _BOUNDS if hasattr(m, key)
+                     and getattr(m, key) is not None)
