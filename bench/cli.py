@@ -55,7 +55,7 @@ def field_lines(prefix: str, cls: Any) -> list[str]:
             lines += field_lines(f"{prefix}.{fname}", subs[0])
             continue
         allowed = describe_field(f)  # choices and bounds: what the error would say, before the error
-        lines.append(f"  {prefix}.{fname} = {_fmt_default(f)}{f' ({allowed})' if allowed else ''}{desc}")
+        lines.append(f"  {prefix}.{fname} = {_fmt_default(f)}{desc}{f' [{allowed}]' if allowed else ''}")
     return lines
 
 
@@ -79,7 +79,7 @@ def list_sections() -> dict[str, list[str]]:
         else:
             desc = f" - {f.description}" if f.description else ""
             allowed = describe_field(f)
-            top.append(f"  {fname} = {_fmt_default(f)}{f' ({allowed})' if allowed else ''}{desc}")
+            top.append(f"  {fname} = {_fmt_default(f)}{desc}{f' [{allowed}]' if allowed else ''}")
     out["run"] = top
     return out
 

@@ -26,12 +26,13 @@ Close to W&B sweep configs::
 Comparing architectures is the common case, so ``model.name`` and ``task.name`` can be
 swept. A swept name keeps the other fields of ``base.model`` / ``base.task``: put there
 only the fields every chosen model (task) has, and the fields only one has under
-``per_model.<name>`` (``per_task.<name>``), as dotted keys. The order a trial's config is
-built in is: ``base``, the swept parameters, then its model's and task's blocks.
+``per_model.<name>`` (``per_task.<name>``), as dotted keys. A trial's config is composed
+like a run's (``bench.config.compose``): ``base``, the swept parameters (names first), then
+its model's and task's blocks, merged leaf by leaf.
 
 Every grid point (for grid) or every corner of the search space (otherwise) is built into
 a RunConfig when the spec loads, so a bad key, value or combination fails before any
-training, with one line naming the field, like a bad run config does.
+training, one line per problem naming the field, like a bad run config does.
 """
 from __future__ import annotations
 
