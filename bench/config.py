@@ -215,7 +215,9 @@ def compose(base: Mapping[str, Any] | None = None, overrides: Iterable[str] | Ma
     for key, value in values.items():  # leaves are disjoint: their order cannot matter
         set_dotted(d, key, value)
     if per_model or per_task:
-        block = {**(per_task or {}).get(chosen(d, "task"), {}), **(per_model or {}).get(chosen(d, "model"), {})}
+        task, model = chosen(d, "task"), chosen(d, "model")  # not text: no block (validation names it)
+        block = {**((per_task or {}).get(task, {}) if isinstance(task, str) else {}),
+                 **((per_model or {}).get(model, {}) if isinstance(model, str) else {})}  # the model's win
         for key, value in leaves(block.items()).items():
             set_dotted(d, key, value)
     return Composed(d, dropped, repeated, keys)
