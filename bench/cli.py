@@ -12,6 +12,7 @@ import threading
 from typing import Any, Sequence
 
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.settings import hydra_habit
 
 EXIT_USAGE = 2
 
@@ -39,7 +40,7 @@ def _fmt_default(field: Any) -> str:
 def field_lines(prefix: str, cls: Any) -> list[str]:
     """``prefix.field = default - description`` for every field of a config section, nested
     sections (``train.early_stop``, ``model.decode``) spelled out field by field."""
-    from seqbench.bench.core.schema import Section
+    from seqbench.bench.core.schema import Section, describe_field
 
     lines = []
     for fname, f in cls.model_fields.items():
@@ -53,7 +54,8 @@ def field_lines(prefix: str, cls: Any) -> list[str]:
                 lines.append(f"  {prefix}.{fname} = null{desc}")
             lines += field_lines(f"{prefix}.{fname}", subs[0])
             continue
-        lines.append(f"  {prefix}.{fname} = {_fmt_default(f)}{desc}")
+        allowed = describe_field(f)  # choices and bounds: what the error would say, before the error
+        lines.append(f"  {prefix}.{fname} = {_fmt_default(f)}{desc}{f' [{allowed}]' if allowed else ''}")
     return lines
 
 
@@ -61,7 +63,7 @@ def list_sections() -> dict[str, list[str]]:
     """Every config section -> its field lines: each task and model by name, then the rest."""
     from seqbench.bench.config import RunConfig
     from seqbench.bench.core.registry import MODELS, TASKS
-    from seqbench.bench.core.schema import Section
+    from seqbench.bench.core.schema import Section, describe_field
 
     out: dict[str, list[str]] = {}
     for kind, reg in (("task", TASKS), ("model", MODELS)):
@@ -76,7 +78,8 @@ def list_sections() -> dict[str, list[str]]:
             out[fname] = field_lines(fname, ann)
         else:
             desc = f" - {f.description}" if f.description else ""
-            top.append(f"  {fname} = {_fmt_default(f)}{desc}")
+            allowed = describe_field(f)
+            top.append(f"  {fname} = {_fmt_default(f)}{desc}{f' [{allowed}]' if allowed else ''}")
     out["run"] = top
     return out
 
@@ -204,7 +207,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     listed = next((n for n in ("overrides", "settings") if isinstance(getattr(args, n, None), list)), None)
     stray = [a for a in extra if a.startswith("-") or listed is None]
     if stray:
-        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+        parser.error(hydra_habit(args.command, stray) or f"unrecognized arguments: {' '.join(stray)}")
     if extra:
         setattr(args, listed, [*getattr(args, listed), *extra])
     return args
@@ -231,7 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _closed_stdout()
     except UserError as e:
-        print(f"error: {one_line(str(e))}", file=sys.stderr)
+        for problem in e.problems:  # one line each: two mistakes, two lines
+            print(f"error: {one_line(problem)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted; finished work is saved under out_dir", file=sys.stderr)

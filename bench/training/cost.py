@@ -41,7 +41,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from seqbench.bench.core.contract import OutputKind
-from seqbench.bench.core.errors import UserError, format_validation_error
+from seqbench.bench.core.errors import UserError, did_you_mean, format_validation_error, validation_problems
 from seqbench.bench.core.registry import MODELS
 from seqbench.bench.core.schema import Section
 from seqbench.bench.core.settings import leaves, set_dotted
@@ -102,7 +102,8 @@ class CostConfig(Section):
         ok = _measurable()
         bad = [m for m in v if m not in ok]
         if bad:
-            raise ValueError(f"unknown model {bad[0]!r}; choose from {', '.join(ok)}")
+            named = [f"{b!r} ({hint.strip()})" if (hint := did_you_mean(b, ok)) else repr(b) for b in bad]
+            raise ValueError(f"unknown model {', '.join(named)}; choose from {', '.join(ok)}")
         return v
 
     @model_validator(mode="after")
@@ -137,7 +138,7 @@ def parse_settings(settings: list[str]) -> CostConfig:
     try:
         return CostConfig.model_validate(d)
     except ValidationError as e:
-        raise UserError(format_validation_error(e, allowed_fields=lambda loc: list(CostConfig.model_fields))
+        raise UserError(*validation_problems(e, allowed_fields=lambda loc: list(CostConfig.model_fields))
                         ) from None
 
 
