@@ -21,7 +21,7 @@ import seqbench.tasks  # noqa: F401  (fills TASKS)
 from seqbench.bench.core.errors import UserError, format_validation_error
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.schema import Section
-from seqbench.bench.core.settings import leaves, load_yaml, parse_settings, parse_value, safe_load, set_dotted
+from seqbench.bench.core.settings import leaves, load_yaml, parse_pairs, parse_value, safe_load, set_dotted
 
 __all__ = ["RunConfig", "build_config", "compose", "load_config", "load_yaml", "override", "parse_value",
            "safe_load", "validate"]
@@ -195,7 +195,7 @@ def compose(base: dict[str, Any] | None = None, overrides: Iterable[str] = ()) -
         if isinstance(d.get(sec), str):
             d[sec] = {"name": d[sec]}
     repeated: list[str] = []
-    return _apply(d, setting_leaves(parse_settings(overrides), repeated), repeated)
+    return _apply(d, setting_leaves(parse_pairs(overrides), repeated), repeated)
 
 
 def setting_leaves(pairs: Iterable[tuple[str, Any]], repeated: list[str] | None = None) -> dict[str, Any]:

@@ -5,7 +5,7 @@ import torch
 
 from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import build_model
-from seqbench.tasks.base import Batch, OutputKind, TaskSpec
+from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
 
 # Small enough for fast CPU tests; each key is applied only where the config has the field.
 TINY = {"d_model": 16, "n_layers": 1, "n_heads": 2, "n_levels": 3, "kernel_size": 2}

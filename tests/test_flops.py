@@ -224,7 +224,7 @@ def test_matmul_tf32_follows_torch_setting():
 
 @pytest.mark.parametrize("train_precision, tf32, column", [
     ("32-true", False, "fp32"), ("32-true", True, "tf32"), ("bf16-mixed", False, "bf16"),
-    ("bf16-true", True, "bf16"), ("16-mixed", False, "fp16"), ("64-true", False, None), ("32", True, "tf32"),
+    ("bf16-true", True, "bf16"), ("16-mixed", False, "fp16"), ("64-true", False, None),
 ])
 def test_train_precision_maps_to_a_peak_column(train_precision, tf32, column):
     assert flops.peak_precision(train_precision, tf32) == column

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from seqbench.bench.config import build_config
 from seqbench.bench.core.registry import TASKS
 from seqbench.bench.training.train import build_task
-from seqbench.tasks.base import IGNORE, Goal, OutputKind
+from seqbench.bench.core.contract import IGNORE, Goal, OutputKind
 from seqbench.tasks.synthetic.base import SyntheticTask
 from tests.conftest import TINY_TASK
 

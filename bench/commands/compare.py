@@ -79,7 +79,7 @@ def _seeds(text: str) -> list[int] | int:
     return values
 
 
-def parse_settings(settings: list[str]) -> tuple[dict[str, Any], dict[str, list[Any]], list[int] | int]:
+def parse_grid(settings: list[str]) -> tuple[dict[str, Any], dict[str, list[Any]], list[int] | int]:
     """``key=value`` words -> (base {dotted key: value}, axes {dotted key: values}, seeds)."""
     base: dict[str, Any] = {}
     axes: dict[str, list[Any]] = {}
@@ -162,7 +162,7 @@ def build_spec(settings: list[str], metric: str | None = None) -> tuple[dict[str
     from seqbench.bench.config import set_dotted
     from seqbench.sweeps.spec import parse_spec
 
-    base_flat, axes, seeds = parse_settings(settings)
+    base_flat, axes, seeds = parse_grid(settings)
     blocks, notes = route(base_flat, axes)
     base: dict[str, Any] = {}
     for k in sorted(base_flat, key=lambda k: k not in ("task.name", "model.name")):  # names first
@@ -232,7 +232,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     path = out_dir / "specs" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, spec_yaml(raw, name, notes))
-    status = sweep_cli.sweep(path, study=name, out_dir=out_dir, workers=args.workers, storage=args.storage).status
+    status = sweep_cli.sweep(path, study=name, out_dir=out_dir, workers=args.workers, storage=args.storage,
+                             quiet_summary=True).status  # the ranked table below is the one summary
     rep = _report(name, args.storage, out_dir)
     obj = rep.info.objectives[0]
     print(ranked_text(rep.table, obj))
@@ -252,17 +253,16 @@ def _report(name: str, storage: str | None, out_dir: Path):
 
 
 def ranked_text(table: pd.DataFrame, obj: Any, limit: int = MAX_PRINTED) -> str:
-    """The terminal's ranked table (mean, 95% interval, n) and the paired statements."""
+    """The answer (``reports.headline``), the one ranked table (mean, 95% interval, n; rows no better
+    than the memoryless baseline marked in its ``baseline`` column) and the paired statements."""
+    from seqbench.bench.core.text import text_table
     from seqbench.reports.comparisons import comparisons, ranked
+    from seqbench.reports.headline import headline
 
     t = ranked(table, obj)
-    lines = [f"ranked by {obj.name} ({obj.goal}): mean [95% CI] over seeds, n scored seeds"]
-    cells = [[str(c) for c in t.columns]]
-    for row in t.itertuples(index=False):
-        cells.append(["–" if v is None or v is pd.NA or (isinstance(v, float) and v != v)
-                      else (f"{v:.4g}" if isinstance(v, float) else str(v)) for v in row])
-    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
-    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    lines = headline(table, obj) + [f"ranked by {obj.name} ({obj.goal}): mean [95% CI] over seeds, n scored seeds"
+                                    + ("; baseline: at or below the memoryless baseline" if "baseline" in t else "")]
+    lines.append(text_table(list(t.columns), [list(row) for row in t.itertuples(index=False)], indent="  "))
     comps = comparisons(table, obj)
     if comps:
         lines.append("paired comparisons (same seeds; better level first):")

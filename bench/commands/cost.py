@@ -5,12 +5,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from seqbench.bench.training.cost import parse_settings, sweep
+from seqbench.bench.training.cost import parse_cost_config, sweep
 from seqbench.reports.cost import _fmt, write_outputs
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    c = parse_settings(args.settings)
+    c = parse_cost_config(args.settings)
     result = sweep(c)
     paths = write_outputs(result, Path(c.out_dir))
     for m, s in result["summary"].items():

@@ -6,7 +6,7 @@ Prints a line when a trial starts and one when it ends (``[done/total, ETA]``), 
 best configurations, and the ``seqbench report`` command that finds the study
 (``sweeps/progress.py``).
 
-What a study stores (the contract with ``reports/``, see helpers' CONTRACT_SWEEP_REPORT):
+What a study stores (read by ``reports/``; typed as ``StudyAttrs``/``TrialAttrs`` in ``bench/core/artifacts.py``):
 study user attrs ``spec``, ``spec_path``, ``question``, ``metrics``, ``out_dir``,
 ``seqbench_version``, ``git_sha``; trial params = the spec's dotted keys; trial user attrs
 ``run_ids``, ``seeds``, ``per_seed``, ``mean``, ``std``, ``n_diverged``, ``config_hash``,

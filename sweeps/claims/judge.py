@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from seqbench.bench.core.artifacts import BEST, FINAL, PARAM
 from seqbench.bench.core.stats import Interval, mean_ci, paired
 from seqbench.sweeps.claims.schema import Baseline, Claim, Rule, resolve_where
 
@@ -88,7 +89,7 @@ def select(table: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
         return table.iloc[0:0]
     rows = table[table["status"].isin(RUN_STATUSES)]
     for k, v in where.items():
-        col = "param." + k
+        col = PARAM + k
         if col not in rows.columns:
             return rows.iloc[0:0]
         rows = rows[rows[col].map(lambda x: _same(x, v))]
@@ -102,7 +103,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def metric_column(table: pd.DataFrame, metric: str) -> str | None:
-    for col in (metric if metric.startswith("best.") else f"final.{metric}", metric):
+    for col in (metric if metric.startswith(BEST) else FINAL + metric, metric):
         if col in table.columns:
             return col
     return None

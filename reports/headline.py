@@ -1,0 +1,117 @@
+"""The answer a report opens with, stated from the measured numbers before any table.
+
+``headline(table, objective)`` reads the report's run table (``reports.table``) and returns a few
+sentences: the best configuration (mean, 95% interval, n), which configurations stay at or below
+the task's memoryless baseline (grouped by architecture when architectures were compared), and the
+paired differences between the best configuration and each rival that differs from it in one key::
+
+    Best: transformer at task.delay=40, val/acc 1 [1, 1] n=3.
+    rnn stays at the memoryless baseline at every task.delay (0.24 at 12, 0.26 at 40 vs 0.25).
+    Paired with the best (same seeds): vs rnn +0.74 [0.7, 0.78] n=3; vs lstm +0.06 [-0.02, 0.14] n=3 (tie) ...
+
+A pure function of the table, so the dashboard, summary.md and ``compare`` say the same thing.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from seqbench.bench.core.artifacts import PARAM
+from seqbench.bench.core.stats import Paired
+from seqbench.reports.comparisons import comparisons, order_key, trial_baselines, versus_baseline
+from seqbench.reports.figures import ARCH_KEY, fmt_ci, label, per_trial, swept
+from seqbench.reports.table import Objective
+
+MAX_PAIRED = 4  # paired statements in the opening lines; the full list follows in its own section
+
+
+def _num(v: Any) -> str:
+    return f"{v:.3g}"
+
+
+PARAM_ARCH = PARAM + ARCH_KEY
+
+
+def _setting(row: pd.Series, keys: list[str]) -> str:
+    """``lstm at task.delay=40``: the architecture by name, the other swept keys as key=value."""
+    name = str(row[PARAM_ARCH]) if PARAM_ARCH in keys else ""
+    rest = ", ".join(f"{label(k)}={row[k]}" for k in keys if k != PARAM_ARCH)
+    return " at ".join(p for p in (name, rest) if p) or "the study's one configuration"
+
+
+def _diff(p: Paired) -> str:
+    d = p.diff
+    if p.n < 2:
+        return f"{d.mean:+.3g} (n={p.n}: no interval)"
+    if not d.std > 0:
+        return f"{d.mean:+.3g} on each of n={p.n} seeds"
+    tie = " (a tie: the interval holds 0)" if d.lo <= 0 <= d.hi else ""
+    return f"{d.mean:+.3g} [{d.lo:.3g}, {d.hi:.3g}] n={p.n}{tie}"
+
+
+def _baseline_lines(t: pd.DataFrame, keys: list[str], obj: Objective) -> list[str]:
+    """Which configurations are no better than the memoryless baseline, grouped by architecture."""
+    have = t[t["versus"].notna()]
+    if have.empty:
+        return []
+    btext = " / ".join(_num(b) for b in sorted({round(b, 6) for b in have["baseline"]}))
+    low = have[have["versus"] != "above"]
+    if low.empty:
+        return [f"Every configuration is above the memoryless baseline ({obj.name} {btext})."]
+    others = [k for k in keys if k != PARAM_ARCH]
+    lines = []
+    for arch, g in (low.groupby(PARAM_ARCH, sort=False) if PARAM_ARCH in keys else [(None, low)]):
+        g = g.iloc[sorted(range(len(g)), key=lambda i: [order_key(g.iloc[i][k]) for k in others])]
+        word = "below" if (g["versus"] == "below").all() else "at or below" if (g["versus"] == "below").any() else "at"
+        vals = ", ".join(_num(r["mean"]) + (f" at {', '.join(f'{label(k)}={r[k]}' for k in others)}" if others else "")
+                         for _, r in g.iterrows())
+        if arch is None:
+            lines.append(f"{word.capitalize()} the memoryless baseline: {vals} vs {btext}.")
+        elif len(g) == int((have[PARAM_ARCH] == arch).sum()):
+            every = f" at every {', '.join(label(k) for k in others)}" if others and len(g) > 1 else ""
+            lines.append(f"{arch} stays {word} the memoryless baseline{every} ({vals} vs {btext}).")
+        else:
+            lines.append(f"{arch} is {word} the memoryless baseline ({vals} vs {btext}) and above it elsewhere.")
+    return lines
+
+
+def headline(table: pd.DataFrame, obj: Objective, max_paired: int = MAX_PAIRED) -> list[str]:
+    """The opening sentences of a report for objective ``obj`` (see the module docstring); empty
+    when no run scored."""
+    t = per_trial(table, obj) if not table.empty else pd.DataFrame()
+    if t.empty or not np.isfinite(t["mean"].astype(float)).any():
+        return []
+    t = t[np.isfinite(t["mean"].astype(float))].copy()
+    keys = swept(table)
+    base = trial_baselines(table, obj)
+    t["baseline"] = [base.get(tr, math.nan) for tr in t["trial"]]
+    t["versus"] = [versus_baseline(float(m), float(lo), float(hi), b, obj.maximize)
+                   for m, lo, hi, b in zip(t["mean"], t["lo"], t["hi"], t["baseline"])]
+    t = t.sort_values("mean", ascending=not obj.maximize, kind="stable")
+    best = t.iloc[0]
+    tied = t[np.isclose(t["mean"].astype(float), float(best["mean"]))]
+    who = " and ".join(_setting(r, keys) for _, r in tied.iterrows())
+    stat = fmt_ci(best["mean"], best["lo"], best["hi"], int(best["n"]))
+    if best["versus"] in ("at", "below"):
+        lines = [f"No configuration beats the memoryless baseline of {obj.name} {_num(best['baseline'])}: "
+                 f"the best, {who}, reaches {stat}."]
+    else:
+        lines = [f"Best{' (tied)' if len(tied) > 1 else ''}: {who}, {obj.name} {stat}."]
+        lines += _baseline_lines(t, keys, obj)
+    lines += _paired_line(table, obj, best, keys, max_paired)
+    return lines
+
+
+def _paired_line(table: pd.DataFrame, obj: Objective, best: pd.Series, keys: list[str], limit: int) -> list[str]:
+    """The best configuration against each rival that differs from it in one swept key."""
+    at_best = {label(k): best[k] for k in keys}
+    mine = [c for c in comparisons(table, obj)
+            if str(at_best.get(c.key)) == str(c.a) and all(str(at_best.get(k)) == str(v) for k, v in c.context)]
+    if not mine:
+        return []
+    parts = [f"vs {c.b if c.key == ARCH_KEY else f'{c.key}={c.b}'} {_diff(c.result)}" for c in mine[:limit]]
+    more = f"; {len(mine) - limit} more below" if len(mine) > limit else ""
+    return [f"Paired with the best on the same seeds ({obj.name}, best minus rival): " + "; ".join(parts) + more + "."]
