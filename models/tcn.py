@@ -22,10 +22,11 @@ from torch import nn
 from torch.nn.utils.parametrizations import weight_norm as apply_weight_norm
 
 from seqbench.bench.core.registry import MODELS
+from seqbench.bench.core.text import Notice
 from seqbench.models.base import Backbone, ModelConfig
 
 
-class ReceptiveFieldWarning(UserWarning):
+class ReceptiveFieldWarning(Notice):
     """The task's dependency is longer than the TCN can see."""
 
 

@@ -36,3 +36,16 @@ def test_markdown_table_escapes_pipes_and_right_aligns():
                                             (math.nan, "–")])
 def test_duration(seconds, shown):
     assert duration(seconds) == shown
+
+
+def test_a_notice_is_one_line_on_stderr_other_warnings_keep_their_format():
+    import subprocess
+    import sys
+
+    code = ("import warnings\nfrom seqbench.bench.core.text import Notice\n"
+            "warnings.warn('tcn: receptive field 7 < task dependency 50', Notice)\n"
+            "warnings.warn('plain', UserWarning)\n")
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
+    lines = err.splitlines()
+    assert lines[0] == "warning: tcn: receptive field 7 < task dependency 50"
+    assert "UserWarning: plain" in lines[1]  # Python's own format, file and line included

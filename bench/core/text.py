@@ -15,9 +15,31 @@ rnn    0.25
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 MISSING = "–"  # a cell with no value (None, NaN)
+
+
+class Notice(UserWarning):
+    """A warning a user should read (a TCN whose receptive field is shorter than the task's
+    dependency): shown as one line ``warning: <message>`` on stderr, without Python's
+    ``file:line: Category:`` prefix and the source line under it. It stays a warning, so
+    ``warnings.simplefilter`` and ``pytest.warns`` still select it by class."""
+
+
+_python_formatwarning = warnings.formatwarning
+
+
+def _formatwarning(message, category, filename, lineno, line=None) -> str:
+    if issubclass(category, Notice):
+        return f"warning: {message}\n"
+    return _python_formatwarning(message, category, filename, lineno, line)
+
+
+# Installed where Notice is defined, so every process that can raise one (the CLI, sweep workers,
+# a notebook) shows it as one line; other warnings keep Python's format.
+warnings.formatwarning = _formatwarning
 
 
 def cell(v: Any, digits: int = 4) -> str:
