@@ -17,7 +17,7 @@ from seqbench.bench.commands.compare import build_spec, study_name
 from seqbench.sweeps.runner import _key
 from seqbench.sweeps.spec import load_spec
 from seqbench.sweeps.storage import open_storage
-from tests.conftest import TINY_TASK
+from tests.helpers import TINY_TASK
 
 TINY = [f"task.{k}={v}" for k, v in TINY_TASK["copy"].items() if k != "delay"] + [
     "model.d_model=16", "train.max_steps=4", "train.val_every=2", "train.val_batches=1", "train.batch_size=4",

@@ -12,7 +12,7 @@ from seqbench.bench.training.cost import CostConfig, fit_exponent, parse_cost_co
 from seqbench.reports.cost import write_outputs
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS
-from tests.conftest import run_cli
+from tests.helpers import run_cli
 
 
 def test_settings_parse_and_validate():

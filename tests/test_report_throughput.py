@@ -8,7 +8,7 @@ import pytest
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState
 
-from report_support import add_trial, journal_storage, new_study, write_run
+from tests.report_support import add_trial, journal_storage, new_study, write_run
 from seqbench.reports import figures as F
 from seqbench.reports.build import build_report
 
