@@ -21,7 +21,7 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from seqbench.bench.core.stats import Interval, mean_ci
-from seqbench.bench.core.artifacts import FINAL, PARAM
+from seqbench.bench.core.artifacts import BASELINE, FINAL, PARAM
 from seqbench.reports.table import Objective
 
 LENGTH_KEYS = ("task.delay", "task.length", "task.seq_len", "task.max_len", "task.n_pairs")
@@ -243,7 +243,7 @@ def fig_length(df: pd.DataFrame, obj: Objective, length: str, arch: str | None) 
             line=dict(color=PALETTE[i % len(PALETTE)]),
             customdata=[[p[1]["n"], p[1]["diverged"]] for p in pts],
             hovertemplate="%{x}: %{y:.4g}<br>runs %{customdata[0]}, diverged %{customdata[1]}<extra>%{fullData.name}</extra>"))
-    bcol = f"baseline.{obj.name}"
+    bcol = BASELINE + obj.name
     if bcol in df.columns and df[bcol].notna().any():
         b = df.groupby(length)[bcol].mean().dropna()
         fig.add_trace(go.Scatter(x=list(b.index), y=list(b.values), mode="lines", name="memoryless baseline",
@@ -307,7 +307,7 @@ def fig_learning_curves(curves: pd.DataFrame, df: pd.DataFrame, metric: str, col
                                  showlegend=name not in shown, line=dict(color=colors.get(v, "#777"), width=1.5),
                                  opacity=0.8, hovertemplate=f"{run_id}<br>step %{{x}}: %{{y:.4g}}<extra>{name}</extra>"))
         shown.add(name)
-    bcol = f"baseline.{metric}"
+    bcol = BASELINE + metric
     if bcol in df.columns and df[bcol].notna().any():
         fig.add_hline(y=float(df[bcol].mean()), line_dash="dash", line_color="black",
                       annotation_text="memoryless baseline", annotation_position="top left")

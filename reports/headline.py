@@ -3,11 +3,13 @@
 ``headline(table, objective)`` reads the report's run table (``reports.table``) and returns a few
 sentences: the best configuration (mean, 95% interval, n), which configurations stay at or below
 the task's memoryless baseline (grouped by architecture when architectures were compared), and the
-paired differences between the best configuration and each rival that differs from it in one key::
+paired differences of the winner against each rival on the same seeds::
 
-    Best: transformer at task.delay=40, val/acc 1 [1, 1] n=3.
-    rnn stays at the memoryless baseline at every task.delay (0.24 at 12, 0.26 at 40 vs 0.25).
-    Paired with the best (same seeds): vs rnn +0.74 [0.7, 0.78] n=3; vs lstm +0.06 [-0.02, 0.14] n=3 (tie) ...
+    Best (tied): transformer at every task.delay, val/acc 1 [1, 1] n=3.
+    rnn stays at the memoryless baseline at every task.delay (0.219 at task.delay=12, 0.24 at task.delay=40 vs 0.25).
+    Above the baseline: lstm 0.996 at task.delay=12, 0.619 at task.delay=40.
+    Paired on the same seeds (val/acc, winner minus rival): transformer vs lstm at task.delay=12 +0.00434
+    [-0.00554, 0.0142] n=3 (a tie: the interval holds 0); transformer vs rnn at task.delay=12 +0.781 ...
 
 A pure function of the table, so the dashboard, summary.md and ``compare`` say the same thing.
 """
@@ -21,7 +23,7 @@ import pandas as pd
 
 from seqbench.bench.core.artifacts import PARAM
 from seqbench.bench.core.stats import Paired
-from seqbench.reports.comparisons import comparisons, order_key, trial_baselines, versus_baseline
+from seqbench.reports.comparisons import Comparison, comparisons, order_key, trial_baselines, versus_baseline
 from seqbench.reports.figures import ARCH_KEY, fmt_ci, label, per_trial, swept
 from seqbench.reports.table import Objective
 
@@ -93,7 +95,7 @@ def headline(table: pd.DataFrame, obj: Objective, max_paired: int = MAX_PAIRED) 
     t = t.sort_values("mean", ascending=not obj.maximize, kind="stable")
     best = t.iloc[0]
     tied = t[np.isclose(t["mean"].astype(float), float(best["mean"]))]
-    who = " and ".join(_setting(r, keys) for _, r in tied.iterrows())
+    who = _who(tied, t, keys)
     stat = fmt_ci(best["mean"], best["lo"], best["hi"], int(best["n"]))
     if best["versus"] in ("at", "below"):
         lines = [f"No configuration beats the memoryless baseline of {obj.name} {_num(best['baseline'])}: "
@@ -101,17 +103,65 @@ def headline(table: pd.DataFrame, obj: Objective, max_paired: int = MAX_PAIRED) 
     else:
         lines = [f"Best{' (tied)' if len(tied) > 1 else ''}: {who}, {obj.name} {stat}."]
         lines += _baseline_lines(t, keys, obj)
+        lines += _rest_line(t, tied, keys)
     lines += _paired_line(table, obj, best, keys, max_paired)
     return lines
 
 
+def _who(tied: pd.DataFrame, t: pd.DataFrame, keys: list[str]) -> str:
+    """The tied best configurations; an architecture best at every setting of the other keys is
+    named once ("transformer at every task.delay")."""
+    others = [k for k in keys if k != PARAM_ARCH]
+    parts = []
+    for arch, g in (tied.groupby(PARAM_ARCH, sort=False) if PARAM_ARCH in keys else [(None, tied)]):
+        if arch is not None and others and len(g) > 1 and len(g) == int((t[PARAM_ARCH] == arch).sum()):
+            parts.append(f"{arch} at every {', '.join(label(k) for k in others)}")
+        else:
+            parts += [_setting(r, keys) for _, r in g.iterrows()]
+    return " and ".join(parts)
+
+
+def _rest_line(t: pd.DataFrame, tied: pd.DataFrame, keys: list[str]) -> list[str]:
+    """The other architectures above the baseline, with their mean at each setting of the other keys."""
+    if PARAM_ARCH not in keys:
+        return []
+    others = [k for k in keys if k != PARAM_ARCH]
+    above = t[(t["versus"] == "above") | t["versus"].isna()]
+    parts = []
+    for arch, g in above.groupby(PARAM_ARCH, sort=False):
+        if arch in set(tied[PARAM_ARCH]) and len(g) == len(tied[tied[PARAM_ARCH] == arch]):
+            continue
+        g = g.iloc[sorted(range(len(g)), key=lambda i: [order_key(g.iloc[i][k]) for k in others])]
+        parts.append(f"{arch} " + ", ".join(_num(r["mean"]) + (f" at {', '.join(f'{label(k)}={r[k]}' for k in others)}"
+                                                              if others else "") for _, r in g.iterrows()))
+    head = "Above the baseline" if t["versus"].notna().any() else "The others"
+    return [f"{head}: {'; '.join(parts)}."] if parts else []
+
+
+def _pair_name(c: Comparison) -> str:
+    """``transformer vs lstm at task.delay=40`` (architectures), ``vs optim.lr=0.01`` (another key)."""
+    if c.key != ARCH_KEY:
+        return f"vs {c.key}={c.b}"
+    return f"{c.a} vs {c.b}" + (" at " + ", ".join(f"{k}={v}" for k, v in c.context) if c.context else "")
+
+
 def _paired_line(table: pd.DataFrame, obj: Objective, best: pd.Series, keys: list[str], limit: int) -> list[str]:
-    """The best configuration against each rival that differs from it in one swept key."""
-    at_best = {label(k): best[k] for k in keys}
-    mine = [c for c in comparisons(table, obj)
-            if str(at_best.get(c.key)) == str(c.a) and all(str(at_best.get(k)) == str(v) for k, v in c.context)]
+    """Paired differences on the same seeds: where architectures were compared, the best architecture
+    at each setting of the other keys against each rival; otherwise the best configuration against
+    each rival that differs from it in one swept key."""
+    comps = comparisons(table, obj)
+    if PARAM_ARCH in keys:
+        first: dict[tuple, Any] = {}
+        for c in comps:
+            if c.key == ARCH_KEY:
+                first.setdefault(c.context, c.a)  # each context's first pair starts with its best level
+        mine = [c for c in comps if c.key == ARCH_KEY and c.a == first[c.context]]
+    else:
+        at_best = {label(k): best[k] for k in keys}
+        mine = [c for c in comps if str(at_best.get(c.key)) == str(c.a)
+                and all(str(at_best.get(k)) == str(v) for k, v in c.context)]
     if not mine:
         return []
-    parts = [f"vs {c.b if c.key == ARCH_KEY else f'{c.key}={c.b}'} {_diff(c.result)}" for c in mine[:limit]]
-    more = f"; {len(mine) - limit} more below" if len(mine) > limit else ""
-    return [f"Paired with the best on the same seeds ({obj.name}, best minus rival): " + "; ".join(parts) + more + "."]
+    parts = [f"{_pair_name(c)} {_diff(c.result)}" for c in mine[:limit]]
+    more = f"; {len(mine) - limit} more in the paired comparisons" if len(mine) > limit else ""
+    return [f"Paired on the same seeds ({obj.name}, winner minus rival): " + "; ".join(parts) + more + "."]

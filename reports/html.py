@@ -207,7 +207,7 @@ def _md_table(t: pd.DataFrame) -> str:
 
 def summary_md(info: StudyInfo, df: pd.DataFrame, secs: list[Section], built: dict[str, Any]) -> str:
     out = [f"# seqbench report: {info.name}", "", f"> {info.question}" if info.question else "", ""]
-    out += [*answer(info, df), ""]
+    out += [x for line in answer(info, df) for x in (line, "")]  # one paragraph each
     out += [f"- **{k}**: {v}" for k, v in header_facts(info, df, built)] + [""]
     for s in secs:
         tables = [(t, i) for t, i in s.items if isinstance(i, pd.DataFrame)]

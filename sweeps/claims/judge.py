@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from seqbench.bench.core.artifacts import BEST, FINAL, PARAM
+from seqbench.bench.core.artifacts import BASELINE, BEST, FINAL, PARAM
 from seqbench.bench.core.stats import Interval, mean_ci, paired
 from seqbench.sweeps.claims.schema import Baseline, Claim, Rule, resolve_where
 
@@ -111,7 +111,7 @@ def metric_column(table: pd.DataFrame, metric: str) -> str | None:
 
 def seed_values(rows: pd.DataFrame, rule: Rule, col: str) -> tuple[dict[Any, float], int, bool]:
     """seed -> value (diverged seeds per ``rule.diverged``); the diverged count; whether one is unresolved."""
-    base_col = "baseline." + rule.metric.removeprefix("best.")
+    base_col = BASELINE + rule.metric.removeprefix(BEST)
     out: dict[Any, float] = {}
     n_div, unresolved = 0, False
     for _, r in rows.iterrows():
@@ -138,7 +138,7 @@ def seed_values(rows: pd.DataFrame, rule: Rule, col: str) -> tuple[dict[Any, flo
 def _threshold(t: float | Baseline | None, rows: pd.DataFrame, metric: str) -> float | None:
     if t is None or not isinstance(t, Baseline):
         return t
-    col = "baseline." + metric.removeprefix("best.")
+    col = BASELINE + metric.removeprefix(BEST)
     vals = pd.to_numeric(rows[col], errors="coerce").dropna() if col in rows.columns else pd.Series(dtype=float)
     return t.baseline * float(vals.mean()) if len(vals) else math.nan
 
