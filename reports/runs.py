@@ -223,7 +223,7 @@ def listing(shown: pd.DataFrame, all_runs: pd.DataFrame, sort: str | None) -> st
                 " ".join(f"{c[len(CONFIG_KEY):]}={r[c]}" for c in settings if c in r and _present(r[c])),
                 _int(r.get("seed")), str(r["status"]),
                 f"{pm} {val:.4g}" if isinstance(pm, str) and _present(val) else MISSING,
-                _int(r.get("steps")), duration(float(r["train_time_s"])) if _present(r.get("train_time_s")) else MISSING]
+                _int(r.get("steps")), _duration(r.get("train_time_s"))]
         if len(head) > len(line):
             line.append(f"{r[sort_col]:.4g}" if _present(r[sort_col]) else MISSING)
         rows.append(line)
@@ -236,3 +236,7 @@ def _present(v: Any) -> bool:
 
 def _int(v: Any) -> str:
     return str(int(v)) if _present(v) else MISSING
+
+
+def _duration(v: Any) -> str:
+    return duration(float(v)) if _present(v) else MISSING

@@ -80,7 +80,8 @@ def test_a_minimised_metric_reads_lower_as_better():
 def test_part_of_an_architecture_at_the_baseline_and_none_without_a_baseline():
     t = table({("rnn", 12): [0.9, 0.92], ("rnn", 40): [0.25, 0.26], ("lstm", 12): [0.95, 0.96],
                ("lstm", 40): [0.9, 0.91]})
-    assert headline(t, ACC)[1] == "rnn is at the memoryless baseline (0.255 at task.delay=40 vs 0.25) and above it elsewhere."
+    assert headline(t, ACC)[1] == ("rnn is at the memoryless baseline (0.255 at task.delay=40 vs 0.25) "
+                                   "and above it elsewhere.")
     no_base = headline(t.drop(columns=["baseline.val/acc"]), ACC)
     assert not any("baseline" in line for line in no_base)
     assert no_base[1] == ("The others: lstm 0.955 at task.delay=12, 0.905 at task.delay=40; "

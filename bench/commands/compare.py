@@ -28,6 +28,7 @@ import pandas as pd
 import yaml
 
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.text import text_table
 
 ALIASES = {"task": "task.name", "model": "model.name"}
 _REFUSED = {"seed": "compare runs every setting on seeds=N replicates (or seeds=0,1,2); set seeds=",
@@ -255,13 +256,13 @@ def _report(name: str, storage: str | None, out_dir: Path):
 def ranked_text(table: pd.DataFrame, obj: Any, limit: int = MAX_PRINTED) -> str:
     """The answer (``reports.headline``), the one ranked table (mean, 95% interval, n; rows no better
     than the memoryless baseline marked in its ``baseline`` column) and the paired statements."""
-    from seqbench.bench.core.text import text_table
     from seqbench.reports.comparisons import comparisons, ranked
     from seqbench.reports.headline import headline
 
     t = ranked(table, obj)
+    marked = "; a baseline cell marks a row no better than the memoryless baseline" if "baseline" in t else ""
     lines = headline(table, obj) + [f"ranked by {obj.name} ({obj.goal}): mean [95% CI] over seeds, n scored seeds"
-                                    + ("; baseline: at or below the memoryless baseline" if "baseline" in t else "")]
+                                    + marked]
     lines.append(text_table(list(t.columns), [list(row) for row in t.itertuples(index=False)], indent="  "))
     comps = comparisons(table, obj)
     if comps:
