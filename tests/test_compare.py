@@ -64,6 +64,9 @@ def test_compare_runs_the_grid_prints_ranked_intervals_and_writes_the_dashboard(
                for ln in text.splitlines())
     index = out / "reports" / name / "index.html"
     assert index.is_file() and f"dashboard: {index}" in text
+    # one ranked table, no hint to build the dashboard it already wrote, the answer above the table
+    assert "best configurations:" not in text and "seqbench report" not in text
+    assert any(ln.startswith(("Best", "No configuration beats")) for ln in text[:text.index("ranked by")].splitlines())
     assert "## Paired comparisons: val/acc" in (index.parent / "summary.md").read_text()
 
 
