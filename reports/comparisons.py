@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from seqbench.reports.figures import fmt_ci, label, levels, per_trial, swept
-from seqbench.bench.core.stats import Paired, mean_ci, paired
 from seqbench.bench.core.artifacts import BASELINE, PARAM
+from seqbench.bench.core.stats import Paired, mean_ci, paired
+from seqbench.reports.figures import fmt_ci, label, levels, per_trial, swept
 from seqbench.reports.table import Objective
 
 ALL_PAIRS_UP_TO = 3  # levels of a key at which every pair is compared, not only each against the best

@@ -20,8 +20,9 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-from seqbench.bench.core.stats import Interval, mean_ci
 from seqbench.bench.core.artifacts import BASELINE, FINAL, PARAM
+from seqbench.bench.core.stats import Interval, mean_ci
+from seqbench.bench.core.text import MISSING
 from seqbench.reports.table import Objective
 
 LENGTH_KEYS = ("task.delay", "task.length", "task.seq_len", "task.max_len", "task.n_pairs")
@@ -151,7 +152,7 @@ def top_trials(df: pd.DataFrame, obj: Objective, k: int = 10) -> pd.DataFrame:
 def fmt_ci(mean: float, lo: float, hi: float, n: int, digits: int = 3) -> str:
     """``0.731 [0.702, 0.760] n=5``, or ``0.731 (n=1, no interval)``: the interval and n, always together."""
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
-        return "–"
+        return MISSING
     return Interval(float(mean), float(lo), float(hi), int(n), math.nan).fmt(digits)
 
 
@@ -373,11 +374,11 @@ def throughput_items(df: pd.DataFrame) -> list[tuple[str, Any]]:
     shown = t.rename(columns={"tokens_per_s mean": "tokens/s", "model_flops_per_s mean": "achieved FLOP/s",
                               "mfu mean": "MFU"})
     def fmt(m: float, s: float) -> str:  # throughput is a measurement of speed: mean ± std over runs
-        return "–" if m != m else f"{m:.4g}" + (" (one run)" if s != s else f" ± {s:.2g}")
+        return MISSING if m != m else f"{m:.4g}" + (" (one run)" if s != s else f" ± {s:.2g}")
 
     shown["tokens/s"] = [fmt(m, s) for m, s in zip(t["tokens_per_s mean"], t["tokens_per_s std"])]
-    shown["achieved FLOP/s"] = ["–" if v != v else f"{v:.3g}" for v in t["model_flops_per_s mean"]]
-    shown["MFU"] = [fmt(100 * m, 100 * s) + " %" if m == m else "–" for m, s in zip(t["mfu mean"], t["mfu std"])]
+    shown["achieved FLOP/s"] = [MISSING if v != v else f"{v:.3g}" for v in t["model_flops_per_s mean"]]
+    shown["MFU"] = [fmt(100 * m, 100 * s) + " %" if m == m else MISSING for m, s in zip(t["mfu mean"], t["mfu std"])]
     out.append(("Throughput per configuration",
                 shown[["configuration", "runs", "tokens/s", "achieved FLOP/s", "MFU"]]))
     return out

@@ -50,7 +50,7 @@ def _frame_cells(t: pd.DataFrame) -> pd.DataFrame:
             t = t.drop(columns=[pre + "mean", pre + "lo", pre + "hi"])
     for c in t.columns:
         if pd.api.types.is_float_dtype(t[c]):
-            t[c] = [("–" if v != v else f"{v:.4g}") for v in t[c]]
+            t[c] = [(MISSING if v != v else f"{v:.4g}") for v in t[c]]
     return t
 
 
@@ -147,8 +147,8 @@ def header_facts(info: StudyInfo, df: pd.DataFrame, built: dict[str, Any]) -> li
         ("runs", " · ".join(f"{n} {s}" for s, n in by_status.items()) + f"  (total {len(runs)})"),
         ("compute time", duration(compute_seconds(df))),
         ("swept", ", ".join(info.params) or "nothing"),
-        ("sweep spec", info.spec_path or "–"),
-        ("study made with", f"seqbench {made}" if made else "–"),
+        ("sweep spec", info.spec_path or MISSING),
+        ("study made with", f"seqbench {made}" if made else MISSING),
         ("report built", f"seqbench {built['version']} ({built['git_sha']}) on {built['when']}"),
     ]
 
@@ -165,7 +165,7 @@ figure.panel{margin:8px 0 18px} .files{color:#555;font-size:13px}
 
 
 def _table_html(t: pd.DataFrame) -> str:
-    return t.to_html(index=False, border=0, classes="data", na_rep="–", escape=True)
+    return t.to_html(index=False, border=0, classes="data", na_rep=MISSING, escape=True)
 
 
 def page(info: StudyInfo, df: pd.DataFrame, secs: list[Section], built: dict[str, Any]) -> str:
