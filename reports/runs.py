@@ -201,7 +201,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if args.limit:
         shown = shown.head(args.limit)
     print(listing(shown, df, args.sort))
-    print(f"{len(shown)} of {total} runs under {Path(args.out_dir) / 'runs'}"
+    print(f"{len(shown)} of {total} runs under {runs_path(args.out_dir)}"
           + (" (load them in Python: seqbench.load_runs(out_dir))" if total else ""))
     return 0
 
