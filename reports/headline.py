@@ -28,13 +28,21 @@ from seqbench.reports.figures import ARCH_KEY, fmt_ci, label, per_trial, swept
 from seqbench.reports.table import Objective
 
 MAX_PAIRED = 4  # paired statements in the opening lines; the full list follows in its own section
+PARAM_ARCH = PARAM + ARCH_KEY
 
 
 def _num(v: Any) -> str:
     return f"{v:.3g}"
 
 
-PARAM_ARCH = PARAM + ARCH_KEY
+def _where(row: pd.Series, others: list[str]) -> str:
+    """`` at task.delay=40`` (the row's other swept keys), or nothing when there are none."""
+    return f" at {', '.join(f'{label(k)}={row[k]}' for k in others)}" if others else ""
+
+
+def _in_order(g: pd.DataFrame, others: list[str]) -> pd.DataFrame:
+    """Rows in the order of the other keys' levels (delay 12 before 40)."""
+    return g.iloc[sorted(range(len(g)), key=lambda i: [order_key(g.iloc[i][k]) for k in others])]
 
 
 def _setting(row: pd.Series, keys: list[str]) -> str:
@@ -66,10 +74,9 @@ def _baseline_lines(t: pd.DataFrame, keys: list[str], obj: Objective) -> list[st
     others = [k for k in keys if k != PARAM_ARCH]
     lines = []
     for arch, g in (low.groupby(PARAM_ARCH, sort=False) if PARAM_ARCH in keys else [(None, low)]):
-        g = g.iloc[sorted(range(len(g)), key=lambda i: [order_key(g.iloc[i][k]) for k in others])]
+        g = _in_order(g, others)
         word = "below" if (g["versus"] == "below").all() else "at or below" if (g["versus"] == "below").any() else "at"
-        vals = ", ".join(_num(r["mean"]) + (f" at {', '.join(f'{label(k)}={r[k]}' for k in others)}" if others else "")
-                         for _, r in g.iterrows())
+        vals = ", ".join(_num(r["mean"]) + _where(r, others) for _, r in g.iterrows())
         if arch is None:
             lines.append(f"{word.capitalize()} the memoryless baseline: {vals} vs {btext}.")
         elif len(g) == int((have[PARAM_ARCH] == arch).sum()):
@@ -131,9 +138,8 @@ def _rest_line(t: pd.DataFrame, tied: pd.DataFrame, keys: list[str]) -> list[str
     for arch, g in above.groupby(PARAM_ARCH, sort=False):
         if arch in set(tied[PARAM_ARCH]) and len(g) == len(tied[tied[PARAM_ARCH] == arch]):
             continue
-        g = g.iloc[sorted(range(len(g)), key=lambda i: [order_key(g.iloc[i][k]) for k in others])]
-        parts.append(f"{arch} " + ", ".join(_num(r["mean"]) + (f" at {', '.join(f'{label(k)}={r[k]}' for k in others)}"
-                                                              if others else "") for _, r in g.iterrows()))
+        rows = _in_order(g, others).iterrows()
+        parts.append(f"{arch} " + ", ".join(_num(r["mean"]) + _where(r, others) for _, r in rows))
     head = "Above the baseline" if t["versus"].notna().any() else "The others"
     return [f"{head}: {'; '.join(parts)}."] if parts else []
 
