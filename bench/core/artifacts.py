@@ -10,6 +10,8 @@ A run folder ``<out_dir>/runs/<run_id>/`` holds:
 - ``diagnostics.json``  typed in ``bench.diagnostics_format`` (with ``diagnostics.gradients=true``)
 - ``checkpoints/last.ckpt``
 
+Paths come from ``runs_path(out_dir)`` / ``run_path(out_dir, run_id)`` and the file names below; the
+column names of the tidy tables read from these files (``param.``, ``final.`` ...) are defined here too.
 An Optuna study stores ``StudyAttrs`` as study user attributes and ``TrialAttrs`` on each trial.
 Every file is written with ``atomic_write`` (a reader never sees half a file). This module imports
 only the standard library, so reading results (``seqbench report``) never loads torch.
