@@ -21,7 +21,7 @@ import seqbench.tasks  # noqa: F401  (fills TASKS)
 from seqbench.bench.core.errors import UserError, validation_problems
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.schema import NOT_IDENTITY, Section, identity
-from seqbench.bench.core.settings import (comma_lists, leaves, load_yaml, parse_settings, parse_value, safe_load,
+from seqbench.bench.core.settings import (comma_lists, leaves, load_yaml, parse_pairs, parse_value, safe_load,
                                           set_dotted)
 
 __all__ = ["RunConfig", "build_config", "compose", "load_config", "load_yaml", "override", "parse_value",
@@ -206,7 +206,7 @@ def compose(base: Mapping[str, Any] | None = None, overrides: Iterable[str] | Ma
         if isinstance(d.get(sec), str):
             d[sec] = {"name": d[sec]}
     repeated: list[str] = []
-    pairs = overrides.items() if isinstance(overrides, Mapping) else parse_settings(overrides)
+    pairs = overrides.items() if isinstance(overrides, Mapping) else parse_pairs(overrides)
     values = setting_leaves(pairs, repeated)
     keys, dropped = list(values), []
     for key in [k for k in values if k in _CHOICE_KEYS]:  # choices first; each is its own section's

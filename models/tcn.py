@@ -23,10 +23,11 @@ from torch.nn.utils.parametrizations import weight_norm as apply_weight_norm
 
 from seqbench.bench.core.registry import MODELS
 from seqbench.bench.core.contract import TaskSpec
+from seqbench.bench.core.text import Notice
 from seqbench.models.base import Backbone, Dropout, ModelConfig, SequenceModel, input_width
 
 
-class ReceptiveFieldWarning(UserWarning):
+class ReceptiveFieldWarning(Notice):
     """The task's dependency is longer than the TCN can see."""
 
 

@@ -17,7 +17,8 @@ import plotly.graph_objects as go
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
-from seqbench.reports.table import PARAM, Objective
+from seqbench.bench.core.artifacts import PARAM
+from seqbench.reports.table import Objective
 
 MIN_TRIALS_IMPORTANCE = 4  # fANOVA on fewer completed trials is noise
 

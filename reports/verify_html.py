@@ -14,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from seqbench.bench.core.artifacts import atomic_write
+from seqbench.bench.core.text import markdown_table
 from seqbench.reports import figures as F
 from seqbench.reports.diagnostics import fig_through_time, load_diagnostics
 from seqbench.reports.html import _CSS, _md_table, _table_html, built_by, write_plotly_js
@@ -108,8 +109,8 @@ def page(results: list[ClaimResult], table: pd.DataFrame, built: dict[str, Any])
 def markdown(results: list[ClaimResult], table: pd.DataFrame, built: dict[str, Any]) -> str:
     out = ["# seqbench verify", "", f"seqbench {built['version']} ({built['git_sha']}), {built['when']}", "",
            _md_table(table[["claim", "source", "rule", "paper", "measured (mean [95% CI] n)", "needs", "verdict"]]),
-           "", "| claim | verdict | profile | wall s |", "|---|---|---|---:|"]
-    out += [f"| {r.claim.name} | {r.verdict} | {r.profile} | {r.wall_s:.0f} |" for r in results]
+           "", markdown_table(["claim", "verdict", "profile", "wall s"],
+                              [[r.claim.name, r.verdict, r.profile, f"{r.wall_s:.0f}"] for r in results], align="lllr")]
     for r in results:
         if r.claim.note:
             out += ["", f"**{r.claim.name}.** {r.claim.note}"]

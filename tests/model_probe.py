@@ -5,14 +5,14 @@ import torch
 
 from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import build_model
-from seqbench.tasks.base import Batch, OutputKind, TaskSpec
-from tests.conftest import TINY_MODEL_FIELDS
+from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
+from tests.helpers import TINY_MODEL_FIELDS
 
 VOCAB = 7  # token inputs 0..6
 
 
 def tiny_config(name: str, **over):
-    """The registered model's config at the tiny sizes every test uses (conftest.TINY_MODEL_FIELDS)."""
+    """The registered model's config at the tiny sizes every test uses (tests.helpers.TINY_MODEL_FIELDS)."""
     cls = MODELS.get(name).config_cls
     fields = cls.model_fields
     kw = {k: v for k, v in TINY_MODEL_FIELDS.items() if k in fields}

@@ -17,7 +17,7 @@ from seqbench.bench.commands.compare import build_spec, study_name
 from seqbench.sweeps.runner import _key
 from seqbench.sweeps.spec import load_spec
 from seqbench.sweeps.storage import open_storage
-from tests.conftest import TINY_TASK
+from tests.helpers import TINY_TASK
 
 TINY = [f"task.{k}={v}" for k, v in TINY_TASK["copy"].items() if k != "delay"] + [
     "model.d_model=16", "train.max_steps=4", "train.val_every=2", "train.val_batches=1", "train.batch_size=4",
@@ -64,6 +64,9 @@ def test_compare_runs_the_grid_prints_ranked_intervals_and_writes_the_dashboard(
                for ln in text.splitlines())
     index = out / "reports" / name / "index.html"
     assert index.is_file() and f"dashboard: {index}" in text
+    # one ranked table, no hint to build the dashboard it already wrote, the answer above the table
+    assert "best configurations:" not in text and "seqbench report" not in text
+    assert any(ln.startswith(("Best", "No configuration beats")) for ln in text[:text.index("ranked by")].splitlines())
     assert "## Paired comparisons: val/acc" in (index.parent / "summary.md").read_text()
 
 

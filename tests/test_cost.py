@@ -8,22 +8,22 @@ import math
 import pytest
 
 from seqbench.bench.cli import main
-from seqbench.bench.training.cost import CostConfig, fit_exponent, parse_settings, sweep
+from seqbench.bench.training.cost import CostConfig, fit_exponent, parse_cost_config, sweep
 from seqbench.reports.cost import write_outputs
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS
-from tests.conftest import run_cli
+from tests.helpers import run_cli
 
 
 def test_settings_parse_and_validate():
-    c = parse_settings(["models=rnn,lstm", "lengths=256,64,128", "d_model=32", "isolate=false"])
+    c = parse_cost_config(["models=rnn,lstm", "lengths=256,64,128", "d_model=32", "isolate=false"])
     assert c.models == ["rnn", "lstm"] and c.lengths == [64, 128, 256] and c.d_model == 32 and not c.isolate
     with pytest.raises(UserError, match=r"models: unknown model 'nope'; choose from .*rnn"):
-        parse_settings(["models=rnn,nope"])
+        parse_cost_config(["models=rnn,nope"])
     with pytest.raises(UserError, match="repeat: unknown field; allowed: models, lengths"):
-        parse_settings(["repeat=3"])
+        parse_cost_config(["repeat=3"])
     with pytest.raises(UserError, match="key=value"):
-        parse_settings(["lengths"])
+        parse_cost_config(["lengths"])
 
 
 def test_default_models_are_those_that_declare_a_complexity_class():
@@ -34,11 +34,11 @@ def test_default_models_are_those_that_declare_a_complexity_class():
 
 
 def test_n_layers_is_refused_for_a_model_without_layers():
-    assert parse_settings(["models=lstm,tcn", "n_layers=1"]).n_layers == 1
-    assert parse_settings(["models=lstm,gru", "n_layers=2"]).n_layers == 2
+    assert parse_cost_config(["models=lstm,tcn", "n_layers=1"]).n_layers == 1
+    assert parse_cost_config(["models=lstm,gru", "n_layers=2"]).n_layers == 2
     with pytest.raises(UserError, match=r"^n_layers: tcn has no n_layers \(its fields: name, d_model, .*n_levels.*\); "
                                         r"leave n_layers at 1 or leave tcn out of models$"):
-        parse_settings(["models=lstm,tcn", "n_layers=2"])
+        parse_cost_config(["models=lstm,tcn", "n_layers=2"])
 
 
 def test_unknown_model_is_a_one_line_cli_error(tmp_path, capsys):

@@ -20,7 +20,7 @@ from seqbench.bench.training.train import build_task
 from seqbench.models.base import ModelConfig, build_model
 from seqbench.models.recurrent import LSTMConfig, rnn_stack_macs
 from seqbench.tasks.synthetic.base import BatchKey
-from tests.conftest import TINY_TASK, tiny_overrides
+from tests.helpers import TINY_TASK, tiny_overrides
 
 # copy with n_symbols=2, alphabet=3, delay=6: T = 6 + 2*2 = 10, vocab = 3 + 2 = 5, classes = 3 + 1 = 4
 COPY = ["task=copy", "task.n_symbols=2", "task.alphabet=3", "task.delay=6"]
@@ -250,7 +250,7 @@ def test_matmul_tf32_follows_torch_setting():
 
 @pytest.mark.parametrize("train_precision, tf32, column", [
     ("32-true", False, "fp32"), ("32-true", True, "tf32"), ("bf16-mixed", False, "bf16"),
-    ("bf16-true", True, "bf16"), ("16-mixed", False, "fp16"), ("64-true", False, None), ("32", True, "tf32"),
+    ("bf16-true", True, "bf16"), ("16-mixed", False, "fp16"), ("64-true", False, None),
 ])
 def test_train_precision_maps_to_a_peak_column(train_precision, tf32, column):
     assert flops.peak_precision(train_precision, tf32) == column

@@ -18,7 +18,7 @@ import seqbench.bench.training.train
 import seqbench.sweeps.runner
 from seqbench.bench.cli import main
 from seqbench.sweeps.spec import load_spec
-from tests.conftest import TINY_TASK
+from tests.helpers import TINY_TASK
 
 # every health check but filter_too_much: if assume() threw nearly every case away, fail loudly
 QUIET_CHECKS = [h for h in HealthCheck if h is not HealthCheck.filter_too_much]

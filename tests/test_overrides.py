@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from seqbench.bench.config import build_config, compose
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS, TASKS
-from seqbench.bench.core.settings import leaves, parse_settings
+from seqbench.bench.core.settings import leaves, parse_pairs
 from seqbench.sweeps.spec import load_spec
 
 # valid values per key; every combination below builds (d_model is divisible by every n_heads)
@@ -98,8 +98,8 @@ def test_a_repeated_key_keeps_its_last_value_and_is_reported():
 
 
 def test_mappings_and_dotted_keys_are_the_same_setting():
-    assert leaves(parse_settings(["train={max_steps: 5, early_stop: {threshold: 0.9}}"])) == \
-        leaves(parse_settings(["train.early_stop.threshold=0.9", "train.max_steps=5"]))
+    assert leaves(parse_pairs(["train={max_steps: 5, early_stop: {threshold: 0.9}}"])) == \
+        leaves(parse_pairs(["train.early_stop.threshold=0.9", "train.max_steps=5"]))
     a = build_config({}, ["model={name: gru, d_model: 8}"])
     assert a == build_config({}, ["model.d_model=8", "model=gru"])
 

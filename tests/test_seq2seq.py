@@ -13,7 +13,7 @@ from seqbench.bench.config import build_config
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.training.train import build_task, run
 from tests.model_probe import VOCAB, build, fingerprint, same, seq2seq_batch, seq2seq_spec, tiny_config
-from seqbench.tasks.base import Batch, Goal
+from seqbench.bench.core.contract import Batch, Goal
 from seqbench.tasks.synthetic.seq2seq import EOS, SOS, CorpusBLEU, to_text
 from seqbench.tasks.synthetic.sort import order_statistic_pmfs
 

@@ -9,7 +9,7 @@ from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
 from scipy import stats as st
 
-from report_support import add_trial, journal_storage, new_study, write_run
+from tests.report_support import add_trial, journal_storage, new_study, write_run
 from seqbench.reports.build import build_report
 from seqbench.reports.comparisons import comparisons, ranked
 from seqbench.bench.core.stats import mean_ci, paired

@@ -28,6 +28,7 @@ import pandas as pd
 import yaml
 
 from seqbench.bench.core.errors import UserError, did_you_mean
+from seqbench.bench.core.text import text_table
 
 ALIASES = {"task": "task.name", "model": "model.name"}
 _REFUSED = {"seed": "compare runs every setting on seeds=N replicates (or seeds=0,1,2); set seeds=",
@@ -79,7 +80,7 @@ def _seeds(text: str) -> list[int] | int:
     return values
 
 
-def parse_settings(settings: list[str]) -> tuple[dict[str, Any], dict[str, list[Any]], list[int] | int]:
+def parse_grid(settings: list[str]) -> tuple[dict[str, Any], dict[str, list[Any]], list[int] | int]:
     """``key=value`` words -> (base {dotted key: value}, axes {dotted key: values}, seeds)."""
     base: dict[str, Any] = {}
     axes: dict[str, list[Any]] = {}
@@ -166,7 +167,7 @@ def build_spec(settings: list[str], metric: str | None = None) -> tuple[dict[str
     from seqbench.bench.config import compose
     from seqbench.sweeps.spec import parse_spec
 
-    base_flat, axes, seeds = parse_settings(settings)
+    base_flat, axes, seeds = parse_grid(settings)
     blocks, notes = route(base_flat, axes)
     base = compose({}, base_flat).data  # as run composes its overrides: choices first, mappings as leaves
     raw: dict[str, Any] = {"question": _question(axes, base_flat), "base": base, "method": "grid",
@@ -234,7 +235,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     path = out_dir / "specs" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, spec_yaml(raw, name, notes))
-    status = sweep_cli.sweep(path, study=name, out_dir=out_dir, workers=args.workers, storage=args.storage).status
+    status = sweep_cli.sweep(path, study=name, out_dir=out_dir, workers=args.workers, storage=args.storage,
+                             quiet_summary=True).status  # the ranked table below is the one summary
     rep = _report(name, args.storage, out_dir)
     obj = rep.info.objectives[0]
     print(ranked_text(rep.table, obj))
@@ -254,17 +256,16 @@ def _report(name: str, storage: str | None, out_dir: Path):
 
 
 def ranked_text(table: pd.DataFrame, obj: Any, limit: int = MAX_PRINTED) -> str:
-    """The terminal's ranked table (mean, 95% interval, n) and the paired statements."""
+    """The answer (``reports.headline``), the one ranked table (mean, 95% interval, n; rows no better
+    than the memoryless baseline marked in its ``baseline`` column) and the paired statements."""
     from seqbench.reports.comparisons import comparisons, ranked
+    from seqbench.reports.headline import headline
 
     t = ranked(table, obj)
-    lines = [f"ranked by {obj.name} ({obj.goal}): mean [95% CI] over seeds, n scored seeds"]
-    cells = [[str(c) for c in t.columns]]
-    for row in t.itertuples(index=False):
-        cells.append(["–" if v is None or v is pd.NA or (isinstance(v, float) and v != v)
-                      else (f"{v:.4g}" if isinstance(v, float) else str(v)) for v in row])
-    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
-    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    marked = "; a baseline cell marks a row no better than the memoryless baseline" if "baseline" in t else ""
+    lines = headline(table, obj) + [f"ranked by {obj.name} ({obj.goal}): mean [95% CI] over seeds, n scored seeds"
+                                    + marked]
+    lines.append(text_table(list(t.columns), [list(row) for row in t.itertuples(index=False)], indent="  "))
     comps = comparisons(table, obj)
     if comps:
         lines.append("paired comparisons (same seeds; better level first):")

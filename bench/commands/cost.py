@@ -5,17 +5,18 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from seqbench.bench.training.cost import parse_settings, sweep
+from seqbench.bench.core.text import text_table
+from seqbench.bench.training.cost import parse_cost_config, sweep
 from seqbench.reports.cost import _fmt, write_outputs
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    c = parse_settings(args.settings)
+    c = parse_cost_config(args.settings)
     result = sweep(c)
     paths = write_outputs(result, Path(c.out_dir))
-    for m, s in result["summary"].items():
-        print(f"{m:<12} {s['complexity']:<16} time exponent {_fmt(s['time_exponent'])} "
-              f"(upper half {_fmt(s['time_exponent_upper'])})" + (f"  stopped {s['stopped']}" if s["stopped"] else ""))
+    print(text_table(["model", "complexity", "time exponent", "(upper half)", "stopped"],
+                     [[m, s["complexity"], _fmt(s["time_exponent"]), _fmt(s["time_exponent_upper"]), s["stopped"] or ""]
+                      for m, s in result["summary"].items()], align="llrrl"))
     print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 

@@ -6,7 +6,7 @@ Prints a line when a trial starts and one when it ends (``[done/total, ETA]``), 
 best configurations, and the ``seqbench report`` command that finds the study
 (``sweeps/progress.py``).
 
-What a study stores (the contract with ``reports/``, see helpers' CONTRACT_SWEEP_REPORT):
+What a study stores (read by ``reports/``; typed as ``StudyAttrs``/``TrialAttrs`` in ``bench/core/artifacts.py``):
 study user attrs ``spec``, ``spec_path``, ``question``, ``metrics``, ``out_dir``,
 ``seqbench_version``, ``git_sha``; trial params = the spec's dotted keys; trial user attrs
 ``run_ids``, ``seeds``, ``per_seed``, ``mean``, ``std``, ``n_diverged``, ``config_hash``,
@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 import yaml
 
+from seqbench.bench.core.artifacts import runs_path
 from seqbench.bench.core.errors import UserError
 
 
@@ -170,7 +171,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     r = sweep(args.spec, args.overrides, trials=args.trials, workers=args.workers, devices=args.devices,
               storage=args.storage, study=args.study, out_dir=args.out_dir, heartbeat=args.heartbeat,
               argv=sys.argv[2:])
-    print(f"runs under {r.out_dir / 'runs'}; dashboard: {report_hint(r.study, str(r.out_dir), r.storage)}")
+    print(f"runs under {runs_path(r.out_dir)}; dashboard: {report_hint(r.study, str(r.out_dir), r.storage)}")
     return r.status
 
 

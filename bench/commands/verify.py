@@ -23,7 +23,9 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from seqbench.bench.core.artifacts import FINAL, PARAM
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.text import text_table
 
 _DIVERGED_ONLY = re.compile(r"^\d+/\d+ seeds diverged")  # the runner's fail_reason when seeds only diverged
 
@@ -70,11 +72,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def format_table(t: pd.DataFrame) -> str:
     """The terminal table: claim | source figure | rule | paper | measured (mean [95% CI] n) | needs | verdict."""
     cols = ["claim", "source", "rule", "paper", "measured (mean [95% CI] n)", "needs", "verdict"]
-    cells = [cols] + [[str(v) for v in row] for row in t[cols].itertuples(index=False)]
-    cells = [[c if len(c) <= 70 else c[:67] + "..." for c in row] for row in cells]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
-    lines = [" | ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells]
-    lines.insert(1, "-+-".join("-" * w for w in widths))
+    rows = [[str(v) for v in row] for row in t[cols].itertuples(index=False)]
+    lines = [text_table(cols, rows, sep=" | ", rule=True, max_width=70)]
     verdicts = t.drop_duplicates("claim")
     lines += ["", "claim verdicts: " + ", ".join(f"{c} {v} ({w}s)" for c, v, w in
                                                  verdicts[["claim", "claim verdict", "wall s"]].itertuples(index=False))]
@@ -173,6 +172,7 @@ def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | N
     folder = out_dir / "verify" / claim.name
     folder.mkdir(parents=True, exist_ok=True)
     rows, results = [], []
+    exponents = ("time_exponent", "time_exponent_upper", "memory_exponent")
     for rep in range(int(resolved.get("replicates", 3))):
         path = folder / f"{profile}-{claim.digest(profile)}-cost-{rep}.json"
         if path.is_file():
@@ -183,11 +183,9 @@ def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | N
         results.append(result)
         for model, s in result["summary"].items():
             rows.append({"trial": rep, "state": "COMPLETE", "seed": rep, "run_id": f"cost-{rep}-{model}",
-                         "run_dir": "", "status": "completed", "param.model.name": model,
-                         "final.time_exponent": s["time_exponent"], "final.time_exponent_upper":
-                         s["time_exponent_upper"], "final.memory_exponent": s["memory_exponent"]})
-    table = pd.DataFrame(rows).astype({c: float for c in ("final.time_exponent", "final.time_exponent_upper",
-                                                           "final.memory_exponent")})
+                         "run_dir": "", "status": "completed", PARAM + "model.name": model,
+                         **{FINAL + k: s[k] for k in exponents}})
+    table = pd.DataFrame(rows).astype({FINAL + k: float for k in exponents})
     verdict, rules = judge(claim, table, swept_values(claim, profile), profile)
     return ClaimResult(claim, profile, verdict, rules, study=str(folder), table=table,
                        figure=cost_figure(results[0]["rows"], results[0]["meta"]))

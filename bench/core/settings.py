@@ -62,7 +62,7 @@ def check_key(key: str, example: str) -> str:
     return key
 
 
-def parse_settings(items: Iterable[str], *, example: str = "model.d_model=64") -> list[tuple[str, Any]]:
+def parse_pairs(items: Iterable[str], *, example: str = "model.d_model=64") -> list[tuple[str, Any]]:
     """``["a.b=1", ...]`` -> ``[("a.b", 1), ...]``; UserError on an item that is not key=value."""
     pairs = []
     for item in items:

@@ -45,7 +45,7 @@ from seqbench.bench.core.errors import UserError, did_you_mean, format_validatio
 from seqbench.bench.core.registry import MODELS
 from seqbench.bench.core.schema import Section
 from seqbench.bench.core.settings import leaves, set_dotted
-from seqbench.bench.core.settings import parse_settings as parse_settings_pairs
+from seqbench.bench.core.settings import parse_pairs
 
 VOCAB = 16
 
@@ -129,11 +129,11 @@ class CostConfig(Section):
         return sorted(set(v))
 
 
-def parse_settings(settings: list[str]) -> CostConfig:
+def parse_cost_config(settings: list[str]) -> CostConfig:
     """``seqbench cost`` settings, read like every other ``key=value`` (``bench.settings``);
     ``models=rnn,lstm`` and ``lengths=64,128`` may drop the brackets."""
     d: dict[str, Any] = {}
-    for key, value in leaves(parse_settings_pairs(settings, example="lengths=64,128,256")).items():
+    for key, value in leaves(parse_pairs(settings, example="lengths=64,128,256")).items():
         set_dotted(d, key, value)
     try:
         return CostConfig.model_validate(d)

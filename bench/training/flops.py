@@ -127,8 +127,7 @@ def peak_flops(device_name: str, precision: str) -> float | None:
 
 
 LIGHTNING_PRECISIONS = {"bf16-mixed": "bf16", "bf16-true": "bf16", "16-mixed": "fp16", "16-true": "fp16",
-                        "32-true": "fp32", "64-true": None,
-                        "bf16": "bf16", "16": "fp16", "32": "fp32", "64": None}  # Lightning 1.x short names
+                        "32-true": "fp32", "64-true": None}
 
 
 def peak_precision(train_precision: str, tf32: bool) -> str | None:

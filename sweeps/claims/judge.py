@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from seqbench.bench.core.artifacts import BASELINE, BEST, FINAL, PARAM
 from seqbench.bench.core.stats import Interval, mean_ci, paired
 from seqbench.sweeps.claims.schema import Baseline, Claim, Rule, resolve_where
 
@@ -88,7 +89,7 @@ def select(table: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
         return table.iloc[0:0]
     rows = table[table["status"].isin(RUN_STATUSES)]
     for k, v in where.items():
-        col = "param." + k
+        col = PARAM + k
         if col not in rows.columns:
             return rows.iloc[0:0]
         rows = rows[rows[col].map(lambda x: _same(x, v))]
@@ -102,7 +103,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def metric_column(table: pd.DataFrame, metric: str) -> str | None:
-    for col in (metric if metric.startswith("best.") else f"final.{metric}", metric):
+    for col in (metric if metric.startswith(BEST) else FINAL + metric, metric):
         if col in table.columns:
             return col
     return None
@@ -110,7 +111,7 @@ def metric_column(table: pd.DataFrame, metric: str) -> str | None:
 
 def seed_values(rows: pd.DataFrame, rule: Rule, col: str) -> tuple[dict[Any, float], int, bool]:
     """seed -> value (diverged seeds per ``rule.diverged``); the diverged count; whether one is unresolved."""
-    base_col = "baseline." + rule.metric.removeprefix("best.")
+    base_col = BASELINE + rule.metric.removeprefix(BEST)
     out: dict[Any, float] = {}
     n_div, unresolved = 0, False
     for _, r in rows.iterrows():
@@ -137,7 +138,7 @@ def seed_values(rows: pd.DataFrame, rule: Rule, col: str) -> tuple[dict[Any, flo
 def _threshold(t: float | Baseline | None, rows: pd.DataFrame, metric: str) -> float | None:
     if t is None or not isinstance(t, Baseline):
         return t
-    col = "baseline." + metric.removeprefix("best.")
+    col = BASELINE + metric.removeprefix(BEST)
     vals = pd.to_numeric(rows[col], errors="coerce").dropna() if col in rows.columns else pd.Series(dtype=float)
     return t.baseline * float(vals.mean()) if len(vals) else math.nan
 
