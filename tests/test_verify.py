@@ -149,7 +149,7 @@ def _claim_file(tmp_path: Path, **changes) -> Path:
     ({"expect": [{"name": "x", "where": {}, "metric": "val/loss", "below": 1}]}, "where: must fix model.name"),
     ({"expect": [{"name": "x", "where": {"model.name": "gru"}, "metric": "val/loss", "below": 1}]},
      "model.name='gru' is not among the swept values"),
-    ({"expect": [{"name": "x", "where": {"model.name": "rnn"}, "metric": "val/loss"}]}, "needs below: and/or above:"),
+    ({"expect": [{"name": "x", "where": {"model.name": "rnn"}, "metric": "val/loss"}]}, "needs below:, above: or between:"),
     ({"profiles": {"quick": {}}}, "profiles: needs paper"),
     ({"profiles": {"quick": {}, "paper": {"base": {"train": {"max_stepz": 4}}}}},
      "profile paper: .*train.max_stepz: unknown field"),

@@ -44,7 +44,9 @@ from seqbench.bench.core.schema import Section
 
 PROFILES = ("quick", "paper")
 FIGURES = ("length", "factors", "heatmap", "learning_curves", "through_time", "cost")
-CLAIM_KEYS = ("source", "profiles", "expect", "figure", "note", "kind", "cost")
+CLAIM_KEYS = ("source", "profiles", "expect", "figure", "note", "kind", "cost", "controls", "looks")
+VERIFY_KEYS = ("seeds", "looks")  # what verify owns per look: left out of the digest (the study name)
+ALPHA = 0.05  # the stated error of a claim's verdict: 95%, spent over its looks
 Scalar = Union[bool, int, float, str]
 COST_EXTRA = ("replicates",)
 
@@ -71,14 +73,37 @@ class Baseline(Section):
 Threshold = Union[float, Baseline]
 
 
+class Success(Section):
+    """When one seed counts as a success (the rule then judges the success rate, exact binomial)."""
+
+    below: Threshold | None = Field(None, description="the seed's value is below this")
+    above: Threshold | None = Field(None, description="the seed's value is above this")
+
+    @model_validator(mode="after")
+    def _one(self) -> "Success":
+        if (self.below is None) == (self.above is None):
+            raise ValueError("success: give exactly one of below: / above:")
+        return self
+
+
 class Rule(Section):
     name: str = Field(min_length=1, description="what the rule checks, in words")
     where: dict[str, Scalar] = Field(description="the configuration: every swept key -> value (or max/min)")
-    metric: str = Field(min_length=1, description="results.json final key (val/mse), best.<key>, a diagnostics "
-                        "metric (diag/decay_rate@first) or a cost metric (time_exponent_upper)")
+    metric: str = Field(min_length=1, description="results.json final key (val/mse), best.<key>, solved (the "
+                        "run's solved flag), a diagnostics metric (diag/decay_rate@first) or a cost metric "
+                        "(time_exponent_long, flops_exponent_long, fixed_share)")
     minus: dict[str, Scalar] | None = Field(None, description="judge where - minus, paired by seed")
     below: Threshold | None = Field(None, description="the value (or difference) must be below this")
     above: Threshold | None = Field(None, description="the value (or difference) must be above this")
+    between: list[Threshold] | None = Field(None, min_length=2, max_length=2, description="[lo, hi]: the "
+                                            "value must lie inside this band (two-sided: 'at the baseline')")
+    success: Success | None = Field(None, description="a seed succeeds when its value passes this; the "
+                                    "thresholds then apply to the success rate (exact binomial interval)")
+    scale: Literal["auto", "linear", "log"] = Field(
+        "auto", description="auto: log for positive skewed metrics (loss, mse, bpc, ppl), else linear; on a "
+        "minus: rule, log judges the paired ratio where/minus (thresholds are ratios)")
+    control: Union[str, list[str], dict[str, Any], None] = Field(
+        None, description="the positive control(s) this rule needs: names in controls: (or one inline rule)")
     diverged: Union[Literal["inconclusive", "exclude", "baseline"], float] = Field(
         "inconclusive", description="what a diverged seed counts as: the rule becomes inconclusive, the seed is "
         "left out, it counts as the memoryless baseline (did not train), or as this value")
@@ -89,11 +114,53 @@ class Rule(Section):
 
     @model_validator(mode="after")
     def _has_threshold(self) -> "Rule":
-        if self.below is None and self.above is None:
-            raise ValueError(f"expect: rule {self.name!r} needs below: and/or above:")
-        if self.minus is not None and (isinstance(self.below, Baseline) or isinstance(self.above, Baseline)):
-            raise ValueError(f"expect: rule {self.name!r}: a difference (minus:) takes numeric thresholds")
+        n = f"expect: rule {self.name!r}"
+        if self.below is None and self.above is None and self.between is None:
+            raise ValueError(f"{n} needs below:, above: or between:")
+        if self.between is not None and (self.below is not None or self.above is not None):
+            raise ValueError(f"{n}: between: is a band of its own; drop below:/above:")
+        if self.between is not None and all(isinstance(b, float) for b in self.between) \
+                and not self.between[0] < self.between[1]:
+            raise ValueError(f"{n}: between: [lo, hi] needs lo < hi (got {self.between})")
+        if self.minus is not None and any(isinstance(t, Baseline) for t in self._thresholds()):
+            raise ValueError(f"{n}: a difference (minus:) takes numeric thresholds")
+        if self.rate:
+            if self.minus is not None:
+                raise ValueError(f"{n}: a success rate (metric: solved or success:) cannot take minus:")
+            if self.success is not None and self.metric == "solved":
+                raise ValueError(f"{n}: metric: solved is already a success per seed; drop success:")
+            bad = [t for t in self._thresholds() if not (isinstance(t, float) and 0 < t < 1)]
+            if bad:
+                raise ValueError(f"{n}: a success rate's thresholds are numbers in (0, 1), got {bad[0]!r}")
+        if self.scale == "log":
+            bad = [t for t in self._thresholds() if isinstance(t, float) and t <= 0]
+            if bad:
+                raise ValueError(f"{n}: scale: log needs thresholds > 0 (on a minus: rule, ratios), got {bad[0]}")
         return self
+
+    def _thresholds(self) -> list[Any]:
+        return [t for t in (self.below, self.above, *(self.between or [])) if t is not None]
+
+    @property
+    def rate(self) -> bool:
+        """Judged per seed as succeeded / not (exact binomial), not as a mean."""
+        return self.metric == "solved" or self.success is not None
+
+    @property
+    def needs_control(self) -> bool:
+        """A "did not learn" rule (above or inside a band of the baseline) or a comparison (minus:): it means
+        nothing unless something trained in the same setting (issue 19: invalid, never holds or fails)."""
+        at_baseline = isinstance(self.above, Baseline) or any(isinstance(b, Baseline) for b in self.between or [])
+        return at_baseline or self.minus is not None
+
+    @property
+    def control_names(self) -> list[str]:
+        c = self.control
+        if c is None:
+            return []
+        if isinstance(c, dict):
+            return [str(c.get("name", ""))]
+        return [c] if isinstance(c, str) else list(c)
 
 
 class Claim(Section):
@@ -106,6 +173,10 @@ class Claim(Section):
     kind: Literal["sweep", "cost"] = "sweep"
     profiles: dict[Literal["quick", "paper"], dict[str, Any]]
     expect: list[Rule] = Field(min_length=1)
+    controls: list[Rule] = Field(default_factory=list, description="rules that must hold for the claim to mean "
+                                 "anything (a comparator trains); one that fails makes the claim invalid")
+    looks: list[int] | None = Field(None, min_length=1, description="seed counts at which verify judges, "
+                                    "stopping at the first that decides every rule (alpha spent over them)")
     figure: Literal["length", "factors", "heatmap", "learning_curves", "through_time", "cost"]
     note: str = ""
     spec: dict[str, Any] = Field(default_factory=dict, description="the sweep spec (or the cost block)")
@@ -116,18 +187,75 @@ class Claim(Section):
         if missing:
             raise ValueError(f"profiles: needs {' and '.join(missing)} (quick: 2 CPU cores, ~5 min; paper: the "
                              "paper's settings)")
+        for r in self.expect:  # an inline control joins the claim's controls under its name
+            if isinstance(r.control, dict):
+                inline = Rule.model_validate(r.control)
+                if inline.name not in {c.name for c in self.controls}:
+                    self.controls.append(inline)
+        names = [c.name for c in self.controls]
+        if len(set(names)) != len(names):
+            raise ValueError(f"controls: names must be unique (got {names})")
+        for r in self.expect:
+            unknown = [c for c in r.control_names if c not in names]
+            if unknown:
+                raise ValueError(f"expect: rule {r.name!r}: control {unknown[0]!r} is not in controls: "
+                                 f"({', '.join(names) or 'none'})")
+        if self.kind == "cost" and (self.looks or any("looks" in v for v in self.profiles.values())):
+            raise ValueError("looks: only for sweep claims (a cost claim has replicates:)")
+        for p in PROFILES:
+            looks_of(self.looks if "looks" not in self.profiles.get(p, {}) else self.profiles[p]["looks"], p)
         return self
 
     def rules(self, profile: str) -> list[Rule]:
         return [r for r in self.expect if profile in r.profiles]
 
+    def controls_for(self, profile: str) -> list[Rule]:
+        return [r for r in self.controls if profile in r.profiles]
+
     def resolved(self, profile: str) -> dict[str, Any]:
-        """The sweep spec (or cost block) of ``profile``: the claim's, with the profile deep-merged."""
-        return deep_merge(self.spec, self.profiles[profile])  # type: ignore[index]
+        """The sweep spec (or cost block) of ``profile``: the claim's, with the profile deep-merged
+        (without ``looks``, which verify owns; see :meth:`looks_for`)."""
+        out = deep_merge(self.spec, self.profiles[profile])  # type: ignore[index]
+        out.pop("looks", None)
+        return out
+
+    def looks_for(self, profile: str) -> list[int] | None:
+        """The pre-registered seed counts of ``profile`` (a profile's ``looks:`` replaces the claim's)."""
+        prof = self.profiles[profile]  # type: ignore[index]
+        return looks_of(prof["looks"] if "looks" in prof else self.looks, profile)
+
+    def seeds_for(self, profile: str) -> list[int]:
+        """Every seed verify may use, in order: ``seeds:`` (a list or a count), default range(last look)."""
+        looks = self.looks_for(profile)
+        raw = self.resolved(profile).get("seeds")
+        if raw is None:
+            seeds = list(range(looks[-1] if looks else 1))
+        elif isinstance(raw, int) and not isinstance(raw, bool):
+            seeds = list(range(raw))
+        else:
+            seeds = [int(x) for x in raw]
+        if looks and len(seeds) < looks[-1]:
+            raise UserError(f"looks: the last look needs {looks[-1]} seeds; seeds: has "
+                            f"{len(seeds)} (drop seeds: for range({looks[-1]}))")
+        return seeds
 
     def digest(self, profile: str) -> str:
-        """Short hash of the resolved spec: a changed claim is a new study, an unchanged one resumes."""
-        return hashlib.sha256(json.dumps(self.resolved(profile), sort_keys=True, default=str).encode()).hexdigest()[:8]
+        """Short hash of the resolved spec without its seeds: a changed claim is a new study, an unchanged
+        one resumes, and adding seeds (a later look) continues the same study."""
+        d = {k: v for k, v in self.resolved(profile).items() if k not in VERIFY_KEYS}
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def looks_of(looks: Any, profile: str) -> list[int] | None:
+    """Validated looks: increasing seed counts >= 2 (a verdict needs replicates)."""
+    if looks is None:
+        return None
+    if not isinstance(looks, list) or not looks or not all(isinstance(n, int) and not isinstance(n, bool)
+                                                           for n in looks):
+        raise ValueError(f"looks: a list of seed counts, e.g. [3, 5, 8] (profile {profile}: got {looks!r})")
+    if looks[0] < 2 or any(b <= a for a, b in zip(looks, looks[1:])):
+        raise ValueError(f"looks: increasing seed counts, the first >= 2 (profile {profile}: got {looks})")
+    return list(looks)
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -139,7 +267,7 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 def _fields(loc: tuple) -> list[str] | None:
     classes: dict[tuple, type] = {(): Claim, ("source",): Source}
-    if len(loc) == 2 and loc[0] == "expect":
+    if len(loc) == 2 and loc[0] in ("expect", "controls"):
         return list(Rule.model_fields)
     if len(loc) == 3 and loc[:2] == ("source", "published"):
         return list(Published.model_fields)
@@ -183,7 +311,7 @@ def check_profile(claim: Claim, profile: str, question: str = "") -> None:
     else:
         spec = sweep_spec(claim, profile, question)
         swept = {k: list(p.values or []) for k, p in spec.parameters.items()}
-    for rule in claim.rules(profile):
+    for rule in [*claim.rules(profile), *claim.controls_for(profile)]:
         for sel in (rule.where, rule.minus):
             if sel is not None:
                 resolve_where(sel, swept, rule.name)
@@ -194,6 +322,8 @@ def sweep_spec(claim: Claim, profile: str, question: str = ""):
     from seqbench.sweeps.spec import parse_spec
 
     raw = {"question": question or claim.question, **claim.resolved(profile)}
+    if claim.looks_for(profile) or "seeds" not in raw:
+        raw["seeds"] = claim.seeds_for(profile)
     spec = parse_spec(raw)
     if spec.method != "grid":
         raise UserError("method: claims judge fixed configurations; use method: grid")
