@@ -297,7 +297,8 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]]) -
         res.estimate = None  # not judged: out of the Holm family
         return res
     if res.estimate.n < (1 if scale == "rate" else 2):
-        res.verdict, res.why = INCONCLUSIVE, f"n={res.estimate.n}: fewer than 2 replicates with a value, no interval"
+        res.verdict, res.why = INCONCLUSIVE, f"n={res.estimate.n}: fewer than 2 replicates with a value, no interval" + (
+            " (an exponent is fitted over >= 4 measured lengths)" if "exponent" in rule.metric else "")
         res.estimate = None
         return res
     opposite = {"below": "above", "above": "below"}

@@ -49,6 +49,7 @@ VERIFY_KEYS = ("seeds", "looks")  # what verify owns per look: left out of the d
 ALPHA = 0.05  # the stated error of a claim's verdict: 95%, spent over its looks
 Scalar = Union[bool, int, float, str]
 COST_EXTRA = ("replicates",)
+MIN_COST_LENGTHS = 4
 
 
 class Published(Section):
@@ -338,10 +339,14 @@ def cost_config(resolved: dict[str, Any]):
     if not isinstance(reps, int) or isinstance(reps, bool) or reps < 2:
         raise UserError(f"cost.replicates: at least 2 (the exponents' interval is over replicates), got {reps!r}")
     try:
-        return CostConfig.model_validate(d)
+        cfg = CostConfig.model_validate(d)
     except ValidationError as e:
         raise UserError("cost." + format_validation_error(
             e, tagged=frozenset(), allowed_fields=lambda loc: [*CostConfig.model_fields, *COST_EXTRA])) from None
+    if len(cfg.lengths) < MIN_COST_LENGTHS:
+        raise UserError(f"cost.lengths: at least {MIN_COST_LENGTHS} (an exponent fitted over fewer is mostly noise "
+                        f"and fixed cost), got {cfg.lengths}")
+    return cfg
 
 
 def resolve_where(where: dict[str, Any], swept: dict[str, list[Any]], rule: str) -> dict[str, Any]:
