@@ -67,7 +67,8 @@ class RuleResult:
     estimate: Estimate | None = None
     p_holds: float = math.nan  # one-sided p that the quantity is inside the thresholds
     p_fails: float = math.nan  # ... that it is wholly outside
-    p_adjusted: float = math.nan  # Holm-adjusted two-sided p of the direction the data points to
+    p_alone: float = math.nan  # two-sided p of the direction the data points to, this rule alone
+    p_adjusted: float = math.nan  # the same, Holm-adjusted over the claim's rules and controls
     control: bool = False  # a control (must hold) rather than a claim rule
     ratio: bool = False  # a minus: rule on the log scale: the estimate is a log ratio, shown as a ratio
 
@@ -305,7 +306,7 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]]) -
     conds = _conditions(th)
     res.p_holds = max(res.estimate.p_value(t, side) for t, side in conds)  # every condition must hold
     res.p_fails = min(res.estimate.p_value(t, opposite[side]) for t, side in conds)  # one broken suffices
-    res.p_adjusted = min(1.0, 2 * min(res.p_holds, res.p_fails))  # two-sided: each side at alpha / 2
+    res.p_alone = res.p_adjusted = min(1.0, 2 * min(res.p_holds, res.p_fails))  # two-sided: each side at alpha/2
     return res
 
 
@@ -319,14 +320,9 @@ def decide(res: RuleResult, alpha: float, divisor: int = 1, adjusted: float | No
             (FAILS, "the interval lies outside the thresholds")
     else:
         res.verdict = INCONCLUSIVE
-        straddles = _straddles(res)
-        res.why = "the interval contains the threshold" if straddles else \
-            f"not decided after Holm over {family} rules and controls (adjusted p={p:.2g} > {alpha:.3g})"
-
-
-def _straddles(res: RuleResult) -> bool:
-    iv = res.interval
-    return any(iv.lo <= t <= iv.hi for t in res.thresholds.values())
+        res.why = "the interval contains the threshold" if res.p_alone > alpha else \
+            (f"decided alone (p={res.p_alone:.2g}) but not after Holm over {family} rules and controls "
+             f"(adjusted p={p:.2g} > {alpha:.3g})")
 
 
 def judge(claim: Claim, table: pd.DataFrame, swept: dict[str, list[Any]], profile: str, alpha: float = ALPHA
