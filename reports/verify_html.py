@@ -108,7 +108,7 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
         cats = list(p["cats"])
         for i, name in enumerate(cats):
             c = p["cats"][name]
-            verdicts = {x.verdict for x in c["rules"]}
+            verdicts = {x.verdict for x in c["rules"] if not x.control} or {x.verdict for x in c["rules"]}
             color = _COLORS["fails"] if "fails" in verdicts else _COLORS["holds"] if verdicts == {"holds"} else \
                 _COLORS["inconclusive"] if c["rules"] else "#57606a"
             fig.add_trace(go.Scatter(x=[i] * len(c["vals"]), y=c["vals"], mode="markers", showlegend=False,
@@ -138,9 +138,9 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
         fig.update_xaxes(tickvals=list(range(len(cats))), ticktext=cats, range=[-0.6, len(cats) - 0.4], row=row, col=1)
         if p["log"]:
             fig.update_yaxes(type="log", row=row, col=1)
-    fig.update_layout(height=320 * len(panels), margin=dict(t=40, b=40),
-                      title="what the verdict compares: seeds (grey), estimate with the tested interval, "
-                            "thresholds (red; dashed = control)")
+    fig.update_layout(height=320 * len(panels), margin=dict(t=70, b=40), title=dict(
+        text="verdict: seeds (grey), estimate with its tested interval, thresholds (red; dashed: control)",
+        font=dict(size=13)))
     return fig
 
 

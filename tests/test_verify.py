@@ -209,3 +209,51 @@ def test_quick_profile_of_the_two_fastest_shipped_claims(tmp_path, capsys):
     # step timings depend on the machine's load: judged (any verdict), never an error
     assert re.search(r"complexity_exponents (holds|fails|inconclusive)", verdicts), verdicts
     assert (tmp_path / "verify" / "index.html").read_text().count("<section id=") == 2
+
+
+# -- figures that show the verdict, cost metrics ---------------------------------------------------
+def test_the_verdict_figure_draws_each_compared_configuration_and_the_thresholds():
+    from seqbench.reports.verify_html import claim_figure
+    from seqbench.reports.table import Objective
+    from seqbench.sweeps.claims.judge import judge_all
+
+    raw = {"question": "q?", "source": SOURCE, "figure": "length", "base": {"task": {"name": "adding"}},
+           "parameters": {"model.name": {"values": ["rnn", "gru"]}, "task.length": {"values": [50, 100]}},
+           "profiles": {"quick": {}, "paper": {}},
+           "controls": [{"name": "gru learns", "where": {"model.name": "gru", "task.length": 50}, "metric": "val/mse",
+                         "below": 0.01}],
+           "expect": [{"name": "rnn worse", "where": {"model.name": "rnn", "task.length": 50},
+                       "minus": {"model.name": "gru", "task.length": 50}, "metric": "val/mse", "above": 0.1,
+                       "control": "gru learns"}]}
+    claim = parse_claim(raw, "c")
+    t = table(GOOD).assign(**{"objective:val/mse": lambda d: d["final.val/mse"], "diverged": False})
+    verdict, rules, controls, _ = judge_all(claim, t, SWEPT, "quick")
+    assert verdict == HOLDS
+    figs = claim_figure("length", t, Objective("val/mse", "minimize"), [*controls, *rules])
+    verdict_fig, named = figs
+    names = [tr.name for tr in verdict_fig.data]
+    # both sides of the difference, separately, and the difference with its threshold
+    assert "model.name=rnn, task.length=50" in names and "model.name=gru, task.length=50" in names
+    assert "model.name=rnn, task.length=50 minus model.name=gru, task.length=50" in names
+    assert "rnn worse: above 0.1" in names and "gru learns: below 0.01" in names
+    assert [a.text for a in verdict_fig.layout.annotations][:2] == ["val/mse", "difference of val/mse"]
+    # the named figure: one line per configuration (here per model; two swept keys -> a label of both)
+    assert sorted(tr.name for tr in named.data if tr.mode == "lines+markers") == ["gru", "rnn"]
+
+
+def test_cost_metrics_fit_four_lengths_and_state_the_flop_prediction_and_fixed_share():
+    from seqbench.bench.commands.verify import cost_metrics
+    from seqbench.sweeps.claims.schema import cost_config
+
+    cfg = cost_config({"models": ["transformer", "rnn"], "lengths": [128, 256, 512, 1024], "d_model": 32})
+    rows = [{"model": "transformer", "length": T, "status": "ok", "time_ms": ms}
+            for T, ms in zip([128, 256, 512, 1024], [10.0, 17.0, 37.8, 102.4])]  # issue 19's quiet-machine times
+    m = cost_metrics("transformer", rows, cfg)
+    assert m["time_exponent_long"] == pytest.approx(m["time_exponent"]) and 1.0 < m["time_exponent"] < 1.3
+    assert m["flops_exponent"] > m["time_exponent"] + 0.3  # the count predicts a steeper slope than timed
+    assert m["fixed_share"] == pytest.approx(10.0 / 102.4)
+    assert math.isnan(m["time_exponent_upper"])  # 2 points are not a fit
+    short = cost_metrics("transformer", rows[:3], cfg)
+    assert math.isnan(short["time_exponent"]) and math.isnan(short["flops_exponent"])
+    with pytest.raises(UserError, match="cost.lengths: at least 4"):
+        cost_config({"models": ["rnn"], "lengths": [128, 256, 512]})
