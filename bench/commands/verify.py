@@ -2,14 +2,18 @@
 
 Every claim (``sweeps/claims/*.yaml``, schema in ``sweeps/claims/schema.py``) is loaded and all of
 its profiles checked before anything trains. Then each claim's sweep runs through the ordinary sweep
-command (``seqbench sweep``: resumable, parallel; study ``verify-<claim>-<profile>-<spec hash>``, so
-re-running continues it and a changed claim starts afresh), or ``kind: cost`` claims run ``seqbench
-cost`` once per replicate (cached as JSON). The rules are judged (``sweeps/claims/judge.py``), the
-table is printed, and ``<out-dir>/verify/`` gets ``index.html`` and ``verify.md``.
+entry (``bench.commands.sweep.sweep``: resumable, parallel), look by look: the first look's seeds in
+study ``verify-<claim>-<profile>-<spec hash>`` (the hash leaves seeds and looks out, so re-running
+continues it and a changed claim starts afresh), each later look's new seeds in
+``<study>+s<first>-<last>`` (the runner keeps a study's seed list fixed). After each look every rule
+is judged at alpha 0.05 / len(looks) (Bonferroni over the pre-registered looks, so the stated 95%
+holds whichever look stops); verify stops at the first look that decides every rule, or finds a failed
+control. ``kind: cost`` claims run ``seqbench cost`` once per replicate (cached as JSON). The table
+is printed, and ``<out-dir>/verify/`` gets ``index.html`` and ``verify.md``.
 
 Exit status: 0 when every claim was judged, whatever the verdicts; 1 when something failed to run
 (a claim raised, a trial failed for a reason other than diverged seeds); with ``--strict`` also 1
-when a claim fails.
+when a claim fails or is invalid (a control failed).
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ _DIVERGED_ONLY = re.compile(r"^\d+/\d+ seeds diverged")  # the runner's fail_rea
 
 def register(sub: Any) -> None:
     sp = sub.add_parser("verify", help="run the shipped claims (papers, textbooks) and judge them: holds / fails / "
-                        "inconclusive")
+                        "inconclusive / invalid (a control failed)")
     sp.add_argument("claims", nargs="*", help="claim names (file stems in sweeps/claims/) or claim files; "
                     "default: every shipped claim")
     sp.add_argument("--profile", default="quick", choices=["quick", "paper"],
@@ -44,7 +48,7 @@ def register(sub: Any) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from seqbench.reports.verify_html import write_verify
-    from seqbench.sweeps.claims.judge import ERROR, FAILS, verdict_table
+    from seqbench.sweeps.claims.judge import ERROR, FAILS, INVALID, verdict_table
     from seqbench.sweeps.claims.schema import find_claims, load_claim
 
     if args.workers < 1:
@@ -64,7 +68,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print(f"verify: {', '.join(f'{r.claim.name} {r.verdict_text()}' for r in results)} -> {index} (+ verify.md)")
     if any(r.verdict == ERROR or r.error for r in results):
         return 1
-    return 1 if args.strict and any(r.verdict == FAILS for r in results) else 0
+    return 1 if args.strict and any(r.verdict in (FAILS, INVALID) for r in results) else 0
 
 
 def format_table(t: pd.DataFrame) -> str:

@@ -14,16 +14,37 @@ A claim extends a sweep spec (``sweeps/spec.py``: ``base``, ``method``, ``metric
     profiles:                        # overrides deep-merged into the spec (lists replace)
       quick: {base: {train: {max_steps: 600}}, parameters: {task.length: {values: [50]}}, seeds: 3}
       paper: {base: {train: {max_steps: 16000, batch_size: 32}}, parameters: {task.length: {values: [600]}}}
+    looks: [3, 5, 8]                 # optional: verify judges at 3 seeds, adds seeds up to 5, then 8, and stops
+                                     # at the first look that decides every rule (alpha 0.05 / 3 per look)
+    controls:                        # rules that must hold for the claim to mean anything (a comparator trains)
+      - {name: GRU learns, where: {model.name: gru}, metric: val/mse, below: {baseline: 0.1}}
     expect:                          # rules over the measured metrics, judged over the seed replicates
       - {name: GRU solves it, where: {model.name: gru}, metric: val/mse, below: 0.01, paper: 5.3e-5 MSE}
-      - {name: RNN at the baseline, where: {model.name: rnn}, metric: val/mse, above: {baseline: 0.9}}
-      - {name: GRU beats RNN, where: {model.name: gru}, minus: {model.name: rnn}, metric: val/mse, below: 0}
+      - {name: RNN at the baseline, where: {model.name: rnn}, metric: val/mse,
+         between: [{baseline: 0.9}, {baseline: 1.1}], control: GRU learns}
+      - {name: GRU beats RNN, where: {model.name: gru}, minus: {model.name: rnn}, metric: val/mse, below: 0,
+         control: GRU learns}
+      - {name: TCN solves it on most seeds, where: {model.name: tcn}, metric: solved, above: 0.5}
+      - {name: share of seeds below 0.1 x baseline, where: {model.name: tcn}, metric: val/mse,
+         success: {below: {baseline: 0.1}}, above: 0.2}
     figure: length                   # which report figure shows the effect (see FIGURES)
     note: what we measured at the quick profile, and what we tried when it did not hold
 
+Rule features (``sweeps/claims/judge.py`` says how each is judged): ``below``/``above`` (a number
+or ``{baseline: x}``, x times the task's memoryless baseline), ``between: [lo, hi]`` (a two-sided
+band), ``success:`` or ``metric: solved`` (each seed succeeded or not; the thresholds apply to the
+share of seeds, exact binomial), ``scale:`` (auto | linear | log), ``control:`` (names in
+``controls:``, or one inline rule). A rule that says a model did not learn (``above``/``between`` a
+baseline multiple) or compares two configurations (``minus:``) names a control, else it is judged
+``invalid``; a control that fails makes the claim ``invalid``. ``looks:`` may be set per profile;
+``seeds:`` then defaults to range(last look) and never changes the study name (``Claim.digest``).
+
 ``kind: cost`` claims measure instead with ``seqbench cost`` (``bench/commands/cost.py``): a ``cost:``
 block of its settings plus ``replicates``; their rows are models (``where: {model.name: lstm}``)
-and their metrics ``time_exponent`` / ``time_exponent_upper`` (one value per replicate).
+and their metrics ``time_exponent`` (all lengths), ``time_exponent_upper`` (upper half),
+``time_exponent_long`` (the 4 longest), ``flops_exponent``/``flops_exponent_long`` (the FLOP count's
+prediction at the same lengths) and ``fixed_share`` (time at the shortest length / at the longest),
+one value per replicate; a fit needs at least 4 lengths.
 
 A rule's ``where`` must fix every swept parameter of the profile (values may be ``max``/``min``,
 resolved per profile), so a rule never pools configurations by accident. Every profile is checked
