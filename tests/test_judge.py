@@ -71,8 +71,13 @@ def test_a_failed_control_makes_the_claim_invalid_never_holds_or_fails():
 
 def test_an_at_the_baseline_rule_without_a_control_cannot_hold():
     c = claim([{**RNN_AT_BASE, "control": None}])
-    verdict, rules, _, _ = judge_all(c, table({"rnn": [0.165, 0.168, 0.166], "gru": [1e-3] * 3}), SWEPT, "quick")
+    t = table({"rnn": [0.165, 0.168, 0.166], "gru": [1e-3] * 3})
+    verdict, rules, _, _ = judge_all(c, t, SWEPT, "quick")
     assert verdict == INVALID and rules[0].verdict == INVALID and "no control" in rules[0].why
+    # unless the rule says why none is needed (e.g. measured at initialisation), and that reason is shown
+    c = claim([{**RNN_AT_BASE, "control": None, "no_control": "measured at initialisation"}])
+    verdict, rules, _, _ = judge_all(c, t, SWEPT, "quick")
+    assert verdict == HOLDS and rules[0].verdict == HOLDS
 
 
 def test_a_model_worse_than_the_baseline_is_not_at_the_baseline():
@@ -88,6 +93,7 @@ def test_a_model_worse_than_the_baseline_is_not_at_the_baseline():
     ({"between": [0.1, 0.2], "below": 0.3}, "between: is a band of its own"),
     ({"metric": "solved", "between": None, "above": 1.5}, r"in \(0, 1\)"),
     ({"scale": "log", "between": None, "below": 0.0}, "scale: log needs thresholds > 0"),
+    ({"no_control": "at init"}, "control: and no_control: contradict"),
 ])
 def test_broken_rules_are_refused_with_the_field_named(change, message):
     with pytest.raises(UserError, match=message):

@@ -381,6 +381,7 @@ def verdict_table(results: list[ClaimResult]) -> pd.DataFrame:
             rows.append({**claim_cols, "rule": ("control: " if r.control else "") + r.rule.name,
                          "configuration": r.config, "paper": r.rule.paper,
                          "measured (mean [95% CI] n)": f"{r.rule.metric}: {r.measured()}",
-                         "needs": r.threshold_text(), "verdict": r.verdict + (f" ({r.why})" if r.why and r.verdict
-                                                                              != HOLDS else "")})
+                         "needs": r.threshold_text() + (f" (no control: {r.rule.no_control})" if r.rule.no_control
+                                                        else ""),
+                         "verdict": r.verdict + (f" ({r.why})" if r.why and r.verdict != HOLDS else "")})
     return pd.DataFrame(rows)

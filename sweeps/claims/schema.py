@@ -126,6 +126,8 @@ class Rule(Section):
         "minus: rule, log judges the paired ratio where/minus (thresholds are ratios)")
     control: Union[str, list[str], dict[str, Any], None] = Field(
         None, description="the positive control(s) this rule needs: names in controls: (or one inline rule)")
+    no_control: str = Field("", description="why this rule needs no positive control although it compares "
+                            "(e.g. measured at initialisation: nothing trains); shown beside the verdict")
     diverged: Union[Literal["inconclusive", "exclude", "baseline"], float] = Field(
         "inconclusive", description="what a diverged seed counts as: the rule becomes inconclusive, the seed is "
         "left out, it counts as the memoryless baseline (did not train), or as this value")
@@ -154,6 +156,8 @@ class Rule(Section):
             bad = [t for t in self._thresholds() if not (isinstance(t, float) and 0 < t < 1)]
             if bad:
                 raise ValueError(f"{n}: a success rate's thresholds are numbers in (0, 1), got {bad[0]!r}")
+        if self.no_control and self.control is not None:
+            raise ValueError(f"{n}: control: and no_control: contradict each other; keep one")
         if self.scale == "log":
             bad = [t for t in self._thresholds() if isinstance(t, float) and t <= 0]
             if bad:
@@ -173,7 +177,7 @@ class Rule(Section):
         """A "did not learn" rule (above or inside a band of the baseline) or a comparison (minus:): it means
         nothing unless something trained in the same setting (issue 19: invalid, never holds or fails)."""
         at_baseline = isinstance(self.above, Baseline) or any(isinstance(b, Baseline) for b in self.between or [])
-        return at_baseline or self.minus is not None
+        return (at_baseline or self.minus is not None) and not self.no_control
 
     @property
     def control_names(self) -> list[str]:
