@@ -259,5 +259,13 @@ def test_cost_metrics_fit_four_lengths_and_state_the_flop_prediction_and_fixed_s
     assert math.isnan(m["time_exponent_upper"])  # 2 points are not a fit
     short = cost_metrics("transformer", rows[:3], cfg)
     assert math.isnan(short["time_exponent"]) and math.isnan(short["flops_exponent"])
+    from seqbench.sweeps.claims.judge import judge_rule
+
+    t = pd.DataFrame([{"trial": 0, "seed": s, "run_id": f"r{s}", "status": "completed", "param.model.name": "transformer",
+                       **{f"final.{k}": v for k, v in m.items()}} for s in range(3)])
+    r = judge_rule(Rule.model_validate({"name": "e", "where": {"model.name": "transformer"},
+                                        "metric": "time_exponent_long", "between": [1.5, 2.2]}), t,
+                   {"model.name": ["transformer"]})
+    assert f"FLOP count predicts {m['flops_exponent_long']:.3g}, fixed-cost share 10%" in r.measured()
     with pytest.raises(UserError, match="cost.lengths: at least 4"):
         cost_config({"models": ["rnn"], "lengths": [128, 256, 512]})

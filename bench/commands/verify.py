@@ -158,7 +158,13 @@ def _run_seeds(claim, profile: str, out_dir: Path, workers: int, storage: str | 
     spec_path.write_text(f"# {claim.path}, profile {profile}, look {look + 1} (written by seqbench verify)\n"
                          + yaml.safe_dump({"question": claim.question, **claim.resolved(profile), "seeds": seeds},
                                           sort_keys=False))
-    status = sweep(spec_path, study=study, workers=workers, out_dir=out_dir, storage=storage).status
+    try:
+        status = sweep(spec_path, study=study, workers=workers, out_dir=out_dir, storage=storage).status
+    except UserError as e:
+        if "started from a different spec" not in str(e):
+            raise
+        raise UserError(f"claim {claim.name}: its seeds or looks changed since study {study} ran (a look's seeds "
+                        f"are fixed once run); restore them, or pass another --out-dir/--storage ({e})") from None
     st = load_study(study, open_storage(storage, out_dir))
     table = add_diagnostic_metrics(build_table(st, runs_root(st, out_dir)))
     errors = ([f"sweep {study} exit status {status}"] if status else []) + failed_trials(table)

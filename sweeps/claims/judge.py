@@ -71,6 +71,7 @@ class RuleResult:
     p_adjusted: float = math.nan  # the same, Holm-adjusted over the claim's rules and controls
     control: bool = False  # a control (must hold) rather than a claim rule
     ratio: bool = False  # a minus: rule on the log scale: the estimate is a log ratio, shown as a ratio
+    beside: str = ""  # context shown after the measurement (cost: the FLOP count's exponent, fixed-cost share)
 
     def measured(self) -> str:
         """``mean [lo, hi] n=k`` plus what happened to diverged seeds; the reason when nothing was measured."""
@@ -83,7 +84,8 @@ class RuleResult:
                 ", left out" if d == "exclude" else ", as baseline" if d == "baseline" else
                 f", as {d}" if not isinstance(d, str) else "") + ")"
         p = f", p={self.p_adjusted:.2g}" if math.isfinite(self.p_adjusted) else ""
-        return ("ratio " if self.ratio else "") + self.interval.fmt() + div + p
+        return ("ratio " if self.ratio else "") + self.interval.fmt() + div + p + (f"; {self.beside}" if self.beside
+                                                                                   else "")
 
     def threshold_text(self) -> str:
         t = {k: math.exp(v) if self.ratio else v for k, v in self.thresholds.items()}
@@ -223,6 +225,20 @@ def _measured(table: pd.DataFrame, where: dict[str, Any], metric: str) -> tuple[
     return rows, col, ""
 
 
+def _beside(rows: pd.DataFrame, metric: str) -> str:
+    """For a measured time exponent: the exponent the FLOP count predicts over the same lengths and the
+    fixed-cost share (time at the shortest length / at the longest), means over replicates."""
+    if not metric.startswith("time_exponent"):
+        return ""
+    out = []
+    flops = "final." + metric.replace("time_", "flops_").replace("_upper", "")
+    for col, text in ((flops, "FLOP count predicts {:.3g}"), ("final.fixed_share", "fixed-cost share {:.0%}")):
+        v = pd.to_numeric(rows[col], errors="coerce").dropna() if col in rows.columns else pd.Series(dtype=float)
+        if len(v):
+            out.append(text.format(float(v.mean())))
+    return ", ".join(out)
+
+
 def _conditions(th: dict[str, float]) -> list[tuple[float, str]]:
     """What "holds" means as (threshold, side) conditions that must all be true."""
     if "lo" in th:
@@ -247,6 +263,7 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]]) -
         return res
     vals, n_div, unresolved = seed_values(rows, rule, col)
     res.n_diverged = n_div
+    res.beside = _beside(rows, rule.metric)
     scale, bounds = metric_scale(rule.metric)
     if rule.scale != "auto":
         scale = rule.scale
