@@ -133,7 +133,7 @@ def claim_verdict(rules: list[RuleResult], controls: list[RuleResult] = ()) -> t
             return INVALID, f"control: {c.rule.name}"
     for r in rules:
         if r.verdict == INVALID:
-            return INVALID, r.why
+            return INVALID, f"no control for rule {r.rule.name!r}"
     verdicts = {r.verdict for r in rules}
     if FAILS in verdicts:
         return FAILS, ""
@@ -315,8 +315,9 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]]) -
         res.estimate = None  # not judged: out of the Holm family
         return res
     if res.estimate.n < (1 if scale == "rate" else 2):
-        res.verdict, res.why = INCONCLUSIVE, f"n={res.estimate.n}: fewer than 2 replicates with a value, no interval" + (
-            " (an exponent is fitted over >= 4 measured lengths)" if "exponent" in rule.metric else "")
+        res.verdict, res.why = INCONCLUSIVE, (
+            "no value: an exponent is fitted over >= 4 measured lengths" if res.estimate.n == 0 and
+            "exponent" in rule.metric else f"n={res.estimate.n}: fewer than 2 replicates with a value, no interval")
         res.estimate = None
         return res
     opposite = {"below": "above", "above": "below"}
