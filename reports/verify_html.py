@@ -109,8 +109,8 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
         for i, name in enumerate(cats):
             c = p["cats"][name]
             verdicts = {x.verdict for x in c["rules"] if not x.control} or {x.verdict for x in c["rules"]}
-            color = _COLORS["fails"] if "fails" in verdicts else _COLORS["holds"] if verdicts == {"holds"} else \
-                _COLORS["inconclusive"] if c["rules"] else "#57606a"
+            worst = next((v for v in ("invalid", "fails", "inconclusive", "missing") if v in verdicts), "holds")
+            color = _COLORS.get(worst, _COLORS["inconclusive"]) if c["rules"] else "#57606a"
             fig.add_trace(go.Scatter(x=[i] * len(c["vals"]), y=c["vals"], mode="markers", showlegend=False,
                                      marker=dict(color="#8c959f", size=6), name=f"{name}: seeds",
                                      hovertemplate="%{y:.4g}<extra>" + html.escape(name) + ": one seed</extra>"),

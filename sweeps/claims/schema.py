@@ -35,8 +35,8 @@ or ``{baseline: x}``, x times the task's memoryless baseline), ``between: [lo, h
 band), ``success:`` or ``metric: solved`` (each seed succeeded or not; the thresholds apply to the
 share of seeds, exact binomial), ``scale:`` (auto | linear | log), ``control:`` (names in
 ``controls:``, or one inline rule). A rule that says a model did not learn (``above``/``between`` a
-baseline multiple) or compares two configurations (``minus:``) names a control, else it is judged
-``invalid``; a control that fails makes the claim ``invalid``. ``looks:`` may be set per profile;
+baseline multiple) or compares two configurations (``minus:``) names a control (or says why it needs
+none: ``no_control: reason``), else it is judged ``invalid``; a control that fails makes the claim ``invalid``. ``looks:`` may be set per profile;
 ``seeds:`` then defaults to range(last look) and never changes the study name (``Claim.digest``).
 
 ``kind: cost`` claims measure instead with ``seqbench cost`` (``bench/commands/cost.py``): a ``cost:``
