@@ -123,6 +123,12 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
                     x=[i + 0.15], y=[iv.mean], mode="markers", showlegend=False, marker=dict(color=color, size=10),
                     error_y=dict(type="data", symmetric=False, array=[hi - iv.mean], arrayminus=[iv.mean - lo]),
                     name=name, hovertemplate=html.escape(f"{name}: {iv.fmt()}") + "<extra></extra>"), row=row, col=1)
+            flops = _flops_prediction(table, c["rules"])
+            if flops is not None:  # a cost claim: what the FLOP count predicts beside what was timed
+                fig.add_trace(go.Scatter(x=[i - 0.15], y=[flops], mode="markers", showlegend=False,
+                                         marker=dict(symbol="x", size=10, color="#0969da"), name=f"{name}: FLOP count",
+                                         hovertemplate=f"FLOP count predicts {flops:.3g}<extra></extra>"),
+                              row=row, col=1)
             for x in c["rules"]:
                 for key, thr in x.thresholds.items():
                     y = math.exp(thr) if x.ratio else thr
@@ -142,6 +148,17 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
         text="verdict: seeds (grey), estimate with its tested interval, thresholds (red; dashed: control)",
         font=dict(size=13)))
     return fig
+
+
+def _flops_prediction(table: pd.DataFrame, judged: list[RuleResult]) -> float | None:
+    """The FLOP count's exponent (mean over replicates) for a time-exponent rule's configuration."""
+    r = next((x for x in judged if x.rule.metric.startswith("time_exponent")), None)
+    if r is None:
+        return None
+    col = "final." + r.rule.metric.replace("time_", "flops_").replace("_upper", "")
+    rows = table[table["param.model.name"] == r.rule.where.get("model.name")] if "param.model.name" in table else table
+    v = pd.to_numeric(rows[col], errors="coerce").dropna() if col in rows.columns else pd.Series(dtype=float)
+    return float(v.mean()) if len(v) else None
 
 
 def _baseline(table: pd.DataFrame, metric: str) -> float | None:

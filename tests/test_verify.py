@@ -267,5 +267,11 @@ def test_cost_metrics_fit_four_lengths_and_state_the_flop_prediction_and_fixed_s
                                         "metric": "time_exponent_long", "between": [1.5, 2.2]}), t,
                    {"model.name": ["transformer"]})
     assert f"FLOP count predicts {m['flops_exponent_long']:.3g}, fixed-cost share 10%" in r.measured()
+    from seqbench.reports.verify_html import verdict_figure
+
+    fig = verdict_figure(t, [r])  # the timed exponent, its band and the FLOP count's prediction beside it
+    marks = {tr.name: tr.y for tr in fig.data}
+    assert marks["model.name=transformer: FLOP count"] == (pytest.approx(m["flops_exponent_long"]),)
+    assert marks["e: lo 1.5"] == (1.5, 1.5) and marks["e: hi 2.2"] == (2.2, 2.2)
     with pytest.raises(UserError, match="cost.lengths: at least 4"):
         cost_config({"models": ["rnn"], "lengths": [128, 256, 512]})

@@ -210,7 +210,7 @@ def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | N
     """``replicates`` cost sweeps (each cached as JSON); rows = model x replicate with the fitted exponents,
     the FLOP count's exponents at the same lengths and the fixed-cost share (see :func:`cost_metrics`)."""
     from seqbench.bench.training.cost import sweep
-    from seqbench.reports.verify_html import cost_figure
+    from seqbench.reports.verify_html import cost_figure, verdict_figure
     from seqbench.sweeps.claims.judge import ClaimResult, judge_all
     from seqbench.sweeps.claims.schema import cost_config, swept_values
 
@@ -234,8 +234,9 @@ def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | N
     table = pd.DataFrame(rows)
     table = table.astype({c: float for c in table.columns if c.startswith("final.")})
     verdict, rules, controls, why = judge_all(claim, table, swept_values(claim, profile), profile)
+    verdict_fig = verdict_figure(table, [*controls, *rules])
     return ClaimResult(claim, profile, verdict, rules, study=str(folder), table=table, controls=controls, why=why,
-                       figure=cost_figure(results[0]["rows"], results[0]["meta"]))
+                       figure=[f for f in (verdict_fig, cost_figure(results[0]["rows"], results[0]["meta"])) if f])
 
 
 def cost_metrics(model: str, rows: list[dict[str, Any]], cfg) -> dict[str, float]:
