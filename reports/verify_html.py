@@ -198,6 +198,17 @@ def cost_figure(rows: list[dict[str, Any]], meta: dict[str, Any]) -> Any:
     return fig if fig is not None else "skipped: no point measured"
 
 
+def _params_text(params: list[Any]) -> str:
+    """``model.name=tcn: paper 70,000, seqbench 70,369 (+0.5%; Table 1)`` per entry."""
+    out = []
+    for p in params:
+        where = ", ".join(f"{k}={v}" for k, v in p.where.items()) or "all"
+        paper = f"paper {p.paper:,}" if p.paper else "paper: none comparable"
+        diff = f"{(p.seqbench - p.paper) / p.paper:+.1%}; " if p.paper else ""
+        out.append(f"{where}: {paper}, seqbench {p.seqbench:,} ({diff}{p.from_})")
+    return "; ".join(out)
+
+
 def _verdict(v: str) -> str:
     return f"<b style='color:{_COLORS.get(v, '#333')}'>{html.escape(v.upper())}</b>"
 
@@ -214,6 +225,8 @@ def _section(res: ClaimResult, rows: pd.DataFrame, n: int) -> str:
              f"<tr><th>published</th><td>{e(pub)}</td></tr>",
              f"<tr><th>their metric</th><td>{e(src.metric)}</td></tr>",
              f"<tr><th>ours differs</th><td>{e(src.differs or 'no known difference')}</td></tr>",
+             *([f"<tr><th>parameters (paper profile)</th><td>{e(_params_text(src.params))}</td></tr>"]
+               if src.params else []),
              f"<tr><th>profile</th><td>{e(res.profile)} ({res.wall_s:.0f} s); study {e(res.study or '-')}</td></tr>",
              "</table>"]
     if res.error:

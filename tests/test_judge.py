@@ -281,3 +281,37 @@ def test_three_tiny_claims_hold_fail_and_invalid_end_to_end(tmp_path, capsys):
     assert "control_fails invalid (control: gru learns" in verdicts
     page = (tmp_path / "out" / "verify" / "index.html").read_text()
     assert page.count("data-title='verdict'") == 3  # each claim's verdict figure
+
+
+def test_an_exploded_seed_is_a_value_judged_per_seed_and_a_swept_null_is_selected():
+    t = table({"gru": [math.inf, 1e4, math.inf], "rnn": [3.0, 2.0, 4.0]}, metric="diag/global_grad_norm@max",
+              baseline=None)
+    on_mean = judge_rule(Rule.model_validate({"name": "m", "where": {"model.name": "gru"},
+                                              "metric": "diag/global_grad_norm@max", "above": 100}), t, SWEPT)
+    assert on_mean.verdict == INCONCLUSIVE and "2 seed(s) measured an infinite" in on_mean.why
+    per_seed = judge_rule(Rule.model_validate({"name": "s", "where": {"model.name": "gru"},
+                                               "metric": "diag/global_grad_norm@max", "success": {"above": 100},
+                                               "above": 0.2}), t, SWEPT)
+    assert per_seed.interval.mean == 1.0 and per_seed.verdict == HOLDS
+    clip = t.assign(**{"param.optim.grad_clip": [None, None, None, 1.0, 1.0, 1.0]})
+    swept = {"model.name": ["rnn", "gru"], "optim.grad_clip": [None, 1.0]}
+    off = judge_rule(Rule.model_validate({"name": "c", "where": {"model.name": "gru", "optim.grad_clip": None},
+                                          "metric": "diag/global_grad_norm@max", "success": {"above": 100},
+                                          "above": 0.2}), clip, swept)
+    assert off.interval.n == 3 and off.config == "model.name=gru, optim.grad_clip=None"
+
+
+def test_source_params_state_the_papers_count_beside_seqbenchs():
+    c = claim([GRU_LEARNS])
+    raw = {"question": "q?", "source": {**SOURCE, "params": [
+        {"where": {"model.name": "gru"}, "paper": 70000, "seqbench": 70367, "from": "Table 1 size column"},
+        {"where": {}, "paper": None, "seqbench": 5000, "from": "not comparable: tied embeddings"}]},
+           "figure": "factors", "base": {"task": {"name": "adding", "length": 8}},
+           "parameters": {"model.name": {"values": ["rnn", "gru"]}}, "seeds": 3,
+           "profiles": {"quick": {}, "paper": {}}, "expect": [GRU_LEARNS]}
+    parsed = parse_claim(raw, "c")
+    assert parsed.source.params[0].paper == 70000 and parsed.source.params[1].from_.startswith("not comparable")
+    assert c.source.params == []  # optional
+    raw["source"]["params"][0]["seqbench"] = 0
+    with pytest.raises(UserError, match="source.params"):
+        parse_claim(raw, "c")

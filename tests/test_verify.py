@@ -275,3 +275,18 @@ def test_cost_metrics_fit_four_lengths_and_state_the_flop_prediction_and_fixed_s
     assert marks["e: lo 1.5"] == (1.5, 1.5) and marks["e: hi 2.2"] == (2.2, 2.2)
     with pytest.raises(UserError, match="cost.lengths: at least 4"):
         cost_config({"models": ["rnn"], "lengths": [128, 256, 512]})
+
+
+def test_diagnostics_metrics_per_run():
+    from seqbench.bench.commands.verify import diag_metrics
+    from seqbench.bench.core.diagnostics_format import Record
+
+    recs = [Record(step=0, global_grad_norm=2.0, w_hh_spectral_norm={},
+                   layer_grad_norm={"embed": 9.0, "backbone.stack.layers.0": 0.5, "backbone.stack.layers.11": 1.6,
+                                    "backbone.stack.layers.2": 0.7, "head": 3.0}),
+            Record(step=5, global_grad_norm=float("inf"), w_hh_spectral_norm={}, layer_grad_norm={}),
+            Record(step=9, global_grad_norm=40.0, w_hh_spectral_norm={}, layer_grad_norm={})]
+    m = diag_metrics(recs)
+    assert m["diag/last_layer_grad_norm@first"] == 1.6  # layer 11, not the lexically last "2"
+    assert m["diag/global_grad_norm@first"] == 2.0 and m["diag/global_grad_norm@max"] == math.inf
+    assert math.isnan(m["diag/decay_rate@first"]) and all(math.isnan(v) for v in diag_metrics([]).values())

@@ -84,7 +84,10 @@ class RuleResult:
                 ", left out" if d == "exclude" else ", as baseline" if d == "baseline" else
                 f", as {d}" if not isinstance(d, str) else "") + ")"
         p = f", p={self.p_adjusted:.2g}" if math.isfinite(self.p_adjusted) else ""
-        return ("ratio " if self.ratio else "") + self.interval.fmt() + div + p + (f"; {self.beside}" if self.beside
+        iv = self.interval
+        if self.ratio:  # estimated as a log ratio, shown as the ratio where/minus
+            iv = Interval(*(math.exp(v) for v in (iv.mean, iv.lo, iv.hi)), iv.n, iv.std, iv.level)
+        return ("ratio " if self.ratio else "") + iv.fmt() + div + p + (f"; {self.beside}" if self.beside
                                                                                    else "")
 
     def threshold_text(self) -> str:
@@ -160,6 +163,8 @@ def select(table: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
 
 
 def _same(a: Any, b: Any) -> bool:
+    if b is None:  # a swept null: the run table holds None or NaN for it
+        return a is None or (isinstance(a, float) and math.isnan(a))
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
         return math.isclose(float(a), float(b))
     return a == b
@@ -201,7 +206,7 @@ def seed_values(rows: pd.DataFrame, rule: Rule, col: str) -> tuple[dict[Any, flo
                 out[r["seed"]] = float(d)
             continue
         v = _number(r.get(col, math.nan))
-        if math.isfinite(v):
+        if not math.isnan(v):  # inf stays: an exploded gradient norm is a value (success: can judge it)
             out[r["seed"]] = v
     return out, n_div, unresolved
 
@@ -298,8 +303,16 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]]) -
             res.ratio = False
             diffs = [vals[s] - vals_b[s] for s in seeds]
         values, scale, bounds = diffs, "linear", (-math.inf, math.inf)
+        if not all(math.isfinite(v) for v in values):
+            res.verdict, res.why = INCONCLUSIVE, f"a seed measured an infinite {rule.metric}: no paired difference"
+            return res
     else:
         values = list(vals.values())
+        if scale != "rate" and any(math.isinf(v) for v in values):
+            res.verdict = INCONCLUSIVE
+            res.why = (f"{sum(map(math.isinf, values))} seed(s) measured an infinite {rule.metric}: no mean; "
+                       "judge it per seed (success: {above: ...})")
+            return res
         if scale == "log" and any(v <= 0 for v in values):
             scale = "linear"  # a value of 0 has no log: linear, clipped to the metric's range
     res.thresholds = th

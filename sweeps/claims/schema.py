@@ -68,7 +68,7 @@ FIGURES = ("length", "factors", "heatmap", "learning_curves", "through_time", "c
 CLAIM_KEYS = ("source", "profiles", "expect", "figure", "note", "kind", "cost", "controls", "looks")
 VERIFY_KEYS = ("seeds", "looks")  # what verify owns per look: left out of the digest (the study name)
 ALPHA = 0.05  # the stated error of a claim's verdict: 95%, spent over its looks
-Scalar = Union[bool, int, float, str]
+Scalar = Union[None, bool, int, float, str]  # None: a swept null (e.g. optim.grad_clip: off)
 COST_EXTRA = ("replicates",)
 MIN_COST_LENGTHS = 4
 
@@ -79,6 +79,17 @@ class Published(Section):
     unit: str = Field(min_length=1, description="its unit or metric, e.g. MSE, bits/char, exact match")
 
 
+class ParamCount(Section):
+    """The paper's parameter count beside seqbench's, for the paper-profile configurations ``where`` covers
+    (checked against build_model by tests/test_claims_profiles.py)."""
+
+    where: dict[str, Scalar] = Field(default_factory=dict, description="swept keys -> value, a subset ({} = all)")
+    paper: int | None = Field(gt=0, description="the paper's count; null where the paper has no comparable "
+                              "architecture (then from: says why)")
+    seqbench: int = Field(gt=0, description="what build_model counts for those configurations")
+    from_: str = Field(alias="from", min_length=1, description="where the paper states it, or 'derived: ...'")
+
+
 class Source(Section):
     cite: str = Field(min_length=1, max_length=40, description="short citation for tables: Bai et al. 2018 Tab. 1")
     paper: str = Field(min_length=1, description="authors, year, title")
@@ -86,6 +97,8 @@ class Source(Section):
     metric: str = Field(min_length=1, description="the metric the paper's numbers use, defined")
     published: list[Published] = Field(min_length=1, description="the paper's numbers, with units")
     differs: str = Field("", description="where our measurement differs from theirs")
+    params: list[ParamCount] = Field(default_factory=list, description="the paper's parameter counts beside "
+                                     "seqbench's, per group of paper-profile configurations")
 
 
 class Baseline(Section):
@@ -297,6 +310,8 @@ def _fields(loc: tuple) -> list[str] | None:
         return list(Rule.model_fields)
     if len(loc) == 3 and loc[:2] == ("source", "published"):
         return list(Published.model_fields)
+    if len(loc) == 3 and loc[:2] == ("source", "params"):
+        return ["where", "paper", "seqbench", "from"]
     cls = classes.get(tuple(loc))
     return [f for f in cls.model_fields if f not in ("name", "path", "spec")] if cls else None
 
