@@ -265,7 +265,7 @@ def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | N
     verdict, rules, controls, why = judge_all(claim, table, swept_values(claim, profile), profile)
     verdict_fig = verdict_figure(table, [*controls, *rules])
     return ClaimResult(claim, profile, verdict, rules, study=str(folder), table=table, controls=controls, why=why,
-                       figure=[f for f in (verdict_fig, cost_figure(results[0]["rows"], results[0]["meta"])) if f])
+                       looks=f"{len(results)} replicates of the measurement", figure=[f for f in (verdict_fig, cost_figure(results[0]["rows"], results[0]["meta"])) if f])
 
 
 def cost_metrics(model: str, rows: list[dict[str, Any]], cfg) -> dict[str, float]:
