@@ -315,3 +315,26 @@ def test_source_params_state_the_papers_count_beside_seqbenchs():
     raw["source"]["params"][0]["seqbench"] = 0
     with pytest.raises(UserError, match="source.params"):
         parse_claim(raw, "c")
+
+
+@pytest.mark.slow
+def test_real_looks_add_seeds_in_a_study_of_their_own_and_a_rerun_trains_nothing(tmp_path, capsys):
+    # a rule on a metric the task never records is undecided at every look: every look runs, for real
+    rule = {**LEARNS, "metric": "val/acc", "below": 0.5}
+    path = _tiny_claim(tmp_path, "looks_real", 0.03, [rule], [])
+    raw = yaml.safe_load(path.read_text())
+    raw.pop("seeds")
+    raw.update(looks=[2, 3])
+    raw["base"]["train"].update(max_steps=10, val_every=10)
+    path.write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    assert main(["verify", str(path), "--out-dir", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "look 1 of 2, n=2, alpha 0.025: inconclusive; undecided, adding seeds [2]" in printed
+    assert "looks_real inconclusive (undecided after look 2 of 2, n=3, alpha 0.025)" in printed
+    studies = [x.split(":")[0].removeprefix("study ") for x in printed.splitlines() if x.startswith("study ")]
+    assert len(studies) == 2 and studies[1] == studies[0] + "+s2-2"
+    assert yaml.safe_load((out / "verify" / "looks_real" / "quick-look2.yaml").read_text())["seeds"] == [2]
+    assert main(["verify", str(path), "--out-dir", str(out)]) == 0  # the same looks: both studies resume
+    again = capsys.readouterr().out
+    assert "0 done" not in again and "RUNNING" not in again
