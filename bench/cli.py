@@ -13,6 +13,9 @@ import sys
 import threading
 from typing import Any, Sequence
 
+import seqbench
+from seqbench.bench.commands import compare, cost, report, run, runs, sweep, verify
+from seqbench.bench.commands import list as list_cmd
 from seqbench.bench.core.errors import UserError
 
 EXIT_USAGE = 2
@@ -25,17 +28,12 @@ class _Parser(argparse.ArgumentParser):
 
 def version() -> str:
     """The installed package's version (importlib.metadata: the one source, pyproject.toml)."""
-    import seqbench
-
     return f"seqbench {seqbench.__version__}"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Every command's module adds its subcommand (``register``); each module imports only what
-    parsing needs at its top, so building the parser (``--help``) imports no torch, pandas or optuna."""
-    from seqbench.bench.commands import compare, cost, report, run, runs, sweep, verify
-    from seqbench.bench.commands import list as list_cmd
-
+    parsing needs at its top, so building the parser (``--help``) imports no torch or Lightning."""
     p = _Parser(prog="seqbench", description="Benchmark harness for sequence architectures.")
     p.add_argument("--version", action="version", version=version())
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)

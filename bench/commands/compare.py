@@ -28,6 +28,9 @@ from typing import Any, Sequence
 import pandas as pd
 import yaml
 
+from seqbench.bench.commands.report import report
+from seqbench.bench.commands.sweep import sweep
+from seqbench.bench.core.artifacts import atomic_write
 from seqbench.bench.core.errors import UserError
 
 ALIASES = {"task": "task.name", "model": "model.name"}
@@ -237,9 +240,7 @@ def compare(settings: Sequence[str], *, metric: str | None = None, workers: int 
             out_dir: str | Path = "outputs", study: str | None = None) -> CompareResult:
     """Compare ``settings`` (``key=a,b`` sweeps a key; ``seeds=N``) as a grid study over seeds: write its
     spec, run it through ``sweep()``, build its report through ``report()``."""
-    from seqbench.bench.commands.report import report
-    from seqbench.bench.commands.sweep import sweep
-    from seqbench.bench.core.artifacts import atomic_write
+    # here, not at the top: tracking imports torch and W&B, storage optuna; `seqbench --help` needs neither
     from seqbench.bench.training.tracking import check_writable
     from seqbench.sweeps.storage import check_scheme
 

@@ -11,7 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+import yaml
+
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.training.cost import CostConfig, parse_settings, point_line, sweep
+from seqbench.reports.cost import _fmt, write_outputs
 
 
 @dataclass(frozen=True)
@@ -36,8 +40,7 @@ class PointProgress:
         self.started = time.monotonic()
 
     def __call__(self, p: Any) -> None:
-        from seqbench.bench.training.cost import point_line
-        from seqbench.sweeps.progress import fmt_seconds
+        from seqbench.sweeps.progress import fmt_seconds  # optuna (that module's top): not for `--help`
 
         self.left -= p.row["length"]
         if p.row["status"] != "skipped":
@@ -53,8 +56,6 @@ class PointProgress:
 def cost_config(settings: Sequence[str] = (), out_dir: str | Path | None = None) -> Any:
     """The ``CostConfig`` of ``key=value`` settings; ``out_dir`` (``--out-dir``) wins over the default,
     and typed as well as ``out_dir=`` with another folder is refused."""
-    from seqbench.bench.training.cost import parse_settings
-
     c = parse_settings(list(settings))
     if out_dir is None:
         return c
@@ -66,10 +67,6 @@ def cost_config(settings: Sequence[str] = (), out_dir: str | Path | None = None)
 def cost(config: Any = (), *, progress: bool = True) -> CostResult:
     """Measure ``config`` (a ``CostConfig``, or ``key=value`` settings such as ``["models=rnn,lstm"]``) and
     write its files under ``config.out_dir``; prints ``[k/N, ETA]`` per point unless ``progress`` is off."""
-    # here, not at the top: the measurement imports torch, which `seqbench --help` must not
-    from seqbench.bench.training.cost import CostConfig, sweep
-    from seqbench.reports.cost import write_outputs
-
     c = config if isinstance(config, CostConfig) else cost_config(config)
     result = sweep(c, PointProgress(len(c.models), c.lengths) if progress else (lambda p: None))
     paths = write_outputs(result, Path(c.out_dir))
@@ -91,12 +88,8 @@ def register(sub: Any) -> None:
 def cmd_cost(args: argparse.Namespace) -> int:
     c = cost_config(args.settings, args.out_dir)
     if args.print_config:
-        import yaml
-
         print(yaml.safe_dump(c.model_dump(mode="json"), sort_keys=False), end="")
         return 0
-    from seqbench.reports.cost import _fmt
-
     r = cost(c)
     for m, s in r.summary.items():
         print(f"{m:<12} {s['complexity']:<16} time exponent {_fmt(s['time_exponent'])} "

@@ -12,6 +12,9 @@ from typing import Any
 
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS, TASKS
+from seqbench.bench.core.schema import Section
+from seqbench.bench.core.settings import show
+from seqbench.sweeps import shipped_claims, shipped_sweeps
 
 
 def _registered() -> None:
@@ -35,8 +38,6 @@ def list_models() -> list[str]:
 
 def _fmt_default(field: Any) -> str:
     """A field's default as it would be typed on the command line (null, true, [64, 128])."""
-    from seqbench.bench.core.settings import show
-
     if field.is_required():
         return "(required)"
     if field.default_factory is not None:
@@ -58,8 +59,6 @@ def field_line(key: str, field: Any) -> str:
 def field_lines(prefix: str, cls: Any) -> list[str]:
     """``prefix.field = default - description`` for every field of a config section, nested
     sections (``train.early_stop``, ``model.decode``) spelled out field by field."""
-    from seqbench.bench.core.schema import Section
-
     lines = []
     for fname, f in cls.model_fields.items():
         if fname == "name" and prefix in ("task", "model"):
@@ -78,8 +77,7 @@ def field_lines(prefix: str, cls: Any) -> list[str]:
 def list_sections() -> dict[str, list[str]]:
     """Every config section -> its field lines: each task and model by name, then the rest."""
     _registered()
-    from seqbench.bench.config import RunConfig
-    from seqbench.bench.core.schema import Section
+    from seqbench.bench.config import RunConfig  # torch, like _registered
 
     out: dict[str, list[str]] = {}
     for kind, reg in (("task", TASKS), ("model", MODELS)):
@@ -126,8 +124,6 @@ def cmd_list(args: argparse.Namespace) -> int:
         if name not in TASKS and name not in MODELS:
             print(f"{name}:" if name != "run" else "run (top level):")
             print("\n".join(lines))
-    from seqbench.sweeps import shipped_claims, shipped_sweeps
-
     print("sweeps (seqbench sweep NAME):")
     for s in shipped_sweeps():
         print(f"  {s.name:<34} {s.question}")

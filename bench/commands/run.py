@@ -42,7 +42,7 @@ class RunResult:
 
 def config_of(config: Any = None, overrides: Sequence[str] = ()) -> Any:
     """A ``RunConfig`` from a RunConfig, a YAML path, or nothing (defaults), with ``overrides`` on top."""
-    from seqbench.bench.config import RunConfig, build_config, load_config
+    from seqbench.bench.config import RunConfig, build_config, load_config  # torch (model files): see run()
 
     if isinstance(config, RunConfig):
         return build_config(config.to_dict(), overrides) if overrides else config
@@ -80,7 +80,7 @@ def register(sub: Any) -> None:
 def with_out_dir(cfg: Any, composed: Any, out_dir: str | None) -> Any:
     """``cfg`` with ``--out-dir D`` applied (it wins over a --config file's out_dir, as overrides do);
     ``out_dir=`` typed as well, with another folder, is refused."""
-    from seqbench.bench.config import override
+    from seqbench.bench.config import override  # torch (model files): see run()
 
     if out_dir is None:
         return cfg
@@ -90,7 +90,7 @@ def with_out_dir(cfg: Any, composed: Any, out_dir: str | None) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from seqbench.bench.config import notes, resolve
+    from seqbench.bench.config import notes, resolve  # torch (model files): see run()
 
     cfg, composed = resolve(args.config, args.overrides)
     cfg = with_out_dir(cfg, composed, args.out_dir)
