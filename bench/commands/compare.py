@@ -21,17 +21,19 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-from pathlib import Path
 from dataclasses import dataclass
-from typing import Any, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
 
-import pandas as pd
 import yaml
 
 from seqbench.bench.commands.report import report
 from seqbench.bench.commands.sweep import sweep
 from seqbench.bench.core.artifacts import atomic_write
 from seqbench.bench.core.errors import UserError
+
+if TYPE_CHECKING:  # at run time pandas is imported where used: `seqbench --help` does without it
+    import pandas as pd
 
 ALIASES = {"task": "task.name", "model": "model.name"}
 _REFUSED = {"seed": "compare runs every setting on seeds=N replicates (or seeds=0,1,2); set seeds=",
@@ -274,6 +276,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def ranked_text(table: pd.DataFrame, obj: Any, limit: int = MAX_PRINTED) -> str:
     """The terminal's ranked table (mean, 95% interval, n) and the paired statements."""
+    import pandas as pd  # see the TYPE_CHECKING import
     from seqbench.reports.comparisons import comparisons, ranked
 
     t = ranked(table, obj)
