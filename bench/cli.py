@@ -17,6 +17,7 @@ import seqbench
 from seqbench.bench.commands import compare, cost, report, run, runs, sweep, verify
 from seqbench.bench.commands import list as list_cmd
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.settings import hydra_habit
 
 EXIT_USAGE = 2
 
@@ -63,7 +64,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                    if isinstance(getattr(args, n, None), list)), None)
     stray = [a for a in extra if a.startswith("-") or listed is None]
     if stray:
-        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+        parser.error(hydra_habit(args.command, stray) or f"unrecognized arguments: {' '.join(stray)}")
     if extra:
         setattr(args, listed, [*getattr(args, listed), *extra])
     return args
@@ -90,7 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _closed_stdout()
     except UserError as e:
-        print(f"error: {one_line(str(e))}", file=sys.stderr)
+        for problem in e.problems:  # one line each: two mistakes, two lines
+            print(f"error: {one_line(problem)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted; finished work is saved under out_dir", file=sys.stderr)

@@ -36,6 +36,8 @@ TINY_TASK: dict[str, dict[str, Any]] = {
     "sentiment": {"max_len": 16, "vocab_size": 200},
     "lm": {"length": 16, "sample_tokens": 8},
 }
+# Tiny model sizes for every test (run configs and directly built modules); each key is applied
+# only where the model's config has the field.
 TINY_MODEL_FIELDS = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "n_levels": 2,
                      "kernel_size": 2, "max_len": 64}
 

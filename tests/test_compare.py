@@ -112,7 +112,8 @@ def test_fields_of_one_model_are_routed_or_refused(capsys):
     assert notes == ["note: model.forget_bias=2.0 applies to lstm only (per_model; no such field in gru)"]
     for args, msg in [
         (["model=lstm,gru", "model.forget_bias=0,1"], "error: model.forget_bias: only lstm of the compared models"),
-        (["model=lstm,gru", "model.bogus=1"], "error: model.bogus: none of the compared models (lstm, gru)"),
+        (["model=lstm,gru", "model.n_heads=1"], "error: model.n_heads: none of the compared models (lstm, gru)"),
+        (["model=lstm,gru", "model.forgt_bias=1"], "error: model.forgt_bias: unknown field; allowed: d_model"),
         (["model=lstm", "task.delay=3"], "error: compare: nothing to compare; give at least one comma list"),
         (["model=lstm,gru", "seed=1"], "error: seed: set by compare; compare runs every setting on seeds=N"),
         (["model=lstm,lstm"], "error: model.name: a value repeats"),

@@ -81,7 +81,6 @@ def test_cli_publish_wandb_offline_exits_2_fast(tmp_path):
 
 
 def test_cli_end_to_end(tmp_path, capsys):
-    pytest.importorskip("seqbench.sweeps.storage", reason="seqbench report opens storage through sweeps.storage (issue 5)")
     from seqbench.bench.cli import main
 
     out_dir = tmp_path / "outputs"

@@ -30,7 +30,7 @@ import yaml
 from seqbench.bench.commands.report import report
 from seqbench.bench.commands.sweep import sweep
 from seqbench.bench.core.artifacts import atomic_write
-from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.errors import UserError, did_you_mean
 
 if TYPE_CHECKING:  # at run time pandas is imported where used: `seqbench --help` does without it
     import pandas as pd
@@ -142,6 +142,10 @@ def route(base: dict[str, Any], axes: dict[str, list[Any]]) -> tuple[dict[str, d
             have = [n for n in names if field in reg.get(n).config_cls.model_fields]
             if len(have) == len(names):
                 continue
+            if not any(field in e.config_cls.model_fields for e in reg):  # a typo, not a field of another
+                own = dict.fromkeys(f for n in names for f in reg.get(n).config_cls.model_fields if f != "name")
+                raise UserError(f"{key}: unknown field; allowed: {', '.join(own)};"
+                                + did_you_mean(field, own, lambda f: f"{section}.{f}"))
             if not have:
                 raise UserError(f"{key}: none of the compared {section}s ({', '.join(names)}) has this field; "
                                 f"their fields: `seqbench list -v`")
@@ -166,14 +170,12 @@ def _question(axes: dict[str, list[Any]], base: dict[str, Any]) -> str:
 
 def build_spec(settings: list[str], metric: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """The sweep spec (a plain dict, as YAML would give it) of the settings, and routing notes."""
-    from seqbench.bench.config import set_dotted
+    from seqbench.bench.config import compose
     from seqbench.sweeps.spec import parse_spec
 
     base_flat, axes, seeds = parse_settings(settings)
     blocks, notes = route(base_flat, axes)
-    base: dict[str, Any] = {}
-    for k in sorted(base_flat, key=lambda k: k not in ("task.name", "model.name")):  # names first
-        set_dotted(base, k, base_flat[k])
+    base = compose({}, base_flat).data  # as run composes its overrides: choices first, mappings as leaves
     raw: dict[str, Any] = {"question": _question(axes, base_flat), "base": base, "method": "grid",
                            "parameters": {k: {"values": v} for k, v in axes.items()},
                            **{b: v for b, v in blocks.items() if v}, "seeds": seeds}

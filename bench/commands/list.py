@@ -12,7 +12,7 @@ from typing import Any
 
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS, TASKS
-from seqbench.bench.core.schema import Section
+from seqbench.bench.core.schema import Section, describe_field
 from seqbench.bench.core.settings import show
 from seqbench.sweeps import shipped_claims, shipped_sweeps
 
@@ -50,10 +50,11 @@ def _fmt_default(field: Any) -> str:
 
 
 def field_line(key: str, field: Any) -> str:
-    """``  key = default - description``: the one place a field's listing line is written (allowed
-    values or ranges belong here when the config can describe them)."""
+    """``  key = default - description [allowed values or range]``: the one place a field's listing
+    line is written."""
     desc = f" - {field.description}" if field.description else ""
-    return f"  {key} = {_fmt_default(field)}{desc}"
+    allowed = describe_field(field)  # choices and bounds: what the error would say, before the error
+    return f"  {key} = {_fmt_default(field)}{desc}{f' [{allowed}]' if allowed else ''}"
 
 
 def field_lines(prefix: str, cls: Any) -> list[str]:

@@ -40,36 +40,37 @@ from typing import Any, Callable, Literal, NamedTuple
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from seqbench.bench.core.errors import UserError, format_validation_error
+from seqbench.bench.core.contract import OutputKind
+from seqbench.bench.core.errors import UserError, did_you_mean, format_validation_error, validation_problems
+from seqbench.bench.core.registry import MODELS
 from seqbench.bench.core.schema import Section
 from seqbench.bench.core.settings import leaves, set_dotted
 from seqbench.bench.core.settings import parse_settings as parse_settings_pairs
 
-# What the course material says each family costs per sequence (T length, d width, k kernel).
-COMPLEXITY = {
-    "rnn": ("O(T·d²)", 1), "irnn": ("O(T·d²)", 1), "lstm": ("O(T·d²)", 1), "gru": ("O(T·d²)", 1),
-    "transformer": ("O(T²·d + T·d²)", 2), "tcn": ("O(k·T·d²)", 1),
-}
-DEFAULT_MODELS = ("rnn", "lstm", "gru", "transformer", "tcn")
 VOCAB = 16
 
 
 def _default_models() -> list[str]:
-    return [m for m in DEFAULT_MODELS if m in _backbones()]
+    """Every measurable model that declares a complexity class (``ModelConfig.complexity``)."""
+    return [m for m in _measurable() if MODELS.get(m).config_cls.complexity is not None]
 
 
-def _backbones() -> list[str]:
-    import seqbench.bench.config  # noqa: F401  (fills MODELS)
-    from seqbench.bench.core.registry import MODELS
-    from seqbench.models.base import Backbone
+def _measurable() -> list[str]:
+    """Registered models that produce per-step tokens, which is what one cost step trains."""
+    import seqbench.models  # noqa: F401  (fills MODELS; here: the CLI imports this module for every command)
 
-    return [e.name for e in MODELS if isinstance(e.cls, type) and issubclass(e.cls, Backbone)]
+    return [e.name for e in MODELS if OutputKind.TOKENS in e.config_cls.supported_kinds]
+
+
+def complexity(model: str) -> tuple[str, int | None]:
+    """(the model's cost per sequence in words, its exponent in T), or ("?", None) if undeclared."""
+    return MODELS.get(model).config_cls.complexity or ("?", None)
 
 
 class CostConfig(Section):
     models: list[str] = Field(default_factory=_default_models, min_length=1,
-                              description="registered backbone models to sweep (default: those of "
-                              + ", ".join(DEFAULT_MODELS) + " that are registered)")
+                              description="registered per-step models to sweep (default: every one that "
+                              "declares a complexity class)")
     lengths: list[int] = Field(default_factory=lambda: [64, 128, 256, 512, 1024], min_length=2,
                                description="sequence lengths, swept shortest first")
     d_model: int = Field(128, ge=1, description="model width")
@@ -98,20 +99,24 @@ class CostConfig(Section):
     @field_validator("models")
     @classmethod
     def _known(cls, v: list[str]) -> list[str]:
-        ok = _backbones()
+        ok = _measurable()
         bad = [m for m in v if m not in ok]
         if bad:
-            raise ValueError(f"unknown model {bad[0]!r}; choose from {', '.join(ok)}")
+            named = [f"{b!r} ({hint.strip()})" if (hint := did_you_mean(b, ok)) else repr(b) for b in bad]
+            raise ValueError(f"unknown model {', '.join(named)}; choose from {', '.join(ok)}")
         return v
 
     @model_validator(mode="after")
     def _models_accept_sizes(self):
         for m in self.models:
-            extra = {"n_layers": self.n_layers} if self.n_layers != 1 else {}
+            cls = MODELS.get(m).config_cls
+            has_layers = "n_layers" in cls.model_fields
+            if self.n_layers != 1 and not has_layers:
+                raise ValueError(f"n_layers: {m} has no n_layers (its fields: {', '.join(cls.model_fields)}); "
+                                 f"leave n_layers at 1 or leave {m} out of models")
+            extra = {"n_layers": self.n_layers} if has_layers else {}
             try:
-                from seqbench.bench.core.registry import MODELS
-
-                MODELS.get(m).config_cls(d_model=self.d_model, **extra)
+                cls(d_model=self.d_model, **extra)
             except ValidationError as e:
                 raise ValueError(f"{m}: {format_validation_error(e)}") from None
         return self
@@ -133,7 +138,7 @@ def parse_settings(settings: list[str]) -> CostConfig:
     try:
         return CostConfig.model_validate(d)
     except ValidationError as e:
-        raise UserError(format_validation_error(e, allowed_fields=lambda loc: list(CostConfig.model_fields))
+        raise UserError(*validation_problems(e, allowed_fields=lambda loc: list(CostConfig.model_fields))
                         ) from None
 
 
@@ -144,17 +149,15 @@ def measure_point(model: str, length: int, c: dict[str, Any]) -> dict[str, Any]:
     import torch
     import torch.nn.functional as F
 
-    import seqbench.bench.config  # noqa: F401
-    from seqbench.bench.core.registry import MODELS
+    from seqbench.bench.core.contract import Batch, TaskSpec
     from seqbench.models.base import build_model
-    from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
 
     torch.set_num_threads(c["threads"])
     torch.manual_seed(0)
     dev = torch.device(c["device"])
     cfg_cls = MODELS.get(model).config_cls
     fields = {"d_model": c["d_model"]}
-    if c["n_layers"] != 1:  # models whose depth has another name (tcn: n_levels) refuse n_layers
+    if "n_layers" in cfg_cls.model_fields:  # CostConfig refused n_layers != 1 for the others (tcn: n_levels)
         fields["n_layers"] = c["n_layers"]
     if "max_len" in cfg_cls.model_fields:
         fields["max_len"] = max(length, cfg_cls.model_fields["max_len"].default or 0)
@@ -323,8 +326,8 @@ def sweep(c: CostConfig, progress: Callable[[Progress], None] = print_point) -> 
             progress(Progress(r, len(rows) + len(model_rows), len(c.models) * len(c.lengths)))
         t_all, t_up = exponents(model_rows, "time_ms")
         m_all, m_up = exponents(model_rows, "peak_mem_mib")
-        summary[model] = {"complexity": COMPLEXITY.get(model, ("?", None))[0],
-                          "expected_time_exponent": COMPLEXITY.get(model, ("?", None))[1],
+        text, exponent = complexity(model)
+        summary[model] = {"complexity": text, "expected_time_exponent": exponent,
                           "time_exponent": t_all, "time_exponent_upper": t_up,
                           "memory_exponent": m_all, "memory_exponent_upper": m_up, "stopped": stopped}
         rows += model_rows

@@ -170,7 +170,7 @@ def parse_claim(raw: dict[str, Any], name: str, path: str = "") -> Claim:
         try:
             check_profile(claim, profile, raw.get("question", ""))
         except UserError as e:
-            raise UserError(f"{pre}profile {profile}: {e}") from None
+            raise e.prefixed(f"{pre}profile {profile}: ") from None
     return claim
 
 
