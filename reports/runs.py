@@ -7,12 +7,12 @@ run columns of the report's table (``reports.table.run_fields``: status, diverge
 as ``config.<dotted key>`` (``config.task.delay``). A folder whose run has not finished (no
 results.json yet) is listed from its config.yaml with status ``incomplete``.
 
-``seqbench runs [--out-dir D] [key=value ...] [--sort METRIC]`` prints them: id, task, model, the
-settings that differ between the listed runs, seed, status, primary metric, steps and time.
+``seqbench runs [--out-dir D] [key=value ...] [--sort METRIC]`` (``bench/commands/runs.py``) prints them
+with ``listing``: id, task, model, the settings that differ between the listed runs, seed, status,
+primary metric, steps and time.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from pathlib import Path
@@ -180,31 +180,7 @@ def settings_columns(df: pd.DataFrame) -> list[str]:
     return [c for c in cols if df[c].astype(str).nunique(dropna=False) > 1]
 
 
-# -- the command --------------------------------------------------------------------------------
-
-def register(sub: Any) -> None:
-    sp = sub.add_parser("runs", help="list the runs under an output folder (filter, sort)")
-    sp.add_argument("filters", nargs="*", help="key=value (comma list: any of), e.g. model=lstm,gru task.delay=40 "
-                    "status=completed")
-    sp.add_argument("--out-dir", default="outputs", help="root holding runs/ (default outputs)")
-    sp.add_argument("--sort", help="a metric (val/acc: best first), steps, time or a config key; default newest first")
-    sp.add_argument("--limit", type=int, help="show at most N runs")
-    sp.set_defaults(func=cmd_runs)
-
-
-def cmd_runs(args: argparse.Namespace) -> int:
-    if args.limit is not None and args.limit < 1:
-        raise UserError(f"--limit: must be >= 1 (got {args.limit})")
-    df = load_runs(args.out_dir)
-    total = len(df)
-    shown = sort_runs(filter_runs(df, args.filters), args.sort)
-    if args.limit:
-        shown = shown.head(args.limit)
-    print(listing(shown, df, args.sort))
-    print(f"{len(shown)} of {total} runs under {runs_path(args.out_dir)}"
-          + (" (load them in Python: seqbench.load_runs(out_dir))" if total else ""))
-    return 0
-
+# -- the listing (``seqbench runs``, in ``bench/commands/runs.py``) ------------------------------
 
 def listing(shown: pd.DataFrame, all_runs: pd.DataFrame, sort: str | None) -> str:
     """The table ``seqbench runs`` prints: one line per run."""

@@ -13,22 +13,28 @@ the same command (in any order, from any directory with the same ``--out-dir``/`
 continues the same study and runs nothing that is done. The spec is written to
 ``<out_dir>/specs/<study>.yaml`` and run by ``seqbench sweep`` itself (same output, same resume,
 workers, storage); then the terminal gets a ranked table with 95% intervals and the paired
-statements, and ``<out_dir>/reports/<study>/`` the dashboard. ``--print-spec`` prints that YAML
-and runs nothing: ``seqbench sweep FILE --study <study>`` continues the same study.
+statements, and ``<out_dir>/reports/<study>/`` the dashboard. ``--print-config`` (or ``--print-spec``)
+prints that YAML and runs nothing: ``seqbench sweep FILE --study <study>`` continues the same study.
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
-import pandas as pd
 import yaml
 
+from seqbench.bench.commands.report import report
+from seqbench.bench.commands.sweep import sweep
+from seqbench.bench.core.artifacts import atomic_write
 from seqbench.bench.core.errors import UserError, did_you_mean
 from seqbench.bench.core.text import text_table
+
+if TYPE_CHECKING:  # at run time pandas is imported where used: `seqbench --help` does without it
+    import pandas as pd
 
 ALIASES = {"task": "task.name", "model": "model.name"}
 _REFUSED = {"seed": "compare runs every setting on seeds=N replicates (or seeds=0,1,2); set seeds=",
@@ -50,7 +56,8 @@ def register(sub: Any) -> None:
     sp.add_argument("--metric", help="objective key, e.g. val/loss or test/acc (default: the task's primary "
                     "validation metric); its goal is the one the task declares")
     sp.add_argument("--study", help="study name (default: compare-<digest of the settings>)")
-    sp.add_argument("--print-spec", action="store_true", help="print the equivalent sweep YAML and run nothing")
+    sp.add_argument("--print-config", "--print-spec", dest="print_config", action="store_true",
+                    help="print the equivalent sweep YAML and run nothing")
     sp.set_defaults(func=cmd_compare)
 
 
@@ -214,50 +221,67 @@ def spec_yaml(raw: dict[str, Any], name: str, notes: list[str] = ()) -> str:
 
 # -- the command ------------------------------------------------------------------------------
 
-def cmd_compare(args: argparse.Namespace) -> int:
-    from seqbench.bench.core.artifacts import atomic_write
+@dataclass(frozen=True)
+class CompareResult:
+    """What ``compare()`` returns: the study it ran (or continued), its spec, and the built report."""
+
+    study: str  # compare-<digest> unless named
+    status: int  # the sweep's: 0 when every worker finished cleanly
+    spec: dict[str, Any]  # the sweep spec the settings made (as its YAML reads)
+    spec_path: Path  # <out_dir>/specs/<study>.yaml
+    notes: list[str]  # fields routed to per_model/per_task blocks
+    report: Any  # bench.commands.report.ReportResult: the dashboard and the tidy table
+
+    @property
+    def table(self) -> pd.DataFrame:
+        return self.report.built.table
+
+    @property
+    def objective(self) -> Any:
+        return self.report.built.info.objectives[0]
+
+
+def compare(settings: Sequence[str], *, metric: str | None = None, workers: int = 1, storage: str | None = None,
+            out_dir: str | Path = "outputs", study: str | None = None) -> CompareResult:
+    """Compare ``settings`` (``key=a,b`` sweeps a key; ``seeds=N``) as a grid study over seeds: write its
+    spec, run it through ``sweep()``, build its report through ``report()``."""
+    # here, not at the top: tracking imports torch and W&B, storage optuna; `seqbench --help` needs neither
     from seqbench.bench.training.tracking import check_writable
-    from seqbench.bench.commands import sweep as sweep_cli
     from seqbench.sweeps.storage import check_scheme
 
-    if args.workers < 1:
-        raise UserError(f"--workers: must be >= 1 (got {args.workers})")
-    raw, notes = build_spec(args.settings, args.metric)
-    name = args.study or study_name(raw)
-    if args.print_spec:
-        print(spec_yaml(raw, name, notes), end="")
-        return 0
+    if workers < 1:
+        raise UserError(f"--workers: must be >= 1 (got {workers})")
+    raw, notes = build_spec(list(settings), metric)
+    name = study or study_name(raw)
     for n in notes:
         print(n)
-    out_dir = Path(args.out_dir)
-    check_scheme(args.storage)
+    out_dir = Path(out_dir)
+    check_scheme(storage)
     check_writable(out_dir)
     path = out_dir / "specs" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, spec_yaml(raw, name, notes))
-    status = sweep_cli.sweep(path, study=name, out_dir=out_dir, workers=args.workers, storage=args.storage,
-                             quiet_summary=True).status  # the ranked table below is the one summary
-    rep = _report(name, args.storage, out_dir)
-    obj = rep.info.objectives[0]
-    print(ranked_text(rep.table, obj))
-    print(f"dashboard: {rep.index}  (summary.md beside it; spec: {path})")
-    return status
+    status = sweep(path, study=name, out_dir=out_dir, workers=workers, storage=storage,
+                   quiet_summary=True).status  # the ranked table is the one summary
+    return CompareResult(name, status, raw, path, notes, report(name, storage=storage, out_dir=out_dir))
 
 
-def _report(name: str, storage: str | None, out_dir: Path):
-    from seqbench.reports.build import build_report
-    from seqbench.reports.table import load_study
-    from seqbench.sweeps.storage import journal_path, open_storage, redact
-
-    journal = journal_path(storage, out_dir)
-    label = str(journal) if journal is not None else redact(storage)
-    study = load_study(name, open_storage(storage, out_dir))
-    return build_report(study, label, out_dir / "reports" / name, out_dir)
+def cmd_compare(args: argparse.Namespace) -> int:
+    if args.print_config:
+        raw, notes = build_spec(args.settings, args.metric)
+        print(spec_yaml(raw, args.study or study_name(raw), notes), end="")
+        return 0
+    r = compare(args.settings, metric=args.metric, workers=args.workers, storage=args.storage,
+                out_dir=args.out_dir, study=args.study)
+    print(ranked_text(r.table, r.objective))
+    print(f"dashboard: {r.report.index}  (summary.md beside it; spec: {r.spec_path})")
+    return r.status
 
 
 def ranked_text(table: pd.DataFrame, obj: Any, limit: int = MAX_PRINTED) -> str:
     """The answer (``reports.headline``), the one ranked table (mean, 95% interval, n; rows no better
     than the memoryless baseline marked in its ``baseline`` column) and the paired statements."""
+    import pandas as pd  # see the TYPE_CHECKING import
     from seqbench.reports.comparisons import comparisons, ranked
     from seqbench.reports.headline import headline
 

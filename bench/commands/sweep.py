@@ -170,7 +170,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     r = sweep(args.spec, args.overrides, trials=args.trials, workers=args.workers, devices=args.devices,
               storage=args.storage, study=args.study, out_dir=args.out_dir, heartbeat=args.heartbeat,
-              argv=sys.argv[2:])
+              argv=args.command_line[2:])
     print(f"runs under {runs_path(r.out_dir)}; dashboard: {report_hint(r.study, str(r.out_dir), r.storage)}")
     return r.status
 

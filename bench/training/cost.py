@@ -36,7 +36,7 @@ import statistics
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal, NamedTuple
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -280,7 +280,27 @@ def exponents(rows: list[dict[str, Any]], key: str) -> tuple[float | None, float
     return fit_exponent(ts, vs), fit_exponent(ts[upper:], vs[upper:]) if len(ts) - upper >= 2 else None
 
 
-def sweep(c: CostConfig, progress=print) -> dict[str, Any]:
+def point_line(r: dict[str, Any]) -> str:
+    """One point as the progress shows it: model, length, then time and memory, or what happened."""
+    what = (f"{r['time_ms']:9.2f} ms  " + (f"{r['peak_mem_mib']:8.1f} MiB" if r.get("peak_mem_mib") is not None
+                                           else "")) if r["status"] == "ok" else r["status"]
+    return f"[cost] {r['model']:<12} T={r['length']:<6} {what}"
+
+
+class Progress(NamedTuple):
+    """What ``sweep`` tells its ``progress`` callback after each point, skipped ones included."""
+
+    row: dict[str, Any]  # the point's row (model, length, status, time_ms ...)
+    done: int  # points finished so far
+    total: int  # points in the sweep (models x lengths)
+
+
+def print_point(p: Progress) -> None:
+    print(f"[{p.done}/{p.total}] {point_line(p.row)}", flush=True)
+
+
+def sweep(c: CostConfig, progress: Callable[[Progress], None] = print_point) -> dict[str, Any]:
+    """Every (model, length) point of ``c``, shortest length first; ``progress`` hears of each."""
     import torch
 
     device = ("cuda" if torch.cuda.is_available() else "cpu") if c.device == "auto" else c.device
@@ -295,6 +315,7 @@ def sweep(c: CostConfig, progress=print) -> dict[str, Any]:
         for length in c.lengths:
             if stopped:
                 model_rows.append({"model": model, "length": length, "status": "skipped", "detail": stopped})
+                progress(Progress(model_rows[-1], len(rows) + len(model_rows), len(c.models) * len(c.lengths)))
                 continue
             r = {"model": model, "length": length, **run_point(model, length, pc, c.isolate, c.timeout_s)}
             model_rows.append(r)
@@ -302,9 +323,7 @@ def sweep(c: CostConfig, progress=print) -> dict[str, Any]:
                 stopped = f"after {r['status']} at T={length}"
             elif r["time_ms"] / 1e3 > c.max_step_s:
                 stopped = f"median step {r['time_ms'] / 1e3:.1f}s > max_step_s={c.max_step_s} at T={length}"
-            progress(f"[cost] {model:<12} T={length:<6} " + (
-                f"{r['time_ms']:9.2f} ms  " + (f"{r['peak_mem_mib']:8.1f} MiB" if r.get("peak_mem_mib")
-                                               is not None else "") if r["status"] == "ok" else r["status"]))
+            progress(Progress(r, len(rows) + len(model_rows), len(c.models) * len(c.lengths)))
         t_all, t_up = exponents(model_rows, "time_ms")
         m_all, m_up = exponents(model_rows, "peak_mem_mib")
         text, exponent = complexity(model)
