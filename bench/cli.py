@@ -2,11 +2,16 @@
 
 A thin layer: each command's module in ``bench/commands/`` declares its arguments (``register``) and
 turns them into a call of its typed entry (``run()``, ``sweep()``, ``compare()`` ...). Only this
-module reads argv. Bad input prints ``error: <one line>`` and exits 2.
+module reads argv. Bad input prints ``error: <one line>`` per problem and exits 2.
+
+Only the module of the command being run is imported (like git's subcommands): ``seqbench --help``
+imports none, ``seqbench runs`` only pandas/optuna, and each command module can import what it
+needs at its top.
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
@@ -14,12 +19,23 @@ import threading
 from typing import Any, Sequence
 
 import seqbench
-from seqbench.bench.commands import compare, cost, report, run, runs, sweep, verify
-from seqbench.bench.commands import list as list_cmd
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.settings import hydra_habit
 
 EXIT_USAGE = 2
+# command -> its one-line help; the command's arguments live in seqbench.bench.commands.<command>.register
+COMMANDS = {
+    "list": "tasks, models and shipped sweeps with one-line docs",
+    "run": "train and evaluate one configuration",
+    "sweep": "run (or continue) an Optuna study from a sweep spec",
+    "compare": "compare settings (comma lists = grid axes) over seeds: ranked table with intervals, paired tests, "
+               "dashboard",
+    "verify": "run the shipped claims (papers, textbooks) and judge them: holds / fails / inconclusive / invalid "
+              "(a control failed)",
+    "report": "static HTML dashboard of a study (opens from file://, no network)",
+    "runs": "list the runs under an output folder (filter, sort)",
+    "cost": "time and memory of one training step against sequence length",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,16 +48,23 @@ def version() -> str:
     return f"seqbench {seqbench.__version__}"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Every command's module adds its subcommand (``register``); each module imports only what
-    parsing needs at its top, so building the parser (``--help``) imports no torch or Lightning."""
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The command word of ``argv`` (the first word that is not an option), if it names a command."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    return word if word in COMMANDS else None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with the full arguments of ``command`` only: its module is imported here, and the
+    other commands are names with their help (enough for ``seqbench --help``)."""
     p = _Parser(prog="seqbench", description="Benchmark harness for sequence architectures.")
     p.add_argument("--version", action="version", version=version())
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in (list_cmd, run, sweep, compare, verify, report, runs, cost):
-        module.register(sub)
-    for sp in sub.choices.values():  # `seqbench CMD --version` too
-        sp.add_argument("--version", action="version", version=version())
+    for name, help_text in COMMANDS.items():
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        sp.add_argument("--version", action="version", version=version())  # `seqbench CMD --version` too
+        if name == command:
+            importlib.import_module(f"seqbench.bench.commands.{name}").register(sp)
     return p
 
 
@@ -57,7 +80,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     a positional list stops at the first option, and what follows would be 'unrecognized'.
 
     ``args.command_line`` is the user's command line, which runs and studies record as provenance."""
-    parser = build_parser()
+    parser = build_parser(chosen_command(argv))
     args, extra = parser.parse_known_args(argv)
     args.command_line = ["seqbench", *argv]
     listed = next((n for n in ("overrides", "settings", "filters", "claims")

@@ -2,9 +2,12 @@
 ``bench/training/cost.py``)."""
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Any
+
+import plotly.graph_objects as go
 
 from seqbench.bench.core.text import markdown_table
 
@@ -14,8 +17,6 @@ def _fmt(v: Any, nd: int = 2) -> str:
 
 
 def write_outputs(result: dict[str, Any], out_dir: Path) -> list[Path]:
-    import csv
-
     out_dir.mkdir(parents=True, exist_ok=True)
     rows, summary, meta = result["rows"], result["summary"], result["meta"]
     cols = ["model", "length", "status", "time_ms", "time_ms_min", "peak_mem_mib", "tokens_per_s", "detail"]
@@ -50,8 +51,6 @@ def write_outputs(result: dict[str, Any], out_dir: Path) -> list[Path]:
 
 def fig_cost(rows: list[dict[str, Any]], key: str, title: str, meta: dict[str, Any]):
     """``key`` (time_ms or peak_mem_mib) against T, log-log, one line per model; None when nothing measured."""
-    import plotly.graph_objects as go
-
     fig = go.Figure()
     for m in dict.fromkeys(r["model"] for r in rows):
         pts = [r for r in rows if r["model"] == m and r["status"] == "ok" and r.get(key)]

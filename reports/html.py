@@ -18,12 +18,13 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from seqbench.bench.core.artifacts import atomic_write
+from seqbench.bench.core.provenance import git_sha, package_version
 from seqbench.bench.core.text import MISSING, duration, markdown_table
 from seqbench.reports import figures as F
+from seqbench.reports.comparisons import ALL_PAIRS_UP_TO, comparisons, comparisons_table
 from seqbench.reports.diagnostics import diagnostics_figures
 from seqbench.reports.headline import headline
 from seqbench.reports.optuna_views import optuna_figures
-from seqbench.reports.comparisons import ALL_PAIRS_UP_TO, comparisons, comparisons_table
 from seqbench.reports.table import Objective, StudyInfo, compute_seconds, state_counts
 
 PLOTLY_JS = "plotly.min.js"
@@ -238,8 +239,6 @@ def write_report(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: 
 
 
 def built_by() -> dict[str, Any]:
-    from seqbench.bench.core.provenance import git_sha, package_version
-
     version = package_version() or "unknown"
     sha = git_sha()
     return {"version": version, "git_sha": (sha[:12] + ("+dirty" if sha.endswith("+dirty") else "")) if sha else "no git",

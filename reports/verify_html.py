@@ -16,15 +16,23 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from seqbench.bench.core.artifacts import atomic_write
+from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.stats import Estimate
 from seqbench.bench.core.text import markdown_table
 from seqbench.reports import figures as F
+from seqbench.reports.cost import fig_cost
 from seqbench.reports.diagnostics import fig_through_time, load_diagnostics
 from seqbench.reports.html import _CSS, _md_table, _table_html, built_by, write_plotly_js
 from seqbench.reports.table import Objective, load_curves
-from seqbench.bench.core.errors import UserError
-from seqbench.bench.core.stats import Estimate
-from seqbench.sweeps.claims.judge import (ClaimResult, RuleResult, metric_column, metric_scale, seed_values, select,
-                                          verdict_table)
+from seqbench.sweeps.claims.judge import (
+    ClaimResult,
+    RuleResult,
+    metric_column,
+    metric_scale,
+    seed_values,
+    select,
+    verdict_table,
+)
 from seqbench.sweeps.claims.schema import resolve_where
 
 _COLORS = {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700", "error": "#6e7781",
@@ -193,8 +201,6 @@ def _add_side(panel: dict[str, Any], table: pd.DataFrame, r: RuleResult, where: 
 
 
 def cost_figure(rows: list[dict[str, Any]], meta: dict[str, Any]) -> Any:
-    from seqbench.reports.cost import fig_cost
-
     fig = fig_cost(rows, "time_ms", "forward+backward time (ms)", meta)
     return fig if fig is not None else "skipped: no point measured"
 

@@ -23,18 +23,26 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
+import pandas as pd
 import yaml
 
+import seqbench.bench.config  # noqa: F401  (fills the registries)
 from seqbench.bench.commands.report import report
 from seqbench.bench.commands.sweep import sweep
+from seqbench.bench.config import compose, parse_value
 from seqbench.bench.core.artifacts import atomic_write
 from seqbench.bench.core.errors import UserError, did_you_mean
+from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.text import text_table
-
-if TYPE_CHECKING:  # at run time pandas is imported where used: `seqbench --help` does without it
-    import pandas as pd
+from seqbench.bench.training.tracking import check_writable
+from seqbench.reports.comparisons import comparisons, ranked
+from seqbench.reports.headline import headline
+from seqbench.reports.runs import metric_goal_of
+from seqbench.sweeps.runner import comparable
+from seqbench.sweeps.spec import parse_spec
+from seqbench.sweeps.storage import check_scheme
 
 ALIASES = {"task": "task.name", "model": "model.name"}
 _REFUSED = {"seed": "compare runs every setting on seeds=N replicates (or seeds=0,1,2); set seeds=",
@@ -44,9 +52,7 @@ DEFAULT_SEEDS = 3  # a comparison needs replicates: intervals and paired tests s
 MAX_PRINTED = 30  # paired statements printed in the terminal (all are in summary.md)
 
 
-def register(sub: Any) -> None:
-    sp = sub.add_parser("compare", help="compare settings (comma lists = grid axes) over seeds: ranked table "
-                        "with intervals, paired tests, dashboard")
+def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("settings", nargs="*", help="key=value; a comma list sweeps that key, e.g. "
                     "model=lstm,gru task=copy task.delay=20,40 seeds=3 train.max_steps=500")
     sp.add_argument("--workers", type=int, default=1, help="local worker processes sharing the study")
@@ -65,8 +71,6 @@ def register(sub: Any) -> None:
 
 def _values(key: str, text: str) -> list[Any]:
     """One value, or the comma list's values (a YAML list or mapping stays one value)."""
-    from seqbench.bench.config import parse_value
-
     if text.strip().startswith(("[", "{")):
         return [parse_value(text)]
     parts = [p.strip() for p in text.split(",")]
@@ -129,9 +133,6 @@ def route(base: dict[str, Any], axes: dict[str, list[Any]]) -> tuple[dict[str, d
     Returns {"per_model": ..., "per_task": ...} and one note per routed field; a swept field that
     some chosen model lacks is refused (a per-model block cannot sweep it).
     """
-    from seqbench.bench.core.registry import MODELS, TASKS
-    import seqbench.bench.config  # noqa: F401  (fills the registries)
-
     blocks: dict[str, dict[str, dict[str, Any]]] = {"per_model": {}, "per_task": {}}
     notes: list[str] = []
     for section, reg, block in (("model", MODELS, "per_model"), ("task", TASKS, "per_task")):
@@ -171,9 +172,6 @@ def _question(axes: dict[str, list[Any]], base: dict[str, Any]) -> str:
 
 def build_spec(settings: list[str], metric: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """The sweep spec (a plain dict, as YAML would give it) of the settings, and routing notes."""
-    from seqbench.bench.config import compose
-    from seqbench.sweeps.spec import parse_spec
-
     base_flat, axes, seeds = parse_grid(settings)
     blocks, notes = route(base_flat, axes)
     base = compose({}, base_flat).data  # as run composes its overrides: choices first, mappings as leaves
@@ -182,7 +180,6 @@ def build_spec(settings: list[str], metric: str | None = None) -> tuple[dict[str
                            **{b: v for b, v in blocks.items() if v}, "seeds": seeds}
     names = _names("task", base_flat, axes)
     if metric is not None:  # an unknown metric gets some goal here; the spec check refuses it by name
-        from seqbench.reports.runs import metric_goal_of
 
         raw["metric"] = {"name": metric, "goal": metric_goal_of(metric, names)}
     try:
@@ -206,9 +203,6 @@ def _ordered(raw: dict[str, Any]) -> dict[str, Any]:
 def study_name(spec_dict: dict[str, Any]) -> str:
     """``compare-<digest>`` of what makes a study (the spec without budget and prose): equal settings,
     in any order on the command line or loaded back from --print-spec, give the same name."""
-    from seqbench.sweeps.runner import comparable
-    from seqbench.sweeps.spec import parse_spec
-
     canon = comparable(parse_spec(spec_dict).to_dict())
     return "compare-" + hashlib.sha1(json.dumps(canon, sort_keys=True).encode()).hexdigest()[:10]
 
@@ -245,10 +239,6 @@ def compare(settings: Sequence[str], *, metric: str | None = None, workers: int 
             out_dir: str | Path = "outputs", study: str | None = None) -> CompareResult:
     """Compare ``settings`` (``key=a,b`` sweeps a key; ``seeds=N``) as a grid study over seeds: write its
     spec, run it through ``sweep()``, build its report through ``report()``."""
-    # here, not at the top: tracking imports torch and W&B, storage optuna; `seqbench --help` needs neither
-    from seqbench.bench.training.tracking import check_writable
-    from seqbench.sweeps.storage import check_scheme
-
     if workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {workers})")
     raw, notes = build_spec(list(settings), metric)
@@ -281,10 +271,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def ranked_text(table: pd.DataFrame, obj: Any, limit: int = MAX_PRINTED) -> str:
     """The answer (``reports.headline``), the one ranked table (mean, 95% interval, n; rows no better
     than the memoryless baseline marked in its ``baseline`` column) and the paired statements."""
-    import pandas as pd  # see the TYPE_CHECKING import
-    from seqbench.reports.comparisons import comparisons, ranked
-    from seqbench.reports.headline import headline
-
     t = ranked(table, obj)
     marked = "; a baseline cell marks a row no better than the memoryless baseline" if "baseline" in t else ""
     lines = headline(table, obj) + [f"ranked by {obj.name} ({obj.goal}): mean [95% CI] over seeds, n scored seeds"

@@ -74,8 +74,7 @@ def cost(config: Any = (), *, progress: bool = True) -> CostResult:
 
 # -- the command ----------------------------------------------------------------------------------
 
-def register(sub: Any) -> None:
-    sp = sub.add_parser("cost", help="time and memory of one training step against sequence length")
+def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("settings", nargs="*", help="key=value: models=rnn,lstm lengths=64,128,256 d_model=128 "
                     "batch_size=16 repeats=5 warmup=2 device=auto isolate=true max_step_s=10 out_dir=outputs/cost")
     sp.add_argument("--out-dir", help="where cost.csv/md/json and the figures go (same as out_dir=DIR; "

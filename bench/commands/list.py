@@ -2,14 +2,15 @@
 
 The typed entries are ``list_tasks()``/``list_models()`` (registered names, for a notebook) and
 ``list_sections()`` (section -> its ``key = default - description`` lines); ``cmd_list`` prints them.
-Every name here needs the registries filled, which imports every model and task file (and so torch):
-see the imports inside the functions.
+Every name here needs the registries filled, which imports every model and task file (and so torch);
+the CLI imports this module only when ``list`` runs.
 """
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
+from seqbench.bench.config import RunConfig
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.schema import Section, describe_field
@@ -17,20 +18,13 @@ from seqbench.bench.core.settings import show
 from seqbench.sweeps import shipped_claims, shipped_sweeps
 
 
-def _registered() -> None:
-    # here, not at the top: the model and task files import torch, and `seqbench --help` must not
-    import seqbench.bench.config  # noqa: F401  (fills MODELS and TASKS)
-
-
 def list_tasks() -> list[str]:
     """The registered task names (what ``task=`` takes)."""
-    _registered()
     return TASKS.names()
 
 
 def list_models() -> list[str]:
     """The registered model names (what ``model=`` takes)."""
-    _registered()
     return MODELS.names()
 
 
@@ -77,9 +71,6 @@ def field_lines(prefix: str, cls: Any) -> list[str]:
 
 def list_sections() -> dict[str, list[str]]:
     """Every config section -> its field lines: each task and model by name, then the rest."""
-    _registered()
-    from seqbench.bench.config import RunConfig  # torch, like _registered
-
     out: dict[str, list[str]] = {}
     for kind, reg in (("task", TASKS), ("model", MODELS)):
         for e in reg:
@@ -99,8 +90,7 @@ def list_sections() -> dict[str, list[str]]:
 
 # -- the command ----------------------------------------------------------------------------------
 
-def register(sub: Any) -> None:
-    sp = sub.add_parser("list", help="tasks, models and shipped sweeps with one-line docs")
+def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("-v", "--verbose", action="store_true", help="also list every config field and default")
     sp.add_argument("section", nargs="?", help="only this section's fields: train, optim, eval, tracking, "
                     "diagnostics, run, task, model, or a task/model name")
@@ -108,7 +98,6 @@ def register(sub: Any) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    _registered()
     sections = list_sections() if args.verbose or args.section else {}
     if args.section:
         return _list_section(args.section, sections)

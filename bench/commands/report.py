@@ -11,6 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from seqbench.bench.core.errors import UserError
+from seqbench.reports import wandb_report
+from seqbench.reports.build import build_report
+from seqbench.reports.table import load_study
+from seqbench.sweeps.storage import journal_path, open_storage, redact
 
 
 @dataclass(frozen=True)
@@ -39,12 +43,6 @@ def report(name: str, *, storage: str | None = None, out_dir: str | Path = "outp
            color_by: str | None = None, publish_wandb: bool = False) -> ReportResult:
     """Build the dashboard of study ``name`` (journal under ``out_dir`` unless ``storage`` names one)
     into ``out`` (default ``<out_dir>/reports/<name>/``); with ``publish_wandb`` also a W&B Report."""
-    # here, not at the top: the report stack (pandas, optuna, plotly) stays out of `seqbench --help`
-    from seqbench.reports import wandb_report
-    from seqbench.reports.build import build_report
-    from seqbench.reports.table import load_study
-    from seqbench.sweeps.storage import journal_path, open_storage, redact
-
     if publish_wandb:  # before any work: a missing key must not cost a full report build
         wandb_report.preflight()
     out_dir = Path(out_dir)
@@ -60,8 +58,7 @@ def report(name: str, *, storage: str | None = None, out_dir: str | Path = "outp
 
 # -- the command ----------------------------------------------------------------------------------
 
-def register(sub: Any) -> None:
-    sp = sub.add_parser("report", help="static HTML dashboard of a study (opens from file://, no network)")
+def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("name", help="study name (the sweep spec's file stem unless the sweep set --study)")
     sp.add_argument("--storage", help="Optuna storage URL or journal path; default <out-dir>/optuna.journal")
     sp.add_argument("--out-dir", default="outputs", help="root the sweep wrote under (journal, runs/); "

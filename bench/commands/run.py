@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from seqbench.bench.config import RunConfig, build_config, load_config, notes, override, resolve
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.training.train import run as train
+from seqbench.bench.training.train import speed_summary
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,6 @@ class RunResult:
 
 def config_of(config: Any = None, overrides: Sequence[str] = ()) -> Any:
     """A ``RunConfig`` from a RunConfig, a YAML path, or nothing (defaults), with ``overrides`` on top."""
-    from seqbench.bench.config import RunConfig, build_config, load_config  # torch (model files): see run()
-
     if isinstance(config, RunConfig):
         return build_config(config.to_dict(), overrides) if overrides else config
     return load_config(config, overrides)
@@ -56,9 +57,6 @@ def run(config: Any = None, overrides: Sequence[str] = (), *, argv: Sequence[str
 
     ``argv`` is the command line recorded as provenance (the CLI passes the user's own).
     """
-    # here, not at the top: training imports torch and Lightning, which `seqbench --help` must not
-    from seqbench.bench.training.train import run as train
-
     cfg = config_of(config, overrides)
     r = train(cfg, argv=argv, progress=progress)
     return RunResult(r["run_id"], r["status"], r.get("reason"), Path(cfg.out_dir) / "runs" / r["run_id"], r)
@@ -66,8 +64,7 @@ def run(config: Any = None, overrides: Sequence[str] = (), *, argv: Sequence[str
 
 # -- the command ----------------------------------------------------------------------------------
 
-def register(sub: Any) -> None:
-    sp = sub.add_parser("run", help="train and evaluate one configuration")
+def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--config", help="RunConfig YAML file; overrides apply on top")
     sp.add_argument("--print-config", action="store_true",
                     help="print the resolved config as YAML (loadable with --config) and exit")
@@ -80,8 +77,6 @@ def register(sub: Any) -> None:
 def with_out_dir(cfg: Any, composed: Any, out_dir: str | None) -> Any:
     """``cfg`` with ``--out-dir D`` applied (it wins over a --config file's out_dir, as overrides do);
     ``out_dir=`` typed as well, with another folder, is refused."""
-    from seqbench.bench.config import override  # torch (model files): see run()
-
     if out_dir is None:
         return cfg
     if "out_dir" in composed.keys and Path(cfg.out_dir) != Path(out_dir):
@@ -90,8 +85,6 @@ def with_out_dir(cfg: Any, composed: Any, out_dir: str | None) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from seqbench.bench.config import notes, resolve  # torch (model files): see run()
-
     cfg, composed = resolve(args.config, args.overrides)
     cfg = with_out_dir(cfg, composed, args.out_dir)
     for line in notes(composed, args.config):
@@ -105,8 +98,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     if pm in final:
         print(f"  {pm} {final[pm]:.4f}  (memoryless baseline {base.get(pm, float('nan')):.4f})  "
               f"solved={r['solved']}")
-    from seqbench.bench.training.train import speed_summary  # already imported by run()
-
     print(f"  {speed_summary(r.results)}, {r['n_params']:,} parameters")
     print(f"  results: {r.run_dir / 'results.json'}")
     return 0 if r.ok else 1

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.artifacts import runs_path
+from seqbench.bench.core.errors import UserError
+from seqbench.reports.runs import filter_runs, listing, load_runs, sort_runs
 
 DEFAULT_OUT_DIR = "outputs"
 
@@ -33,9 +34,6 @@ def runs(out_dir: str | Path = DEFAULT_OUT_DIR, filters: Sequence[str] = (), *, 
          limit: int | None = None) -> RunsResult:
     """The runs under ``<out_dir>/runs`` matching every ``key=value`` filter (a comma list: any of),
     sorted by ``sort`` (a metric: best first by its goal; default newest first), at most ``limit``."""
-    # here, not at the top: pandas (and optuna, via the report table) stay out of `seqbench --help`
-    from seqbench.reports.runs import filter_runs, load_runs, sort_runs
-
     if limit is not None and limit < 1:
         raise UserError(f"--limit: must be >= 1 (got {limit})")
     df = load_runs(out_dir)
@@ -45,8 +43,7 @@ def runs(out_dir: str | Path = DEFAULT_OUT_DIR, filters: Sequence[str] = (), *, 
 
 # -- the command ----------------------------------------------------------------------------------
 
-def register(sub: Any) -> None:
-    sp = sub.add_parser("runs", help="list the runs under an output folder (filter, sort)")
+def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("filters", nargs="*", help="key=value (comma list: any of), e.g. model=lstm,gru task.delay=40 "
                     "status=completed; out_dir=D is --out-dir D")
     sp.add_argument("--out-dir", help=f"root holding runs/ (default {DEFAULT_OUT_DIR})")
@@ -67,8 +64,6 @@ def split_out_dir(filters: Sequence[str], out_dir: str | None) -> tuple[str, lis
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from seqbench.reports.runs import listing  # pandas: see runs()
-
     out_dir, filters = split_out_dir(args.filters, args.out_dir)
     r = runs(out_dir, filters, sort=args.sort, limit=args.limit)
     print(listing(r.shown, r.all_runs, args.sort))

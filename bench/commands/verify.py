@@ -28,16 +28,28 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from seqbench.bench.commands.sweep import sweep
+from seqbench.bench.config import build_config
 from seqbench.bench.core.artifacts import FINAL, PARAM
+from seqbench.bench.core.contract import OutputKind, TaskSpec
+from seqbench.bench.core.diagnostics_format import FILENAME, DiagnosticsFormatError, read_diagnostics
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.registry import MODELS
 from seqbench.bench.core.text import text_table
+from seqbench.bench.training.cost import VOCAB, fit_exponent
+from seqbench.bench.training.cost import sweep as measure_cost
+from seqbench.bench.training.flops import forward_macs
+from seqbench.reports.table import Objective, build_table, load_study, runs_root
+from seqbench.reports.verify_html import claim_figure, cost_figure, verdict_figure, write_verify
+from seqbench.sweeps.claims.judge import ERROR, FAILS, INVALID, ClaimResult, decided, judge_all, verdict_table
+from seqbench.sweeps.claims.schema import ALPHA, cost_config, find_claims, load_claim, sweep_spec, swept_values
+from seqbench.sweeps.claims.schema import MIN_COST_LENGTHS as MIN_FIT_LENGTHS
+from seqbench.sweeps.storage import open_storage
 
 _DIVERGED_ONLY = re.compile(r"^\d+/\d+ seeds diverged")  # the runner's fail_reason when seeds only diverged
 
 
-def register(sub: Any) -> None:
-    sp = sub.add_parser("verify", help="run the shipped claims (papers, textbooks) and judge them: holds / fails / "
-                        "inconclusive / invalid (a control failed)")
+def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("claims", nargs="*", help="claim names (file stems in sweeps/claims/) or claim files; "
                     "default: every shipped claim")
     sp.add_argument("--profile", default="quick", choices=["quick", "paper"],
@@ -50,10 +62,6 @@ def register(sub: Any) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from seqbench.reports.verify_html import write_verify
-    from seqbench.sweeps.claims.judge import ERROR, FAILS, INVALID, verdict_table
-    from seqbench.sweeps.claims.schema import find_claims, load_claim
-
     if args.workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {args.workers})")
     claims = [load_claim(p) for p in find_claims(args.claims)]  # every file and profile checked first
@@ -89,8 +97,6 @@ def format_table(t: pd.DataFrame) -> str:
 
 def run_claim(claim, profile: str, out_dir: Path, workers: int, storage: str | None):
     """Run and judge one claim; an exception becomes an ``error`` result (the other claims still run)."""
-    from seqbench.sweeps.claims.judge import ERROR, ClaimResult
-
     t0 = time.perf_counter()
     try:
         res = (_run_cost if claim.kind == "cost" else _run_sweep)(claim, profile, out_dir, workers, storage)
@@ -105,11 +111,6 @@ def run_claim(claim, profile: str, out_dir: Path, workers: int, storage: str | N
 def _run_sweep(claim, profile: str, out_dir: Path, workers: int, storage: str | None):
     """The claim's looks in order: run the next seeds, judge everything so far at alpha / len(looks),
     stop at the first look that decides every rule (or finds a failed control)."""
-    from seqbench.reports.table import Objective
-    from seqbench.reports.verify_html import claim_figure
-    from seqbench.sweeps.claims.judge import ClaimResult, decided, judge_all
-    from seqbench.sweeps.claims.schema import ALPHA, sweep_spec, swept_values
-
     spec = sweep_spec(claim, profile)  # every seed's configs built: a bad field fails before training
     seeds = claim.seeds_for(profile)
     looks = claim.looks_for(profile) or [len(seeds)]
@@ -147,10 +148,6 @@ def _run_sweep(claim, profile: str, out_dir: Path, workers: int, storage: str | 
 def _run_seeds(claim, profile: str, out_dir: Path, workers: int, storage: str | None, study: str,
                seeds: list[int], look: int) -> tuple[pd.DataFrame, list[str]]:
     """One look's new seeds as a sweep of their own (the runner keeps a study's seed list fixed) and its table."""
-    from seqbench.bench.commands.sweep import sweep
-    from seqbench.reports.table import build_table, load_study, runs_root
-    from seqbench.sweeps.storage import open_storage
-
     folder = out_dir / "verify" / claim.name
     folder.mkdir(parents=True, exist_ok=True)
     # the resolved spec of these seeds: provenance, and what `seqbench sweep` reads
@@ -192,8 +189,6 @@ def add_diagnostic_metrics(table: pd.DataFrame) -> pd.DataFrame:
       (``...layers.<k>``, largest k) at the first record (Xiong et al. 2020 Fig. 3: at initialisation);
     - ``diag/global_grad_norm@first`` / ``@max``: the global gradient norm (before clipping) at the first
       record and its largest over training (a non-finite norm counts as inf: it exploded)."""
-    from seqbench.bench.core.diagnostics_format import FILENAME, DiagnosticsFormatError, read_diagnostics
-
     if table.empty or "run_dir" not in table.columns:
         return table
     cols: dict[str, list[float]] = {k: [] for k in DIAG_METRICS}
@@ -237,23 +232,17 @@ def diag_metrics(recs: list[Any]) -> dict[str, float]:
 def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | None):
     """``replicates`` cost sweeps (each cached as JSON); rows = model x replicate with the fitted exponents,
     the FLOP count's exponents at the same lengths and the fixed-cost share (see :func:`cost_metrics`)."""
-    from seqbench.bench.training.cost import sweep
-    from seqbench.reports.verify_html import cost_figure, verdict_figure
-    from seqbench.sweeps.claims.judge import ClaimResult, judge_all
-    from seqbench.sweeps.claims.schema import cost_config, swept_values
-
     resolved = claim.resolved(profile)
     cfg = cost_config(resolved)
     folder = out_dir / "verify" / claim.name
     folder.mkdir(parents=True, exist_ok=True)
     rows, results = [], []
-    exponents = ("time_exponent", "time_exponent_upper", "memory_exponent")
     for rep in range(int(resolved.get("replicates", 3))):
         path = folder / f"{profile}-{claim.digest(profile)}-cost-{rep}.json"
         if path.is_file():
             result = json.loads(path.read_text())
         else:
-            result = sweep(cfg)
+            result = measure_cost(cfg)
             path.write_text(json.dumps(result, indent=1) + "\n")
         results.append(result)
         for model, s in result["summary"].items():
@@ -275,9 +264,6 @@ def cost_metrics(model: str, rows: list[dict[str, Any]], cfg) -> dict[str, float
     the same lengths and d_model), ``fixed_share`` (median step time at the shortest length / at the
     longest: near 0 when the fixed per-step cost is negligible) and ``memory_exponent``. A fit over
     fewer than 4 measured lengths is NaN (not judged), not a slope through 2 points."""
-    from seqbench.bench.training.cost import fit_exponent
-    from seqbench.sweeps.claims.schema import MIN_COST_LENGTHS as MIN_FIT_LENGTHS
-
     ok = sorted((r for r in rows if r["model"] == model and r["status"] == "ok" and r.get("time_ms")),
                 key=lambda r: r["length"])
     ts = [r["length"] for r in ok]
@@ -303,12 +289,6 @@ def cost_metrics(model: str, rows: list[dict[str, Any]], cfg) -> dict[str, float
 def flops_per_length(model: str, lengths: list[int], cfg) -> list[float] | None:
     """Forward multiply-accumulates of ``model`` at each length, at the cost measurement's width, depth
     and token input (``bench.training.cost.VOCAB``); None where the model has no FLOP counter."""
-    from seqbench.bench.config import build_config
-    from seqbench.bench.core.contract import OutputKind, TaskSpec
-    from seqbench.bench.core.registry import MODELS
-    from seqbench.bench.training.cost import VOCAB
-    from seqbench.bench.training.flops import forward_macs
-
     spec = TaskSpec(OutputKind.TOKENS, n_classes=VOCAB, causal=True, vocab_size=VOCAB)
     cls = MODELS.get(model).config_cls
     out = []

@@ -31,6 +31,7 @@ Writes ``cost.csv`` (one row per point), ``cost.md`` (table, exponents, complexi
 from __future__ import annotations
 
 import math
+import multiprocessing as mp
 import resource
 import statistics
 import time
@@ -38,14 +39,17 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Literal, NamedTuple
 
+import torch
+import torch.nn.functional as F
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from seqbench.bench.core.contract import OutputKind
+import seqbench.models  # noqa: F401  (fills MODELS; here: the CLI imports this module for every command)
+from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
 from seqbench.bench.core.errors import UserError, did_you_mean, format_validation_error, validation_problems
 from seqbench.bench.core.registry import MODELS
 from seqbench.bench.core.schema import Section
-from seqbench.bench.core.settings import leaves, set_dotted
-from seqbench.bench.core.settings import parse_pairs
+from seqbench.bench.core.settings import leaves, parse_pairs, set_dotted
+from seqbench.models.base import build_model
 
 VOCAB = 16
 
@@ -57,8 +61,6 @@ def _default_models() -> list[str]:
 
 def _measurable() -> list[str]:
     """Registered models that produce per-step tokens, which is what one cost step trains."""
-    import seqbench.models  # noqa: F401  (fills MODELS; here: the CLI imports this module for every command)
-
     return [e.name for e in MODELS if OutputKind.TOKENS in e.config_cls.supported_kinds]
 
 
@@ -146,12 +148,6 @@ def parse_cost_config(settings: list[str]) -> CostConfig:
 
 def measure_point(model: str, length: int, c: dict[str, Any]) -> dict[str, Any]:
     """Time (and on GPU/isolated CPU, memory of) one training step of ``model`` at ``length``."""
-    import torch
-    import torch.nn.functional as F
-
-    from seqbench.bench.core.contract import Batch, TaskSpec
-    from seqbench.models.base import build_model
-
     torch.set_num_threads(c["threads"])
     torch.manual_seed(0)
     dev = torch.device(c["device"])
@@ -234,12 +230,10 @@ def run_point(model: str, length: int, c: dict[str, Any], isolate: bool, timeout
         except RuntimeError as e:  # torch.cuda.OutOfMemoryError is a RuntimeError
             if "out of memory" not in str(e).lower():
                 raise
-            import torch
 
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
             return {"status": "oom", "detail": str(e)[:200]}
-    import multiprocessing as mp
 
     ctx = mp.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
@@ -301,8 +295,6 @@ def print_point(p: Progress) -> None:
 
 def sweep(c: CostConfig, progress: Callable[[Progress], None] = print_point) -> dict[str, Any]:
     """Every (model, length) point of ``c``, shortest length first; ``progress`` hears of each."""
-    import torch
-
     device = ("cuda" if torch.cuda.is_available() else "cpu") if c.device == "auto" else c.device
     if device == "cuda" and not torch.cuda.is_available():
         raise UserError("device: cuda requested but no CUDA device is visible; use device=cpu or auto")

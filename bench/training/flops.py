@@ -31,6 +31,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+import torch
+
 from seqbench.bench.core.contract import OutputKind, TaskSpec
 from seqbench.tasks.synthetic.seq2seq import Seq2SeqTaskConfig
 
@@ -144,7 +146,5 @@ def _matmul_tf32() -> bool:
     """Whether fp32 matmuls may use TF32 here (``torch.set_float32_matmul_precision('high')`` or
     ``torch.backends.cuda.matmul.allow_tf32``). cuDNN's own flag (RNNs, convolutions) defaults to on,
     so fp32 recurrent and TCN runs may run TF32 kernels against the fp32 peak: their MFU flatters."""
-    import torch
-
     return torch.get_float32_matmul_precision() != "highest" or torch.backends.cuda.matmul.allow_tf32
 

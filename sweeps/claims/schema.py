@@ -62,8 +62,20 @@ from pydantic import Field, ValidationError, model_validator
 from seqbench.bench.config import load_yaml
 from seqbench.bench.core.errors import UserError, format_validation_error
 from seqbench.bench.core.schema import Section
-from seqbench.sweeps.claims.rules import (PROFILES, Baseline, ParamCount, Published, Rule, Scalar, Source,  # noqa: F401
-                                          Success, Threshold)
+from seqbench.bench.training.cost import CostConfig
+from seqbench.sweeps import shipped_claims as shipped
+from seqbench.sweeps.claims.rules import (  # noqa: F401
+    PROFILES,
+    Baseline,
+    ParamCount,
+    Published,
+    Rule,
+    Scalar,
+    Source,
+    Success,
+    Threshold,
+)
+from seqbench.sweeps.spec import parse_spec
 
 FIGURES = ("length", "factors", "heatmap", "learning_curves", "through_time", "cost")
 CLAIM_KEYS = ("source", "profiles", "expect", "figure", "note", "kind", "cost", "controls", "looks")
@@ -231,8 +243,6 @@ def check_profile(claim: Claim, profile: str, question: str = "") -> None:
 
 def sweep_spec(claim: Claim, profile: str, question: str = ""):
     """The validated SweepSpec of ``profile`` (every run config built: a bad field fails here)."""
-    from seqbench.sweeps.spec import parse_spec
-
     raw = {"question": question or claim.question, **claim.resolved(profile)}
     if claim.looks_for(profile) or "seeds" not in raw:
         raw["seeds"] = claim.seeds_for(profile)
@@ -243,8 +253,6 @@ def sweep_spec(claim: Claim, profile: str, question: str = ""):
 
 
 def cost_config(resolved: dict[str, Any]):
-    from seqbench.bench.training.cost import CostConfig
-
     d = {k: v for k, v in resolved.items() if k not in COST_EXTRA}
     reps = resolved.get("replicates", 3)
     if not isinstance(reps, int) or isinstance(reps, bool) or reps < 2:
@@ -292,8 +300,6 @@ def load_claim(path: Path | str) -> Claim:
 
 
 def shipped_claims() -> list[Path]:
-    from seqbench.sweeps import shipped_claims as shipped  # package data through importlib.resources
-
     return [Path(str(c.resource)) for c in shipped()]
 
 
