@@ -217,12 +217,13 @@ class SeqModule(pl.LightningModule):
     def configure_optimizers(self):
         o = self.cfg.optim
         params = self.net.parameters()
+        betas = (o.betas[0], o.betas[1])
         if o.optimizer == "adam":
-            opt = torch.optim.Adam(params, lr=o.lr, weight_decay=o.weight_decay)
+            opt = torch.optim.Adam(params, lr=o.lr, betas=betas, weight_decay=o.weight_decay)
         elif o.optimizer == "adamw":
-            opt = torch.optim.AdamW(params, lr=o.lr, weight_decay=o.weight_decay)
+            opt = torch.optim.AdamW(params, lr=o.lr, betas=betas, weight_decay=o.weight_decay)
         elif o.optimizer == "radam":
-            opt = torch.optim.RAdam(params, lr=o.lr, weight_decay=o.weight_decay)
+            opt = torch.optim.RAdam(params, lr=o.lr, betas=betas, weight_decay=o.weight_decay)
         else:
             opt = torch.optim.SGD(params, lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay)
         max_steps = self.cfg.train.max_steps
