@@ -20,7 +20,7 @@ import seqbench.models  # noqa: F401  (fills MODELS)
 import seqbench.tasks  # noqa: F401  (fills TASKS)
 from seqbench.bench.core.errors import UserError, validation_problems
 from seqbench.bench.core.registry import MODELS, TASKS
-from seqbench.bench.core.schema import NOT_IDENTITY, Section, identity
+from seqbench.bench.core.schema import ADDED_LATER, NOT_IDENTITY, Section, identity
 from seqbench.bench.core.settings import (comma_lists, leaves, load_yaml, parse_pairs, parse_value, safe_load,
                                           set_dotted)
 
@@ -47,7 +47,7 @@ class OptimConfig(Section):
     betas: list[Annotated[float, Field(ge=0, lt=1)]] = Field(
         default_factory=lambda: [0.9, 0.999], min_length=2, max_length=2,
         description="adam/adamw/radam (beta1, beta2), each in [0, 1); Vaswani et al. and Xiong et al. use "
-        "[0.9, 0.98]; sgd refuses them (it has optim.momentum)")
+        "[0.9, 0.98]; sgd refuses them (it has optim.momentum)", json_schema_extra=ADDED_LATER)
     warmup_steps: int = Field(0, ge=0, description="linear warmup from 0 to lr over these steps")
     schedule: Literal["constant", "linear", "cosine", "inverse_sqrt"] = Field(
         "constant", description="shape after warmup")
