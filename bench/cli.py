@@ -182,9 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     from seqbench.reports import runs as runs_cli
     from seqbench.bench.commands import sweep as sweep_cli
     from seqbench.bench.commands import compare as compare_cli
-    from seqbench.bench.commands import verify
+    from seqbench.bench.commands import eval as eval_cli, verify
 
-    for module in (sweep_cli, compare_cli, verify, report_cli, runs_cli, cost):  # each adds its subcommand
+    for module in (sweep_cli, compare_cli, verify, report_cli, runs_cli, cost, eval_cli):  # each adds its subcommand
         module.register(sub)
     return p
 

@@ -8,6 +8,7 @@ name that needs it is used)::
     result = seqbench.run(cfg)            # trains, writes outputs/runs/<id>/, returns the results dict
     seqbench.list_tasks(), seqbench.list_models()
     runs = seqbench.load_runs("outputs")  # every run folder as one pandas frame (the report's columns)
+    model = seqbench.load_model(run_id)   # the trained SeqModule (eval mode); model.cfg is its RunConfig
 
 The installed package is ``seqbench`` alone; its parts are ``seqbench.bench`` (config, training,
 CLI), ``seqbench.tasks``, ``seqbench.models``, ``seqbench.sweeps`` and ``seqbench.reports``.
@@ -30,6 +31,7 @@ _API = {
     "run": ("seqbench.bench.training.train", "run"),
     "UserError": ("seqbench.bench.core.errors", "UserError"),
     "load_runs": ("seqbench.reports.runs", "load_runs"),
+    "load_model": ("seqbench.bench.training.trained", "load_model"),
 }
 
 __all__ = ["__version__", *_API]
