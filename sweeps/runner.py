@@ -29,7 +29,7 @@ from optuna.exceptions import DuplicatedStudyError, UpdateFinishedTrialError
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from seqbench.bench.core.artifacts import StudyAttrs, TrialAttrs, check_study_attrs, check_trial_attrs
+from seqbench.bench.core.artifacts import StudyAttrs, TrialAttrs, check_study_attrs, check_trial_attrs, wandb_group
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.provenance import git_sha, package_version
 from seqbench.sweeps.progress import Progress, start_line, trial_line
@@ -252,7 +252,7 @@ def one_line(e: BaseException) -> str:
 
 def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Job) -> FrozenTrial | None:
     """All seed replicates of one configuration; tells the study COMPLETE, PRUNED or FAIL."""
-    from seqbench.bench.training.tracking import RunTracker, wandb_group
+    from seqbench.bench.training.tracking import RunTracker
     from seqbench.bench.training.train import run
 
     t0 = time.perf_counter()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from seqbench.bench.config import build_config
-from seqbench.bench.training.tracking import wandb_group
+from seqbench.bench.core.artifacts import wandb_group
 from seqbench.bench.training.train import run
 from tests.conftest import tiny_overrides
 

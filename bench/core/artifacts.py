@@ -18,6 +18,7 @@ only the standard library, so reading results (``seqbench report``) never loads 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -260,6 +261,18 @@ class TrialAttrs(TypedDict, total=False):
     retried: bool  # a FAIL whose configuration was queued again (dead worker, Ctrl-C)
     retry_of: int  # on the retry: the trial it redoes
     resume_run_ids: list[str]  # on the retry: runs to continue from their checkpoints
+
+
+# -- the W&B group of a sweep's runs (the runner sets it, the published W&B Report filters on it) -------
+
+def wandb_group(study: str, storage: str) -> str:
+    """The W&B group of a sweep's runs: the study name and a short hash of where the study lives
+    (a resolved journal path, or a database URL with its password redacted), so a study named
+    ``demo`` in another output folder or database is another group."""
+    key = storage
+    if "://" not in storage or storage.startswith("journal://"):
+        key = str(Path(storage.removeprefix("journal://")).expanduser().resolve())
+    return f"{study}-{hashlib.sha256(key.encode()).hexdigest()[:6]}"
 
 
 def check_study_attrs(attrs: Mapping[str, Any]) -> StudyAttrs:

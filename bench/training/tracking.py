@@ -17,7 +17,6 @@ and the throughput of results.json.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import shutil
@@ -187,16 +186,6 @@ def wandb_target(cfg: RunConfig, env: Mapping[str, str] | None = None) -> WandbT
     project = t.project if "project" in typed else (env.get("WANDB_PROJECT", "").strip() or t.project)
     root = Path(env["WANDB_DIR"]) if env.get("WANDB_DIR", "").strip() else Path(cfg.out_dir)
     return WandbTarget(mode, project, env.get("WANDB_ENTITY", "").strip() or None, root, t.group)
-
-
-def wandb_group(study: str, storage: str) -> str:
-    """The W&B group of a sweep's runs: the study name and a short hash of where the study lives
-    (a resolved journal path, or a database URL with its password redacted), so a study named
-    ``demo`` in another output folder or database is another group."""
-    key = storage
-    if "://" not in storage or storage.startswith("journal://"):
-        key = str(Path(storage.removeprefix("journal://")).expanduser().resolve())
-    return f"{study}-{hashlib.sha256(key.encode()).hexdigest()[:6]}"
 
 
 class WandbRun:
