@@ -22,12 +22,10 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from seqbench.bench.core.artifacts import read_evals
 from seqbench.bench.core.errors import UserError
 from seqbench.reports.table import read_results, run_fields
 
 CONFIG = "config."
-EVAL = "eval."  # columns from `seqbench eval` records (config.eval.* are the run's own eval settings)
 LEAD = ["run_id", "task", "model", "seed", "status", "diverged", "steps", "train_time_s", "wall_time_s"]
 # config keys that never tell two runs apart in a listing: where they ran and how they were tracked
 _NOT_SETTINGS = ("config.seed", "config.run_id", "config.out_dir", "config.resume", "config.tracking.")
@@ -67,18 +65,8 @@ def run_row(run_dir: Path) -> dict[str, Any]:
     row["model"] = row.get("model") or (cfg.get("model") or {}).get("name")
     row["seed"] = r.get("seed", cfg.get("seed", math.nan))
     row.update({k: r.get(k) for k in ("config_hash", "started", "primary_metric", "primary_goal")})
-    row.update(eval_columns(run_dir))
     row.update({CONFIG + k: v for k, v in flatten(cfg).items()})
     return row
-
-
-def eval_columns(run_dir: Path) -> dict[str, float]:
-    """``eval.<split>[@<length>]/<metric>`` from the run's ``seqbench eval`` records (a later
-    evaluation of the same key wins; ``evals/<n>.json`` holds each with what was asked)."""
-    out: dict[str, float] = {}
-    for rec in read_evals(run_dir):
-        out.update({EVAL + k: v for k, v in (rec.get("metrics") or {}).items()})
-    return out
 
 
 def load_runs(out_dir: Path | str = "outputs") -> pd.DataFrame:

@@ -81,6 +81,10 @@ def test_eval_at_a_longer_length_matches_training_with_it_and_trains_nothing(tmp
     row = df.iloc[0]
     assert row["eval.test@12/acc"] == pytest.approx(rec["metrics"]["test@12/acc"])
     assert "eval.val@16/acc" in df.columns and row["config_hash"] == plain["config_hash"]
+    # the report's table takes the same run columns
+    from seqbench.reports.table import read_results, run_fields
+
+    assert run_fields(run_dir, read_results(run_dir))["eval.test@12/acc"] == row["eval.test@12/acc"]
 
 
 def test_eval_refuses_settings_that_would_be_another_experiment_and_unknown_runs(tmp_path):

@@ -176,6 +176,14 @@ def read_evals(run_dir: Path) -> list[EvalRecord]:
     return [d for d in map(_read_json, paths) if isinstance(d, dict)]
 
 
+def eval_metrics(run_dir: Path) -> dict[str, float]:
+    """The metrics of all the run's evaluations, a later evaluation of the same key winning."""
+    out: dict[str, float] = {}
+    for rec in read_evals(run_dir):
+        out.update(rec.get("metrics") or {})
+    return out
+
+
 def find_run_dir(run: str | Path, out_dir: str | Path = "outputs") -> Path:
     """A run folder named by its path or by its id under ``<out_dir>/runs``; ValueError naming the
     known ids otherwise."""
