@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import struct
+import sys
 import time
 from pathlib import Path
 
@@ -93,6 +94,7 @@ def _run(out_dir: Path, **extra):
 
 
 def test_offline_run_mirrors_metrics_csv_at_the_trainer_step(out_dir, offline):
+    launch_before = "wandb.sdk.launch" in sys.modules  # another test may have imported it
     r = _run(out_dir, **{"tracking.tags": "[a, b]"})
     recs = finished_records(out_dir, r["run_id"])
     with (out_dir / "runs" / r["run_id"] / "metrics.csv").open() as f:
@@ -106,6 +108,7 @@ def test_offline_run_mirrors_metrics_csv_at_the_trainer_step(out_dir, offline):
     assert s["baseline/val/acc"] == r["baseline"]["val/acc"] and s["test/acc"] == r["final"]["test/acc"]
     rec = the_run_record(recs)
     assert rec.project == "seqbench" and list(rec.tags) == ["a", "b"]
+    assert launch_before or "wandb.sdk.launch" not in sys.modules  # W&B Launch (half a first init) not imported
     config = {i.key: json.loads(i.value_json) for i in rec.config.update}
     assert config["n_params"] == r["n_params"] and config["config_hash"] == r["config_hash"]
 

@@ -188,6 +188,24 @@ def wandb_target(cfg: RunConfig, env: Mapping[str, str] | None = None) -> WandbT
     return WandbTarget(mode, project, env.get("WANDB_ENTITY", "").strip() or None, root, t.group)
 
 
+def _skip_unused_launch_import(wandb: Any) -> None:
+    """``wandb.init`` imports W&B Launch (``wandb.sdk.launch``: the public API's pydantic models,
+    half of a process's first offline init, measured with cProfile) only to apply inputs staged by
+    ``wandb.sdk.launch.manage_config_file``/``manage_wandb_config``, which a process can only have
+    staged after importing that module; until it is imported the step has nothing to apply and is
+    skipped. (A W&B version without the hook is left as it is.)"""
+    hook = getattr(getattr(wandb, "Run", None), "_detect_and_apply_job_inputs", None)
+    if hook is None or getattr(hook, "_seqbench", False):
+        return
+
+    def detect_and_apply_job_inputs(run: Any) -> None:
+        if "wandb.sdk.launch" in sys.modules:
+            hook(run)
+
+    detect_and_apply_job_inputs._seqbench = True  # type: ignore[attr-defined]
+    wandb.Run._detect_and_apply_job_inputs = detect_and_apply_job_inputs
+
+
 class WandbRun:
     """One W&B run fed by the harness: each metrics.csv row (``log_row``), then the results summary.
 
@@ -200,6 +218,7 @@ class WandbRun:
         os.environ.setdefault("WANDB_SILENT", "true")
         import wandb
 
+        _skip_unused_launch_import(wandb)
         (target.root / "wandb").mkdir(parents=True, exist_ok=True)
         self.broken = False
         self.run = wandb.init(
