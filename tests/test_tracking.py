@@ -164,3 +164,20 @@ def test_sweep_groups_are_unique_per_study_and_storage(tmp_path, monkeypatch):
     assert wandb_group("demo", "journal://a/optuna.journal") == wandb_group("demo", "a/optuna.journal")
     pg = "postgresql://u:***@db/optuna"
     assert wandb_group("demo", pg) != wandb_group("other", pg)
+
+
+def test_a_sweep_s_runs_carry_the_group_of_their_study_and_storage(tmp_path, monkeypatch):
+    import yaml
+
+    from seqbench.bench.cli import main
+    from tests.test_sweep_runner import write_spec
+
+    monkeypatch.chdir(tmp_path)
+    p = write_spec(tmp_path, parameters={"model.name": {"values": ["gru"]}})
+    groups = []
+    for out in ("a", "b"):  # the same study name in two output folders
+        assert main(["sweep", str(p), "--out-dir", out]) == 0
+        (cfg,) = (tmp_path / out / "runs").glob("*/config.yaml")
+        groups.append(yaml.safe_load(cfg.read_text())["tracking"]["group"])
+    assert groups == [wandb_group("tiny", "a/optuna.journal"), wandb_group("tiny", "b/optuna.journal")]
+    assert groups[0] != groups[1]
