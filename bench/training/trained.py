@@ -100,7 +100,10 @@ def evaluate_run(run: str | Path, overrides: Sequence[str] = (), split: str = "t
         metrics.update(module.evaluate_at(trainer, length, split))
     done = artifacts.read_results(run_dir) or {}
     warning = None
-    if done.get("steps") is not None and done["steps"] != module.trained_step:
+    if not done:
+        warning = (f"{run_dir.name} has not finished (no results.json); evaluated its checkpoint at step "
+                   f"{module.trained_step}")
+    elif done.get("steps") is not None and done["steps"] != module.trained_step:
         warning = (f"{run_dir.name}: its checkpoint is step {module.trained_step} of the {done['steps']} it "
                    f"trained (saved before seqbench kept the final step); evaluated step {module.trained_step}")
     record: artifacts.EvalRecord = {
