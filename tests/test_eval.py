@@ -15,7 +15,7 @@ from seqbench.bench.config import build_config
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.training.train import run
 from seqbench.reports.runs import load_runs
-from tests.conftest import run_cli
+from tests.helpers import run_cli
 
 # a copy run long enough to learn something (so weights differ from the init) and short enough for seconds
 BASE = ["task=copy", "task.delay=4", "task.n_symbols=2", "task.alphabet=3", "model=lstm", "model.d_model=16",

@@ -17,7 +17,7 @@ from optuna.trial import TrialState
 
 from seqbench.bench.cli import main
 from seqbench.sweeps.storage import open_storage, reap_stale, redact
-from tests.conftest import REPO, TINY_TASK
+from tests.helpers import REPO, TINY_TASK
 
 TINY_BASE = {"task": {"name": "copy", **TINY_TASK["copy"]}, "model": {"d_model": 16},
              "train": {"max_steps": 4, "val_every": 2, "val_batches": 1, "batch_size": 4, "threads": 1},

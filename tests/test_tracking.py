@@ -16,7 +16,7 @@ import pytest
 from seqbench.bench.config import build_config
 from seqbench.bench.core.artifacts import wandb_group
 from seqbench.bench.training.train import run
-from tests.conftest import tiny_overrides
+from tests.helpers import tiny_overrides
 
 TINY = {"train.max_steps": 6, "train.val_every": 2}
 

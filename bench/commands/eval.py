@@ -10,26 +10,25 @@ import argparse
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
+from seqbench.bench.config import load_config
+from seqbench.bench.core import artifacts
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.training.trained import Evaluated, checkpoint_of, eval_config, evaluate_run, run_dir_of
 
 
 @dataclass
 class EvalResult:
     """What ``evaluate`` did: one entry per run, in the order asked."""
 
-    runs: list[Any] = field(default_factory=list)  # bench.training.trained.Evaluated
+    runs: list[Evaluated] = field(default_factory=list)
 
 
 def evaluate(runs: Sequence[str | Path], overrides: Sequence[str] = (), split: str = "test",
              out_dir: str | Path = "outputs", argv: Sequence[str] = ()) -> EvalResult:
     """Evaluate each trained run (a run folder or an id under ``<out_dir>/runs``); every run is
     checked to exist before the first is evaluated, so a typo costs no work."""
-    from seqbench.bench.training.trained import checkpoint_of, eval_config, evaluate_run, run_dir_of
-    from seqbench.bench.config import load_config
-    from seqbench.bench.core import artifacts
-
     if not runs:
         raise UserError("eval: name at least one run (an id from `seqbench runs`, or a run folder)")
     dirs = [run_dir_of(r, out_dir) for r in runs]
@@ -39,8 +38,7 @@ def evaluate(runs: Sequence[str | Path], overrides: Sequence[str] = (), split: s
     return EvalResult([evaluate_run(d, overrides, split, out_dir, argv) for d in dirs])
 
 
-def register(sub: Any) -> None:
-    sp = sub.add_parser("eval", help="evaluate trained runs again (new lengths, another split) without training")
+def register(sp: argparse.ArgumentParser) -> None:
     # dest "overrides": the CLI appends key=value words typed after options to this list
     sp.add_argument("overrides", nargs="+", metavar="RUN", help="run id (see `seqbench runs`) or run folder, "
                     "then eval.lengths=[...] / eval.test_batches=N")
@@ -53,7 +51,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     # settings (key=value) and run names share the positional list: a word with "=" is a setting
     overrides = [a for a in args.overrides if "=" in a]
     runs = [a for a in args.overrides if "=" not in a]
-    res = evaluate(runs, overrides, args.split, args.out_dir, argv=["seqbench", "eval", *sys.argv[2:]])
+    res = evaluate(runs, overrides, args.split, args.out_dir, argv=args.command_line)
     for ev in res.runs:
         if ev.warning:
             print(f"warning: {ev.warning}", file=sys.stderr)

@@ -19,7 +19,7 @@ from seqbench.bench.config import RunConfig, load_config, override
 from seqbench.bench.core import artifacts
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.provenance import git_sha, versions
-from seqbench.bench.core.settings import parse_settings
+from seqbench.bench.core.settings import parse_pairs
 from seqbench.bench.training.module import SeqModule
 from seqbench.bench.training.train import build_task, quiet_lightning
 
@@ -62,7 +62,7 @@ def load_model(run: str | Path, out_dir: str | Path = "outputs", cfg: RunConfig 
 
 def eval_config(cfg: RunConfig, overrides: Sequence[str]) -> RunConfig:
     """``cfg`` with ``eval.*`` overrides; any other key is refused (it would be another experiment)."""
-    pairs = parse_settings(overrides)
+    pairs = parse_pairs(overrides)
     other = [k for k, _ in pairs if k not in EVAL_KEYS]
     if other:
         raise UserError(f"eval: {', '.join(other)} cannot change for a trained run; only "
