@@ -168,7 +168,7 @@ def sort_runs(df: pd.DataFrame, key: str | None) -> pd.DataFrame:
         raise UserError(f"--sort: {key!r} is not a column of these runs; sort by {', '.join(metrics)}, "
                         "steps, time or a config key")
     ascending = True
-    if col.startswith((FINAL, BEST)):
+    if col.startswith((FINAL, BEST, EVAL)):  # a metric: best first, in its declared direction
         tasks = [t for t in df["task"].dropna().unique()]
         ascending = metric_goal_of(col.split(".", 1)[1], tasks) == "minimize"
     return df.sort_values(col, ascending=ascending, na_position="last", kind="stable")
