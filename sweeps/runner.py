@@ -29,13 +29,13 @@ from optuna.exceptions import DuplicatedStudyError, UpdateFinishedTrialError
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from seqbench.bench.core.artifacts import StudyAttrs, TrialAttrs, check_study_attrs, check_trial_attrs
+from seqbench.bench.core.artifacts import StudyAttrs, TrialAttrs, check_study_attrs, check_trial_attrs, wandb_group
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.provenance import git_sha, package_version
 from seqbench.sweeps.progress import Progress, start_line, trial_line
 from seqbench.sweeps.pruning import PruningCallback
 from seqbench.sweeps.spec import SweepSpec, parse_spec, trial_config
-from seqbench.sweeps.storage import Heartbeat, open_storage, reap_stale, requeue, trial_params
+from seqbench.sweeps.storage import Heartbeat, journal_path, open_storage, reap_stale, redact, requeue, trial_params
 
 READY_ATTR = "seqbench:ready"
 JOB_ENV = "SEQBENCH_SWEEP_JOB"  # how run_workers hands a Job to its worker processes
@@ -267,7 +267,8 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
         try:
             params = suggest(trial, spec)
             _set(trial, {"seeds": list(spec.seeds)})
-            extra: dict[str, Any] = {"out_dir": job.out_dir, "tracking.group": job.study,
+            group = wandb_group(job.study, str(journal_path(job.storage, job.out_dir) or redact(job.storage)))
+            extra: dict[str, Any] = {"out_dir": job.out_dir, "tracking.group": group,
                                      "tracking.tags": _tags(spec, trial, params)}
             if job.threads:
                 extra["train.threads"] = job.threads
