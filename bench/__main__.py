@@ -1,3 +1,3 @@
-from seqbench.bench.cli import main
+from seqbench.bench.cli import entry
 
-raise SystemExit(main())
+entry()
