@@ -1,6 +1,8 @@
 """Recurrent backbones on PyTorch's fused kernels (cuDNN on GPU): rnn, irnn, lstm, gru.
 
-- ``rnn``: Elman RNN, h_t = tanh(W_ih x_t + W_hh h_{t-1} + b).
+- ``rnn``: Elman RNN, h_t = tanh(W_ih x_t + W_hh h_{t-1} + b); ``recurrent_init`` picks PyTorch's
+  uniform W_hh (spectral radius about 1/sqrt(3)) or an orthogonal one (every singular value 1, so
+  only tanh saturation can make the gradient through time vanish: Saxe et al. 2014, Henaff et al. 2016).
 - ``irnn``: ReLU RNN with W_hh = I and zero bias at init (Le, Jaitly & Hinton 2015).
 - ``lstm``: forget-gate bias ``forget_bias`` at init (PyTorch's default is 0, with which
   gradient through time decays about as fast as a tanh RNN's; 1 is Jozefowicz et al. 2015).
@@ -17,6 +19,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqbench.bench.core.registry import MODELS
+from seqbench.bench.core.schema import ADDED_LATER
 from seqbench.bench.core.contract import TaskSpec
 from seqbench.models.base import Backbone, Dropout, Layers, ModelConfig, SequenceModel, input_width
 
@@ -54,6 +57,11 @@ class RecurrentConfig(ModelConfig):
 class RNNConfig(RecurrentConfig):
     name: Literal["rnn"] = "rnn"
     gates = GATES["rnn"]
+    # ADDED_LATER: at "default" the config hash is the one runs recorded before the field existed.
+    recurrent_init: Literal["default", "orthogonal"] = Field(
+        "default", description="W_hh at init: PyTorch's uniform +-1/sqrt(d) (spectral radius ~0.58) or "
+        "orthogonal (all singular values 1: gradients vanish only through tanh saturation)",
+        json_schema_extra=ADDED_LATER)
 
 
 class IRNNConfig(RecurrentConfig):
@@ -115,6 +123,12 @@ class RNN(RecurrentBackbone):
 
     rnn_cls = nn.RNN
     rnn_kwargs = {"nonlinearity": "tanh"}
+
+    def reset_recurrent(self) -> None:
+        if self.cfg.recurrent_init == "orthogonal":
+            for name, p in self.rnn.named_parameters():
+                if name.startswith("weight_hh"):  # every layer and direction: (d, d)
+                    nn.init.orthogonal_(p)
 
 
 @MODELS.register("irnn", config=IRNNConfig)
