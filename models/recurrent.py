@@ -54,14 +54,19 @@ class RecurrentConfig(ModelConfig):
         return body + SequenceModel.head_macs(spec, dirs * self.d_model, T)
 
 
-class RNNConfig(RecurrentConfig):
-    name: Literal["rnn"] = "rnn"
-    gates = GATES["rnn"]
+class OrthogonalInitConfig(RecurrentConfig):
+    """rnn, lstm and gru (not irnn, whose W_hh is the identity by definition)."""
+
     # ADDED_LATER: at "default" the config hash is the one runs recorded before the field existed.
     recurrent_init: Literal["default", "orthogonal"] = Field(
-        "default", description="W_hh at init: PyTorch's uniform +-1/sqrt(d) (spectral radius ~0.58) or "
-        "orthogonal (all singular values 1: gradients vanish only through tanh saturation)",
-        json_schema_extra=ADDED_LATER)
+        "default", description="W_hh at init: PyTorch's uniform +-1/sqrt(d) (rnn: spectral radius ~0.58) or "
+        "orthogonal per gate block (all singular values 1: a tanh RNN's gradient then vanishes only "
+        "through tanh saturation)", json_schema_extra=ADDED_LATER)
+
+
+class RNNConfig(OrthogonalInitConfig):
+    name: Literal["rnn"] = "rnn"
+    gates = GATES["rnn"]
 
 
 class IRNNConfig(RecurrentConfig):
@@ -70,13 +75,13 @@ class IRNNConfig(RecurrentConfig):
     recurrent_init_scale: float = Field(1.0, gt=0, description="W_hh = scale * I at init (Le et al. use 1)")
 
 
-class LSTMConfig(RecurrentConfig):
+class LSTMConfig(OrthogonalInitConfig):
     name: Literal["lstm"] = "lstm"
     gates = GATES["lstm"]
     forget_bias: float = Field(1.0, description="forget-gate bias at init (PyTorch default 0; 1 bridges longer delays)")
 
 
-class GRUConfig(RecurrentConfig):
+class GRUConfig(OrthogonalInitConfig):
     name: Literal["gru"] = "gru"
     gates = GATES["gru"]
 
@@ -98,6 +103,17 @@ class RecurrentBackbone(Backbone):
 
     def reset_recurrent(self) -> None:
         """Architecture-specific initialisation (default: PyTorch's)."""
+        self.orthogonal_hh()
+
+    def orthogonal_hh(self) -> None:
+        """``recurrent_init: orthogonal``: each gate's (d, d) block of every W_hh orthogonal."""
+        if getattr(self.cfg, "recurrent_init", "default") != "orthogonal":
+            return
+        d = self.cfg.d_model
+        for name, p in self.rnn.named_parameters():
+            if name.startswith("weight_hh"):  # (gates * d, d): gate blocks stacked on rows
+                for block in p.data.split(d, dim=0):
+                    nn.init.orthogonal_(block)
 
     def forward(self, x, lengths=None, state=None):
         if lengths is not None:
@@ -124,12 +140,6 @@ class RNN(RecurrentBackbone):
     rnn_cls = nn.RNN
     rnn_kwargs = {"nonlinearity": "tanh"}
 
-    def reset_recurrent(self) -> None:
-        if self.cfg.recurrent_init == "orthogonal":
-            for name, p in self.rnn.named_parameters():
-                if name.startswith("weight_hh"):  # every layer and direction: (d, d)
-                    nn.init.orthogonal_(p)
-
 
 @MODELS.register("irnn", config=IRNNConfig)
 class IRNN(RecurrentBackbone):
@@ -154,6 +164,7 @@ class LSTM(RecurrentBackbone):
     rnn_cls = nn.LSTM
 
     def reset_recurrent(self) -> None:
+        self.orthogonal_hh()
         H = self.cfg.d_model
         for name, p in self.rnn.named_parameters():
             if name.startswith("bias"):  # gate order i, f, g, o; b_ih and b_hh are summed

@@ -60,19 +60,24 @@ def test_irnn_identity_init_and_scale():
     assert torch.all(rnn.bias_hh_l0 == 0) and torch.all(rnn.bias_ih_l0 == 0)
 
 
+@pytest.mark.parametrize("model, gates", [("rnn", 1), ("lstm", 4), ("gru", 3)])
 @pytest.mark.parametrize("n_layers", [1, 2])
-def test_rnn_orthogonal_recurrent_init(n_layers):
-    ovs = ("model=rnn", "model.d_model=16", f"model.n_layers={n_layers}")
+def test_orthogonal_recurrent_init(model, gates, n_layers):
+    ovs = (f"model={model}", "model.d_model=16", f"model.n_layers={n_layers}")
     default = module_for(*ovs).net.backbone.rnn
     ortho = module_for(*ovs, "model.recurrent_init=orthogonal").net.backbone.rnn
     for layer in range(n_layers):
         w = getattr(ortho, f"weight_hh_l{layer}")
-        assert torch.allclose(w @ w.T, torch.eye(16), atol=1e-5)  # orthogonal: all singular values 1
+        assert w.shape == (gates * 16, 16)
+        for block in w.split(16, dim=0):  # each gate's block: all singular values 1
+            assert torch.allclose(block @ block.T, torch.eye(16), atol=1e-5)
         # PyTorch's uniform default is not orthogonal (singular values spread over about 0 to
         # 2/sqrt(3)), so the field changed the module
-        w0 = getattr(default, f"weight_hh_l{layer}")
+        w0 = getattr(default, f"weight_hh_l{layer}")[:16]
         assert not torch.allclose(w0 @ w0.T, torch.eye(16), atol=0.1)
     assert module_for(*ovs).cfg.model.recurrent_init == "default"
+    if model == "lstm":  # the forget bias is still set after the orthogonal init
+        assert torch.allclose((ortho.bias_ih_l0 + ortho.bias_hh_l0)[16:32], torch.ones(16))
 
 
 @pytest.mark.parametrize("fb", [0.0, 1.0, 2.5])
