@@ -166,3 +166,19 @@ def test_betas_refused_for_sgd():
     with pytest.raises(UserError, match="optim.betas.*sgd"):
         module_for("optim.optimizer=sgd", "optim.betas=[0.9, 0.98]")
     module_for("optim.optimizer=sgd")  # the default betas are not the user's
+
+
+def test_transformer_xavier_init():
+    ovs = ("model=transformer", "model.d_model=32", "model.n_heads=4", "model.n_layers=2")
+    default = module_for(*ovs).net.backbone
+    xavier = module_for(*ovs, "model.init=xavier").net.backbone
+    linears = [m for m in xavier.stack.modules() if isinstance(m, nn.Linear)]
+    assert len(linears) == 2 * 5  # per layer: q, kv, out, two feed-forward layers
+    for m in linears:
+        assert torch.all(m.bias == 0)
+        fan_in = m.in_features
+        fan_out = m.out_features if m.out_features != 2 * 32 else 32  # k and v each its own block
+        bound = (6 / (fan_in + fan_out)) ** 0.5
+        assert m.weight.abs().max() <= bound and m.weight.abs().max() > 0.9 * bound
+    # PyTorch's default (kaiming-uniform a=sqrt(5): bound 1/sqrt(fan_in)) has non-zero biases
+    assert any(torch.any(m.bias != 0) for m in default.stack.modules() if isinstance(m, nn.Linear))
