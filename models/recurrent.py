@@ -1,6 +1,8 @@
 """Recurrent backbones on PyTorch's fused kernels (cuDNN on GPU): rnn, irnn, lstm, gru.
 
-- ``rnn``: Elman RNN, h_t = tanh(W_ih x_t + W_hh h_{t-1} + b).
+- ``rnn``: Elman RNN, h_t = tanh(W_ih x_t + W_hh h_{t-1} + b); ``recurrent_init`` picks PyTorch's
+  uniform W_hh (spectral radius about 1/sqrt(3)) or an orthogonal one (every singular value 1, so
+  only tanh saturation can make the gradient through time vanish: Saxe et al. 2014, Henaff et al. 2016).
 - ``irnn``: ReLU RNN with W_hh = I and zero bias at init (Le, Jaitly & Hinton 2015).
 - ``lstm``: forget-gate bias ``forget_bias`` at init (PyTorch's default is 0, with which
   gradient through time decays about as fast as a tanh RNN's; 1 is Jozefowicz et al. 2015).
@@ -17,6 +19,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqbench.bench.core.registry import MODELS
+from seqbench.bench.core.schema import ADDED_LATER
 from seqbench.bench.core.contract import TaskSpec
 from seqbench.models.base import Backbone, Dropout, Layers, ModelConfig, SequenceModel, input_width
 
@@ -51,7 +54,17 @@ class RecurrentConfig(ModelConfig):
         return body + SequenceModel.head_macs(spec, dirs * self.d_model, T)
 
 
-class RNNConfig(RecurrentConfig):
+class OrthogonalInitConfig(RecurrentConfig):
+    """rnn, lstm and gru (not irnn, whose W_hh is the identity by definition)."""
+
+    # ADDED_LATER: at "default" the config hash is the one runs recorded before the field existed.
+    recurrent_init: Literal["default", "orthogonal"] = Field(
+        "default", description="W_hh at init: PyTorch's uniform +-1/sqrt(d) (rnn: spectral radius ~0.58) or "
+        "orthogonal per gate block (all singular values 1: a tanh RNN's gradient then vanishes only "
+        "through tanh saturation)", json_schema_extra=ADDED_LATER)
+
+
+class RNNConfig(OrthogonalInitConfig):
     name: Literal["rnn"] = "rnn"
     gates = GATES["rnn"]
 
@@ -62,13 +75,13 @@ class IRNNConfig(RecurrentConfig):
     recurrent_init_scale: float = Field(1.0, gt=0, description="W_hh = scale * I at init (Le et al. use 1)")
 
 
-class LSTMConfig(RecurrentConfig):
+class LSTMConfig(OrthogonalInitConfig):
     name: Literal["lstm"] = "lstm"
     gates = GATES["lstm"]
     forget_bias: float = Field(1.0, description="forget-gate bias at init (PyTorch default 0; 1 bridges longer delays)")
 
 
-class GRUConfig(RecurrentConfig):
+class GRUConfig(OrthogonalInitConfig):
     name: Literal["gru"] = "gru"
     gates = GATES["gru"]
 
@@ -90,6 +103,17 @@ class RecurrentBackbone(Backbone):
 
     def reset_recurrent(self) -> None:
         """Architecture-specific initialisation (default: PyTorch's)."""
+        self.orthogonal_hh()
+
+    def orthogonal_hh(self) -> None:
+        """``recurrent_init: orthogonal``: each gate's (d, d) block of every W_hh orthogonal."""
+        if getattr(self.cfg, "recurrent_init", "default") != "orthogonal":
+            return
+        d = self.cfg.d_model
+        for name, p in self.rnn.named_parameters():
+            if name.startswith("weight_hh"):  # (gates * d, d): gate blocks stacked on rows
+                for block in p.data.split(d, dim=0):
+                    nn.init.orthogonal_(block)
 
     def forward(self, x, lengths=None, state=None):
         if lengths is not None:
@@ -140,6 +164,7 @@ class LSTM(RecurrentBackbone):
     rnn_cls = nn.LSTM
 
     def reset_recurrent(self) -> None:
+        self.orthogonal_hh()
         H = self.cfg.d_model
         for name, p in self.rnn.named_parameters():
             if name.startswith("bias"):  # gate order i, f, g, o; b_ih and b_hh are summed

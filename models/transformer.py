@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
 from torch import nn
 
 from seqbench.bench.core.contract import TaskSpec
 from seqbench.bench.core.registry import MODELS
+from seqbench.bench.core.schema import ADDED_LATER
 from seqbench.models.base import Backbone, SequenceModel, input_width
 from seqbench.models.blocks import (PositionalEncoding, TransformerFields, TransformerStack, transformer_layer_macs,
                                     valid_mask)
@@ -22,6 +24,11 @@ from seqbench.models.blocks import (PositionalEncoding, TransformerFields, Trans
 class TransformerConfig(TransformerFields):
     name: Literal["transformer"] = "transformer"
     complexity = ("O(T²·d + T·d²)", 2)  # all pairs of positions, then per-position products
+    # ADDED_LATER: at "default" the config hash is the one runs recorded before the field existed.
+    init: Literal["default", "xavier"] = Field(
+        "default", description="linear layers at init: PyTorch's kaiming-uniform (a=sqrt(5), variance x~1/3 "
+        "per layer) or Xavier-uniform with zero bias (fairseq, Xiong et al. 2020; q, k, v each on its own)",
+        json_schema_extra=ADDED_LATER)
 
     def forward_macs(self, spec: TaskSpec, T: int, target_len: int | None) -> int:
         d, d_in = self.d_model, input_width(self, spec.vocab_size, spec.input_dim)
@@ -43,6 +50,21 @@ class Transformer(Backbone):
         self.stack = TransformerStack(cfg)
         self.causal = spec.causal
         self.d_out = d
+        if cfg.init == "xavier":
+            self.xavier_()
+
+    def xavier_(self) -> None:
+        """Xavier-uniform weights and zero biases on every linear layer of the backbone; the fused
+        key/value projection (2d, d) gets it per d x d block, as two separate layers would."""
+        d = self.cfg.d_model
+        for m in self.modules():
+            if isinstance(m, nn.Linear):
+                blocks = m.weight.data.split(d, dim=0) if m.out_features == 2 * d and m.in_features == d \
+                    else (m.weight.data,)
+                for w in blocks:
+                    nn.init.xavier_uniform_(w)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
 
     def forward(self, x, lengths=None, state=None):
         h = self.drop(self.pos(self.proj(x)))  # (B, T, d_model)

@@ -60,6 +60,26 @@ def test_irnn_identity_init_and_scale():
     assert torch.all(rnn.bias_hh_l0 == 0) and torch.all(rnn.bias_ih_l0 == 0)
 
 
+@pytest.mark.parametrize("model, gates", [("rnn", 1), ("lstm", 4), ("gru", 3)])
+@pytest.mark.parametrize("n_layers", [1, 2])
+def test_orthogonal_recurrent_init(model, gates, n_layers):
+    ovs = (f"model={model}", "model.d_model=16", f"model.n_layers={n_layers}")
+    default = module_for(*ovs).net.backbone.rnn
+    ortho = module_for(*ovs, "model.recurrent_init=orthogonal").net.backbone.rnn
+    for layer in range(n_layers):
+        w = getattr(ortho, f"weight_hh_l{layer}")
+        assert w.shape == (gates * 16, 16)
+        for block in w.split(16, dim=0):  # each gate's block: all singular values 1
+            assert torch.allclose(block @ block.T, torch.eye(16), atol=1e-5)
+        # PyTorch's uniform default is not orthogonal (singular values spread over about 0 to
+        # 2/sqrt(3)), so the field changed the module
+        w0 = getattr(default, f"weight_hh_l{layer}")[:16]
+        assert not torch.allclose(w0 @ w0.T, torch.eye(16), atol=0.1)
+    assert module_for(*ovs).cfg.model.recurrent_init == "default"
+    if model == "lstm":  # the forget bias is still set after the orthogonal init
+        assert torch.allclose((ortho.bias_ih_l0 + ortho.bias_hh_l0)[16:32], torch.ones(16))
+
+
 @pytest.mark.parametrize("fb", [0.0, 1.0, 2.5])
 def test_lstm_forget_bias(fb):
     rnn = module_for("model=lstm", "model.d_model=4", f"model.forget_bias={fb}").net.backbone.rnn
@@ -146,3 +166,19 @@ def test_betas_refused_for_sgd():
     with pytest.raises(UserError, match="optim.betas.*sgd"):
         module_for("optim.optimizer=sgd", "optim.betas=[0.9, 0.98]")
     module_for("optim.optimizer=sgd")  # the default betas are not the user's
+
+
+def test_transformer_xavier_init():
+    ovs = ("model=transformer", "model.d_model=32", "model.n_heads=4", "model.n_layers=2")
+    default = module_for(*ovs).net.backbone
+    xavier = module_for(*ovs, "model.init=xavier").net.backbone
+    linears = [m for m in xavier.stack.modules() if isinstance(m, nn.Linear)]
+    assert len(linears) == 2 * 5  # per layer: q, kv, out, two feed-forward layers
+    for m in linears:
+        assert torch.all(m.bias == 0)
+        fan_in = m.in_features
+        fan_out = m.out_features if m.out_features != 2 * 32 else 32  # k and v each its own block
+        bound = (6 / (fan_in + fan_out)) ** 0.5
+        assert m.weight.abs().max() <= bound and m.weight.abs().max() > 0.9 * bound
+    # PyTorch's default (kaiming-uniform a=sqrt(5): bound 1/sqrt(fan_in)) has non-zero biases
+    assert any(torch.any(m.bias != 0) for m in default.stack.modules() if isinstance(m, nn.Linear))
