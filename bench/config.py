@@ -89,8 +89,8 @@ class TrainConfig(Section):
     diverge_loss: float | None = Field(None, gt=0, description="training loss above this marks the run diverged "
                                        "(NaN/Inf always does)")
     checkpoint_every: int | None = Field(200, ge=1, json_schema_extra=NOT_IDENTITY, description="save "
-                                         "<run>/checkpoints/last.ckpt every N steps (atomic) so `resume=true` "
-                                         "can continue; null = never")
+                                         "<run>/checkpoints/last.ckpt every N steps and at the last step (atomic), "
+                                         "for `resume=true` and `seqbench eval`; null = never")
 
 
 class EvalConfig(Section):
