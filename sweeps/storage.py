@@ -6,31 +6,22 @@
 - sqlite:///p:            RDBStorage too, but it loses trials under concurrent writers ("database is
                           locked" in our check): a warning says to use the journal file instead
 
-Liveness: Optuna 5's JournalStorage has no heartbeat, and the RDB heartbeat fails a stale trial
-without a way to say why, so seqbench keeps its own for every storage: a worker stamps its
-RUNNING trial's ``heartbeat`` system attr every ``interval`` seconds (``Heartbeat``), and any
-worker fails a RUNNING trial whose stamp is older than the grace period (``reap_stale``).
+Liveness of RUNNING trials is ``sweeps/liveness.py``.
 """
 from __future__ import annotations
 
 import re
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
 
 import optuna
-from optuna.exceptions import UpdateFinishedTrialError
 from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend
-from optuna.trial import FrozenTrial, TrialState
 
-from seqbench.bench.core.artifacts import check_trial_attrs
 from seqbench.bench.core.errors import UserError
 
 _RDB_SCHEMES = ("postgresql", "postgres", "mysql", "sqlite")
-HEARTBEAT_ATTR = "heartbeat"
 
 
 def redact(url: str) -> str:
@@ -108,85 +99,3 @@ def _with_driver(url: str) -> str:
 def describe(url: str | None, out_dir: str | Path) -> str:
     path = journal_path(url, out_dir)
     return f"journal {path}" if path is not None else redact(str(url))
-
-
-# -- liveness --------------------------------------------------------------------------------
-
-class Heartbeat:
-    """Context manager: stamps the trial's ``heartbeat`` system attr every ``interval`` seconds.
-
-    ``lost`` turns true when the stamp cannot be written because another worker already failed
-    the trial as stale (it will be retried; this worker's result is dropped).
-    """
-
-    def __init__(self, storage: optuna.storages.BaseStorage, trial_id: int, interval: float):
-        self.storage, self.trial_id, self.interval = storage, trial_id, interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="seqbench-heartbeat", daemon=True)
-        self.lost = False
-
-    def _beat(self) -> None:
-        try:
-            self.storage.set_trial_system_attr(self.trial_id, HEARTBEAT_ATTR, time.time())
-        except UpdateFinishedTrialError:
-            self.lost = True
-            self._stop.set()
-        except Exception as e:  # noqa: BLE001 - a storage hiccup must not kill the trial; retry next beat
-            print(f"warning: heartbeat failed: {type(e).__name__}: {e}", file=sys.stderr)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self._beat()
-
-    def __enter__(self) -> "Heartbeat":
-        self._beat()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-
-def last_beat(t: FrozenTrial) -> float:
-    stamp = t.system_attrs.get(HEARTBEAT_ATTR)
-    if stamp is not None:
-        return float(stamp)
-    return t.datetime_start.timestamp() if t.datetime_start else time.time()
-
-
-def trial_params(t: FrozenTrial) -> dict[str, Any]:
-    """A trial's parameters, including enqueued ones it had not suggested yet when it died."""
-    return {**t.system_attrs.get("fixed_params", {}), **t.params}
-
-
-def reap_stale(study: optuna.Study, grace: float, on_reaped: Callable[[FrozenTrial], None] | None = None
-               ) -> list[FrozenTrial]:
-    """Fail RUNNING trials with no heartbeat for ``grace`` seconds and enqueue each once again.
-
-    Several workers may reap at once: only the one whose FAIL lands first re-enqueues
-    (the storage refuses to finish a finished trial), so a configuration is retried once.
-    """
-    storage, now, reaped = study._storage, time.time(), []
-    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        quiet = now - last_beat(t)
-        if quiet <= grace:
-            continue
-        try:
-            storage.set_trial_user_attr(t._trial_id, "fail_reason",
-                                        f"worker lost: no heartbeat for {quiet:.0f}s (killed or stalled); retried")
-            storage.set_trial_user_attr(t._trial_id, "retried", True)
-            storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
-        except UpdateFinishedTrialError:
-            continue  # finished meanwhile, or another worker reaped it first
-        requeue(study, t)
-        reaped.append(t)
-        if on_reaped is not None:
-            on_reaped(t)
-    return reaped
-
-
-def requeue(study: optuna.Study, t: FrozenTrial) -> None:
-    """Enqueue a failed trial's configuration again; its runs continue from their checkpoints."""
-    study.enqueue_trial(trial_params(t), user_attrs=check_trial_attrs({
-        "retry_of": t.user_attrs.get("retry_of", t.number), "resume_run_ids": t.user_attrs.get("run_ids", [])}))

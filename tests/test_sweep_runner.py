@@ -16,7 +16,9 @@ import yaml
 from optuna.trial import TrialState
 
 from seqbench.bench.cli import main
-from seqbench.sweeps.storage import open_storage, reap_stale, redact
+from seqbench.sweeps.liveness import reap_stale
+from seqbench.sweeps.optuna_adapter import set_trial_flag
+from seqbench.sweeps.storage import open_storage, redact
 from tests.conftest import REPO, TINY_TASK
 
 TINY_BASE = {"task": {"name": "copy", **TINY_TASK["copy"]}, "model": {"d_model": 16},
@@ -200,7 +202,7 @@ def test_stale_trial_is_failed_and_requeued_once_by_racing_reapers(tmp_path):
     journal = str(tmp_path / "j.journal")
     first = optuna.create_study(study_name="s", storage=open_storage(journal))
     trial = first.ask({"x": optuna.distributions.IntDistribution(0, 9)})
-    first._storage.set_trial_system_attr(trial._trial_id, "heartbeat", time.time() - 100)
+    set_trial_flag(first, trial, "heartbeat", time.time() - 100)
     second = optuna.load_study(study_name="s", storage=open_storage(journal))  # another worker
     reaped = reap_stale(first, grace=10) + reap_stale(second, grace=10)
     assert len(reaped) == 1

@@ -196,7 +196,7 @@ def _ordered(raw: dict[str, Any]) -> dict[str, Any]:
 def study_name(spec_dict: dict[str, Any]) -> str:
     """``compare-<digest>`` of what makes a study (the spec without budget and prose): equal settings,
     in any order on the command line or loaded back from --print-spec, give the same name."""
-    from seqbench.sweeps.runner import comparable
+    from seqbench.sweeps.study import comparable
     from seqbench.sweeps.spec import parse_spec
 
     canon = comparable(parse_spec(spec_dict).to_dict())

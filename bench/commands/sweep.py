@@ -105,8 +105,9 @@ def sweep(spec: str | Path, overrides: Sequence[str] = (), *, trials: int | None
     from seqbench.bench.training.tracking import check_writable
     from seqbench.sweeps import spec_path
     from seqbench.sweeps.progress import summary
-    from seqbench.sweeps.runner import (Job, counts_as_done, open_study, optuna_quiet, placement, run_workers,
-                                        visible_cuda_devices, worker)
+    from seqbench.sweeps.processes import placement, run_workers, visible_cuda_devices
+    from seqbench.sweeps.study import Job, n_done, open_study, optuna_quiet
+    from seqbench.sweeps.worker import worker
     from seqbench.sweeps.spec import resolve_spec
     from seqbench.sweeps.storage import check_scheme, describe, redact
 
@@ -136,7 +137,7 @@ def sweep(spec: str | Path, overrides: Sequence[str] = (), *, trials: int | None
     check_scheme(storage)
     check_writable(Path(out))  # one line now, not a failed trial per configuration later
     st = open_study(job, resolved, coordinator=True)
-    done = sum(1 for t in st.get_trials(deepcopy=False) if counts_as_done(t))
+    done = n_done(st.get_trials(deepcopy=False))
     print(f"study {job.study}: {resolved.method}, {resolved.budget()} configurations x {len(resolved.seeds)} "
           f"seed(s), {done} done; {workers} worker(s)" + (f", {threads} torch thread(s) each" if threads else "")
           + f"; storage {describe(storage, out)}", flush=True)
