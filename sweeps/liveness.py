@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import optuna
 from optuna.exceptions import UpdateFinishedTrialError
@@ -97,3 +97,12 @@ def requeue(study: optuna.Study, t: FrozenTrial) -> None:
     ``retry_of`` names the trial it redoes (so ``study.superseded`` knows ``t`` is replaced)."""
     study.enqueue_trial(trial_params(t), user_attrs=check_trial_attrs({
         "retry_of": t.number, "resume_run_ids": t.user_attrs.get("run_ids", [])}))
+
+
+def superseded(trials: Iterable[FrozenTrial]) -> set[int]:
+    """Numbers of the FAIL trials whose configuration was queued again: marked ``retried`` when
+    they failed (dead worker, Ctrl-C), or named by a later trial's ``retry_of`` (``--retry-failed``
+    re-enqueues a trial already finished, which Optuna no longer lets anyone mark)."""
+    trials = list(trials)
+    gone = {t.number for t in trials if t.state == TrialState.FAIL and t.user_attrs.get("retried")}
+    return gone | {t.user_attrs["retry_of"] for t in trials if "retry_of" in t.user_attrs}

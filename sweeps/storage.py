@@ -6,18 +6,23 @@
 - sqlite:///p:            RDBStorage too, but it loses trials under concurrent writers ("database is
                           locked" in our check): a warning says to use the journal file instead
 
-Liveness of RUNNING trials is ``sweeps/liveness.py``.
+A journal file whose last write was torn (a crash or a full disk mid-write) is repaired when
+opened (``repair_journal``). Liveness of RUNNING trials is ``sweeps/liveness.py``.
 """
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import optuna
 from optuna.storages import JournalStorage, RDBStorage
-from optuna.storages.journal import JournalFileBackend
+from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 
 from seqbench.bench.core.errors import UserError
 
@@ -47,6 +52,7 @@ def open_storage(url: str | None, out_dir: str | Path = "outputs") -> optuna.sto
     if path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            repair_journal(path)
             return JournalStorage(JournalFileBackend(str(path)))
         except OSError as e:
             raise UserError(f"--storage: cannot use journal file {path} ({e.strerror})") from None
@@ -99,3 +105,86 @@ def _with_driver(url: str) -> str:
 def describe(url: str | None, out_dir: str | Path) -> str:
     path = journal_path(url, out_dir)
     return f"journal {path}" if path is not None else redact(str(url))
+
+
+# -- a torn journal ---------------------------------------------------------------------------
+# Optuna appends each operation as one JSON line, under a lock. A write cut short leaves a line
+# without its newline; Optuna's reader skips it, but the next append glues onto it and from then
+# on every reader dies with a JSONDecodeError: the study's completed trials become unreachable.
+
+_RECORD = b'{"op_code"'  # how every record begins (json.dumps escapes quotes inside strings)
+
+
+def _whole(line: bytes) -> bool:
+    """A complete record: the cheap test first (one record start, a closing brace), then JSON."""
+    if line.startswith(_RECORD) and line.count(_RECORD) == 1 and line.endswith(b"}"):
+        return True
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
+def _salvage(line: bytes) -> bytes | None:
+    """The record glued onto a torn one (the earliest record start whose rest parses), or None."""
+    start = line.find(_RECORD, 1)
+    while start != -1:
+        if _whole(line[start:]):
+            return line[start:]
+        start = line.find(_RECORD, start + 1)
+    return None
+
+
+def repaired(data: bytes) -> bytes | None:
+    """Journal bytes ``data`` without torn records (a glued record is kept), None when none is torn."""
+    lines = data.split(b"\n")
+    tail = lines.pop()  # what follows the last newline: empty unless the last write was torn
+    kept, changed = [], False
+    for line in lines:
+        if _whole(line):
+            kept.append(line)
+            continue
+        changed = True
+        rest = _salvage(line)
+        if rest is not None:
+            kept.append(rest)
+    if tail:
+        changed = True
+        rest = tail if _whole(tail) else _salvage(tail)  # a record cut just before its newline is whole
+        if rest is not None:
+            kept.append(rest)
+    return b"".join(line + b"\n" for line in kept) if changed else None
+
+
+def repair_journal(path: Path) -> Path | None:
+    """Cut the torn records out of journal ``path``, keeping the original beside it as
+    ``<name>.torn-<UTC time>``; one warning line on stderr. Returns the backup (None: nothing torn)."""
+    try:
+        if not path.is_file() or repaired(path.read_bytes()) is None:
+            return None
+    except OSError:
+        return None  # unreadable: opening it reports why
+    lock = JournalFileSymlinkLock(str(path))  # Optuna's own lock: no writer appends meanwhile
+    lock.acquire()
+    try:
+        data = path.read_bytes()
+        fixed = repaired(data)  # again, under the lock: what looked torn may have been a write in flight
+        if fixed is None:
+            return None
+        backup = path.with_name(f"{path.name}.torn-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}")
+        try:
+            shutil.copyfile(path, backup)
+            if data.startswith(fixed):
+                os.truncate(path, len(fixed))  # only the tail goes: needs no free space
+            else:
+                tmp = path.with_name(path.name + ".repair")
+                tmp.write_bytes(fixed)
+                os.replace(tmp, path)
+        except OSError as e:
+            raise UserError(f"--storage: journal {path} has a torn record (a crash or a full disk mid-write) "
+                            f"and cannot be repaired ({e.strerror}); free space and run again") from None
+    finally:
+        lock.release()
+    print(f"warning: journal {path} had a torn record (a crash or a full disk mid-write): cut "
+          f"{len(data) - len(fixed)} bytes; the original is kept as {backup.name}", file=sys.stderr)
+    return backup

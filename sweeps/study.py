@@ -7,9 +7,10 @@ continues it must bring a spec that differs at most in budget and prose (``compa
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import optuna
 from optuna.exceptions import DuplicatedStudyError
@@ -19,7 +20,7 @@ from optuna.trial import FrozenTrial, TrialState
 from seqbench.bench.core.artifacts import StudyAttrs, check_study_attrs
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.provenance import git_sha, package_version
-from seqbench.sweeps.liveness import trial_params
+from seqbench.sweeps.liveness import requeue, superseded, trial_params
 from seqbench.sweeps.optuna_adapter import set_study_flag, study_flag
 from seqbench.sweeps.spec import SweepSpec
 from seqbench.sweeps.storage import open_storage
@@ -122,15 +123,6 @@ def grid_key(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True, default=str)
 
 
-def superseded(trials: Iterable[FrozenTrial]) -> set[int]:
-    """Numbers of the FAIL trials whose configuration was queued again: marked ``retried`` when
-    they failed (dead worker, Ctrl-C), or named by a later trial's ``retry_of`` (``--retry-failed``
-    re-enqueues a trial already finished, which Optuna no longer lets anyone mark)."""
-    trials = list(trials)
-    gone = {t.number for t in trials if t.state == TrialState.FAIL and t.user_attrs.get("retried")}
-    return gone | {t.user_attrs["retry_of"] for t in trials if "retry_of" in t.user_attrs}
-
-
 def counts_as_done(t: FrozenTrial, gone: set[int]) -> bool:
     """Finished for good: COMPLETE, PRUNED, or FAIL that is not being retried (``gone``: see
     ``superseded``)."""
@@ -157,3 +149,31 @@ def enqueue_missing_grid(study: optuna.Study, spec: SweepSpec) -> int:
             study.enqueue_trial(point)
             n += 1
     return n
+
+
+# Failures from outside the experiment, as ``sweeps.trial.one_line`` words them: no space left (or
+# quota), out of memory (Python, the CPU allocator, CUDA), a killed process. Matched on the text,
+# so studies failed before this existed can be retried too.
+_OUTSIDE = re.compile(r"Errno 28\]|No space left|Errno 122\]|quota exceeded|MemoryError|OutOfMemoryError|"
+                      r"out of memory|can't allocate memory|Cannot allocate memory|killed by signal|\bKilled\b",
+                      re.IGNORECASE)
+
+
+def failed_outside(t: FrozenTrial) -> bool:
+    """A FAIL caused by the machine, not by the configuration: a diverged seed is a result and never
+    counts, whatever else went wrong in the trial."""
+    if t.state != TrialState.FAIL or t.user_attrs.get("n_diverged"):
+        return False
+    reason = str(t.user_attrs.get("fail_reason") or "")
+    return "diverged" not in reason and bool(_OUTSIDE.search(reason))
+
+
+def requeue_failed(study: optuna.Study) -> list[FrozenTrial]:
+    """``--retry-failed``: queue again the configuration of every FAIL trial that ``failed_outside``
+    and is not being retried already; their runs continue from their checkpoints. Returns them."""
+    trials = study.get_trials(deepcopy=False)
+    gone = superseded(trials)
+    again = [t for t in trials if t.number not in gone and failed_outside(t)]
+    for t in again:
+        requeue(study, t)
+    return again

@@ -12,11 +12,11 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from seqbench.sweeps.liveness import reap_stale
+from seqbench.sweeps.liveness import reap_stale, superseded
 from seqbench.sweeps.optuna_adapter import claim_waiting
 from seqbench.sweeps.progress import Progress, start_line, trial_line
 from seqbench.sweeps.spec import SweepSpec, parse_spec
-from seqbench.sweeps.study import Job, counts_as_done, n_done, open_study, optuna_quiet, superseded
+from seqbench.sweeps.study import Job, counts_as_done, n_done, open_study, optuna_quiet
 from seqbench.sweeps.trial import run_trial, suggest
 
 
