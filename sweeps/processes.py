@@ -1,15 +1,25 @@
 """Worker processes on one machine: how many, on which CUDA device, and how they start.
 
-Each local worker is a process of its own (``seqbench sweep --workers K``); on a GPU machine each
-gets its ``CUDA_VISIBLE_DEVICES`` entry round-robin (``placement``), so several workers share a
-device when there are more workers than devices.
+``seqbench sweep --workers K`` runs K worker processes on the study. How they start:
+
+- CPU (no CUDA device placed): this process imports torch and Lightning once (~4 s on 2 quiet
+  cores), forks K-1 copies of itself and works as the K-th (``fork_workers``): no worker pays the
+  import again. The fork happens before any trial, so no heartbeat thread, torch intra-op pool or
+  W&B service exists yet to be copied half-way; each child opens the storage afresh.
+- GPU: each worker is a fresh interpreter (``exec_workers``) with its own ``CUDA_VISIBLE_DEVICES``
+  entry, round-robin over the devices (``placement``): a forked child would inherit this process's
+  CUDA driver state, which is not fork-safe and fixes the visible devices. GPU trials are long, so
+  the import per worker costs little there.
 """
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import asdict
 
 from seqbench.bench.core.errors import UserError
@@ -63,21 +73,33 @@ def placement(n_workers: int, devices: list[int] | None, visible: list[str]) -> 
 
 
 def run_workers(job: Job, n: int, devices: list[str | None] | None = None) -> int:
-    """``n`` local worker processes on the study (already created by the caller); exit status.
+    """``n`` local workers on the study (already created by the caller); their exit status.
 
     ``devices``: each worker's ``CUDA_VISIBLE_DEVICES`` (see ``placement``); None places the workers
     round-robin on every visible CUDA device, and on a machine without CUDA changes nothing.
     """
-    # the job goes by environment, not argv: `ps` shows every user the arguments (storage password)
-    # workers import the installed seqbench, like this process (no PYTHONPATH games)
-    env = {**os.environ, JOB_ENV: json.dumps(asdict(job))}
     devices = devices if devices is not None else placement(n, None, visible_cuda_devices())
     if len(devices) != n:
         raise ValueError(f"run_workers: {len(devices)} device entries for {n} workers")
+    if all(d is None for d in devices) and can_fork():
+        return fork_workers(job, n)
+    return exec_workers(job, devices)
+
+
+def can_fork() -> bool:
+    """Forking copies one thread only: safe while this process runs no other Python thread."""
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+def exec_workers(job: Job, devices: list[str | None]) -> int:
+    """One fresh interpreter per entry of ``devices`` (its ``CUDA_VISIBLE_DEVICES``; None: unchanged)."""
+    # the job goes by environment, not argv: `ps` shows every user the arguments (storage password)
+    # workers import the installed seqbench, like this process (no PYTHONPATH games)
+    env = {**os.environ, JOB_ENV: json.dumps(asdict(job))}
     envs = [env if d is None else {**env, CUDA_ENV: d} for d in devices]
     procs = [subprocess.Popen([sys.executable, "-m", "seqbench.sweeps.processes"], env=e) for e in envs]
     try:
-        return max(p.wait() for p in procs)
+        return _worst([p.wait() for p in procs])
     except KeyboardInterrupt:
         for p in procs:  # they got the same Ctrl-C: let them record their trials
             try:
@@ -87,17 +109,72 @@ def run_workers(job: Job, n: int, devices: list[str | None] | None = None) -> in
         raise
 
 
-def _worker_main(payload: str) -> int:
-    os.environ.pop(JOB_ENV, None)  # not inherited by anything the worker starts
-    job = Job(**json.loads(payload))
+def fork_workers(job: Job, n: int) -> int:
+    """``n - 1`` forked copies of this process and this process itself work on the study."""
+    # what a trial imports, imported once here so every copy shares it (the ~4 s each would pay)
+    import seqbench.bench.training.tracking  # noqa: F401
+    import seqbench.bench.training.train  # noqa: F401
+
+    sys.stdout.flush()  # a buffer not yet written would be written once by each copy
+    sys.stderr.flush()
+    children = []
+    for _ in range(n - 1):
+        pid = os.fork()
+        if pid == 0:  # the copy: work, then leave without running this process's exit handlers
+            code = 1
+            try:
+                code = _work(job)
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        children.append(pid)
+    try:
+        mine = _work(job, interrupt=True)
+        return _worst([mine, *(_wait(pid) for pid in children)])
+    except KeyboardInterrupt:
+        for pid in children:  # they got the same Ctrl-C: let them record their trials
+            if _wait(pid, timeout=30) is None:
+                os.kill(pid, signal.SIGKILL)
+                _wait(pid)
+        raise
+
+
+def _wait(pid: int, timeout: float | None = None) -> int | None:
+    """The exit status of child ``pid``; None past ``timeout``."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, 0 if deadline is None else os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)  # -N when killed by signal N
+        if time.monotonic() > deadline:  # type: ignore[operator]
+            return None
+        time.sleep(0.2)
+
+
+def _worst(codes: list[int]) -> int:
+    """The first non-zero exit status (0 when every worker finished cleanly; killed by signal N: 128 + N)."""
+    return next((128 - c if c < 0 else c for c in codes if c), 0)
+
+
+def _work(job: Job, *, interrupt: bool = False) -> int:
+    """Run ``worker(job)`` as a worker process does: a UserError is one line and status 2; Ctrl-C
+    is status 130, or raised again when ``interrupt`` (this process still has children to wait for)."""
     try:
         worker(job)
     except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {e}", file=sys.stderr, flush=True)
         return 2
     except KeyboardInterrupt:
+        if interrupt:
+            raise
         return 130
     return 0
+
+
+def _worker_main(payload: str) -> int:
+    os.environ.pop(JOB_ENV, None)  # not inherited by anything the worker starts
+    return _work(Job(**json.loads(payload)))
 
 
 if __name__ == "__main__":
