@@ -152,9 +152,10 @@ def enqueue_missing_grid(study: optuna.Study, spec: SweepSpec) -> int:
 
 
 # Failures from outside the experiment, as ``sweeps.trial.one_line`` words them: no space left (or
-# quota), out of memory (Python, the CPU allocator, CUDA), a killed process. Matched on the text,
-# so studies failed before this existed can be retried too.
-_OUTSIDE = re.compile(r"Errno 28\]|No space left|Errno 122\]|quota exceeded|MemoryError|OutOfMemoryError|"
+# quota, or a file size limit), out of memory (Python, the CPU allocator, CUDA), a killed process.
+# Matched on the text, so studies failed before this existed can be retried too.
+_OUTSIDE = re.compile(r"Errno 28\]|No space left|Errno 122\]|quota exceeded|Errno 27\]|File too large|"
+                      r"MemoryError|OutOfMemoryError|"
                       r"out of memory|can't allocate memory|Cannot allocate memory|killed by signal|\bKilled\b",
                       re.IGNORECASE)
 

@@ -6,12 +6,14 @@ import errno
 import json
 
 import optuna
+import pytest
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from seqbench.bench.cli import main
 from seqbench.sweeps.storage import open_storage, repaired
+from seqbench.sweeps.study import failed_outside
 from tests.test_sweep_runner import TINY_BASE, write_spec
 
 TORN = b'{"op_code":5,"worker_id":"w","trial_id":1,"param_na'  # a write cut short (crash, full disk)
@@ -27,6 +29,21 @@ def test_repaired_cuts_a_torn_tail_and_keeps_a_record_glued_onto_one():
     assert repaired(a + b"\n" + TORN) == a + b"\n"
     assert repaired(a + b"\n" + TORN + b + b"\n" + a + b"\n") == a + b"\n" + b + b"\n" + a + b"\n"
     assert repaired(a + b"\n" + b) == a + b"\n" + b + b"\n"  # whole, only its newline missing
+
+
+@pytest.mark.parametrize("reason, attrs, outside", [
+    ("OSError: [Errno 28] No space left on device: '/out/runs/x'", {}, True),
+    ("OSError: [Errno 27] File too large", {}, True),
+    ("OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", {}, True),
+    ("RuntimeError: [enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory", {}, True),
+    ("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.", {}, True),
+    ("1/2 seeds diverged; seed 0 diverged: loss 1e9 > 5; OSError: [Errno 28] No space left", {"n_diverged": 1}, False),
+    ("RuntimeError: boom in the model", {}, False),
+    ("UserError: metric.name: val/acc is missing from the run's results", {}, False),
+])
+def test_failures_outside_the_experiment_are_told_from_results(reason, attrs, outside):
+    t = optuna.trial.create_trial(state=TrialState.FAIL, user_attrs={"fail_reason": reason, **attrs})
+    assert failed_outside(t) is outside
 
 
 def test_a_journal_torn_mid_write_opens_with_one_warning_and_loses_no_completed_trial(tmp_path, capsys):
