@@ -1,2 +1,3 @@
-"""seqbench: measure what the textbooks claim about sequence architectures."""
-__version__ = "0.1.0"
+"""seqbench's harness: the ground (``core``), config, training, the commands and the CLI.
+
+The package version is ``seqbench.__version__`` (from the installed metadata)."""

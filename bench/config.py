@@ -11,17 +11,18 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Literal, Union
+from typing import Annotated, Any, Iterable, Literal, Mapping, Union
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
 import seqbench.models  # noqa: F401  (fills MODELS)
 import seqbench.tasks  # noqa: F401  (fills TASKS)
-from seqbench.bench.core.errors import UserError, format_validation_error
+from seqbench.bench.core.errors import UserError, validation_problems
 from seqbench.bench.core.registry import MODELS, TASKS
-from seqbench.bench.core.schema import Section
-from seqbench.bench.core.settings import leaves, load_yaml, parse_settings, parse_value, safe_load, set_dotted
+from seqbench.bench.core.schema import NOT_IDENTITY, Section, identity
+from seqbench.bench.core.settings import (comma_lists, leaves, load_yaml, parse_pairs, parse_value, safe_load,
+                                          set_dotted)
 
 __all__ = ["RunConfig", "build_config", "compose", "load_config", "load_yaml", "override", "parse_value",
            "safe_load", "validate"]
@@ -66,16 +67,18 @@ class TrainConfig(Section):
     strategy: str = Field("auto", description="Lightning strategy, e.g. ddp_spawn")
     num_nodes: int = Field(1, ge=1, description="nodes for multi-node DDP")
     deterministic: bool = Field(False, description="torch deterministic algorithms (slower on GPU)")
-    threads: int | None = Field(1, ge=1, description="torch intra-op threads per process; small RNNs are "
-                                "2.7-12x faster with 1 than 2 on a busy 2-core machine; null = torch default")
-    flush_denormal: bool = Field(True, description="flush denormal floats to zero on CPU; long LSTM backward "
-                                 "chains were ~6x slower with denormals")
+    threads: int | None = Field(1, ge=1, json_schema_extra=NOT_IDENTITY, description="torch intra-op threads "
+                                "per process; small RNNs are 2.7-12x faster with 1 than 2 on a busy 2-core "
+                                "machine; null = torch default")
+    flush_denormal: bool = Field(True, json_schema_extra=NOT_IDENTITY, description="flush denormal floats to "
+                                 "zero on CPU; long LSTM backward chains were ~6x slower with denormals")
     compile: bool = Field(False, description="torch.compile the model (falls back to eager on failure)")
     early_stop: EarlyStopConfig | None = Field(None, description="stop when a val metric crosses a threshold")
     diverge_loss: float | None = Field(None, gt=0, description="training loss above this marks the run diverged "
                                        "(NaN/Inf always does)")
-    checkpoint_every: int | None = Field(200, ge=1, description="save <run>/checkpoints/last.ckpt every N steps "
-                                         "(atomic) so `resume=true` can continue; null = never")
+    checkpoint_every: int | None = Field(200, ge=1, json_schema_extra=NOT_IDENTITY, description="save "
+                                         "<run>/checkpoints/last.ckpt every N steps (atomic) so `resume=true` "
+                                         "can continue; null = never")
 
 
 class EvalConfig(Section):
@@ -114,13 +117,16 @@ class RunConfig(Section):
     optim: OptimConfig = Field(default_factory=OptimConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
-    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
-    diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig, json_schema_extra=NOT_IDENTITY)
+    diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig,  # only observes
+                                           json_schema_extra=NOT_IDENTITY)
     seed: int = Field(0, ge=0, description="seeds weights, data streams and dropout")
-    out_dir: Path = Field(Path("outputs"), description="root for runs/, wandb/, reports/")
-    run_id: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]+$", description="run folder name; default derived")
-    resume: bool = Field(False, description="continue the newest unfinished run with the same config (or run_id) "
-                         "from its last checkpoint; a finished one is returned as is")
+    out_dir: Path = Field(Path("outputs"), json_schema_extra=NOT_IDENTITY,
+                          description="root for runs/, wandb/, reports/")
+    run_id: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]+$", json_schema_extra=NOT_IDENTITY,
+                               description="run folder name; default derived")
+    resume: bool = Field(False, json_schema_extra=NOT_IDENTITY, description="continue the newest unfinished run "
+                         "with the same config (or run_id) from its last checkpoint; a finished one is returned as is")
 
     @model_validator(mode="after")
     def _cross_field(self) -> "RunConfig":
@@ -152,13 +158,9 @@ class RunConfig(Section):
         return self.model_dump(mode="json")
 
     def config_hash(self) -> str:
-        """Hash of everything that changes the experiment (not where or how it is logged)."""
-        d = self.to_dict()
-        for k in ("out_dir", "run_id", "tracking", "resume", "diagnostics"):  # diagnostics only observe
-            d.pop(k)
-        for k in ("threads", "checkpoint_every", "flush_denormal"):
-            d["train"].pop(k)
-        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+        """Hash of everything that changes the experiment: every field not marked ``NOT_IDENTITY``
+        (where or how the run is logged, observed or scheduled)."""
+        return hashlib.sha256(json.dumps(identity(self), sort_keys=True).encode()).hexdigest()[:12]
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
@@ -167,6 +169,9 @@ class RunConfig(Section):
 # -- building configs ------------------------------------------------------------------
 
 CHOICES = {"task": TASKS, "model": MODELS}  # sections chosen by name, before any value is set
+_CHOICE_KEYS = ("task.name", "model.name")
+_DEFAULT_NAMES = {"task": "copy", "model": "lstm"}
+Blocks = Mapping[str, Mapping[str, Any]]  # per_model / per_task: name -> {dotted key: value}
 
 
 @dataclass(frozen=True)
@@ -180,22 +185,48 @@ class Composed:
     keys: list[str]  # the dotted leaf keys the overrides set (``model.name`` for ``model=``)
 
 
-def compose(base: dict[str, Any] | None = None, overrides: Iterable[str] = ()) -> Composed:
-    """``base`` (a --config file, a sweep's base) with ``key=value`` overrides, in any order.
+def compose(base: Mapping[str, Any] | None = None, overrides: Iterable[str] | Mapping[str, Any] = (), *,
+            per_model: Blocks | None = None, per_task: Blocks | None = None) -> Composed:
+    """The one composition behind ``run``, ``sweep`` (its base and every trial), ``compare`` and
+    claims: ``base`` (a --config file, a sweep's base), then ``overrides`` (``key=value`` words or
+    a ``{dotted key: value}`` mapping, in any order), then the chosen model's and task's blocks.
 
     Like Hydra, choices come before values: ``task=``/``model=`` (or ``task.name=``) is applied
     first, then every value, so ``model.d_model=32 model=gru`` is a GRU with d_model 32. When a
     choice switches the base's task or model, the base keeps the fields the new one also has
-    and drops the others (listed in ``dropped``: a config.yaml of an LSTM run holds
-    ``forget_bias``, which a GRU has not). A value typed in ``overrides`` is never dropped: one
-    the chosen task/model lacks fails validation naming it.
+    and drops the ones only other tasks/models have (listed in ``dropped``: a config.yaml of an
+    LSTM run holds ``forget_bias``, which a GRU has not; ``run`` notes them, a sweep refuses them).
+    A key no task/model has stays, so validation calls it unknown. A value typed in ``overrides``
+    is never dropped: one the chosen task/model lacks fails validation naming it. Last,
+    ``per_task[task]`` and ``per_model[model]`` (the model's win on a shared key) merge as
+    leaves: ``train: {early_stop: ...}`` in a block sets those leaves, not the whole section.
     """
     d = json.loads(json.dumps(base or {}, default=str))  # deep copy, plain types
     for sec in CHOICES:  # `task: copy` is short for `task: {name: copy}`
         if isinstance(d.get(sec), str):
             d[sec] = {"name": d[sec]}
     repeated: list[str] = []
-    return _apply(d, setting_leaves(parse_settings(overrides), repeated), repeated)
+    pairs = overrides.items() if isinstance(overrides, Mapping) else parse_pairs(overrides)
+    values = setting_leaves(pairs, repeated)
+    keys, dropped = list(values), []
+    for key in [k for k in values if k in _CHOICE_KEYS]:  # choices first; each is its own section's
+        sec = key.split(".")[0]
+        dropped += _switch(d, sec, values.pop(key), CHOICES[sec])
+    for key, value in values.items():  # leaves are disjoint: their order cannot matter
+        set_dotted(d, key, value)
+    if per_model or per_task:
+        task, model = chosen(d, "task"), chosen(d, "model")  # not text: no block (validation names it)
+        block = {**((per_task or {}).get(task, {}) if isinstance(task, str) else {}),
+                 **((per_model or {}).get(model, {}) if isinstance(model, str) else {})}  # the model's win
+        for key, value in leaves(block.items()).items():
+            set_dotted(d, key, value)
+    return Composed(d, dropped, repeated, keys)
+
+
+def chosen(d: Mapping[str, Any], section: str) -> Any:
+    """The task/model name a config dict chooses (the default when it names none)."""
+    node = d.get(section)
+    return node.get("name", _DEFAULT_NAMES[section]) if isinstance(node, dict) else _DEFAULT_NAMES[section]
 
 
 def setting_leaves(pairs: Iterable[tuple[str, Any]], repeated: list[str] | None = None) -> dict[str, Any]:
@@ -204,27 +235,17 @@ def setting_leaves(pairs: Iterable[tuple[str, Any]], repeated: list[str] | None 
                   repeated)
 
 
-def _apply(d: dict[str, Any], values: dict[str, Any], repeated: list[str] | None = None) -> Composed:
-    keys, values = list(values), dict(values)
-    dropped: list[str] = []
-    for sec, reg in CHOICES.items():  # choices first
-        if f"{sec}.name" in values:
-            dropped += _switch(d, sec, values.pop(f"{sec}.name"), reg)
-    for key, value in values.items():  # leaves are disjoint: their order cannot matter
-        set_dotted(d, key, value)
-    return Composed(d, dropped, repeated or [], keys)
-
-
 def _switch(d: dict[str, Any], sec: str, name: Any, reg: Any) -> list[str]:
     """Choose ``name`` for section ``sec`` of ``d``; returns the base fields it drops."""
     old = d.get(sec) if isinstance(d.get(sec), dict) else {}
-    if old.get("name", _DEFAULT_NAMES[sec]) == name:
-        d[sec] = {**old, "name": name}
+    if old.get("name", _DEFAULT_NAMES[sec]) == name or not (isinstance(name, str) and name in reg):
+        d[sec] = {**old, "name": name}  # an unknown name keeps everything: validation names the name
         return []
-    fields = reg.get(name).config_cls.model_fields if isinstance(name, str) and name in reg else None
-    keep = {k: v for k, v in old.items() if k != "name" and (fields is None or k in fields)}
-    d[sec] = {"name": name, **keep}
-    return [f"{sec}.{k}" for k in old if k != "name" and k not in keep]
+    own = reg.get(name).config_cls.model_fields
+    others = {f for e in reg for f in e.config_cls.model_fields}
+    gone = [k for k in old if k != "name" and k not in own and k in others]
+    d[sec] = {"name": name, **{k: v for k, v in old.items() if k != "name" and k not in gone}}
+    return [f"{sec}.{k}" for k in gone]
 
 
 def build_config(base: dict[str, Any] | list[str] | None = None, overrides: Iterable[str] = (),
@@ -238,18 +259,37 @@ def build_config(base: dict[str, Any] | list[str] | None = None, overrides: Iter
     return validate(compose(base, overrides).data, source=source)
 
 
-_DEFAULT_NAMES = {"task": "copy", "model": "lstm"}
+def validate(d: dict[str, Any], *, source: str = "", blocks_hint: bool = False) -> RunConfig:
+    """A RunConfig of a composed dict; UserError listing every problem, one per field.
 
-
-def validate(d: dict[str, Any], *, source: str = "") -> RunConfig:
+    ``blocks_hint``: a field only other tasks/models have gets "go under per_model.<name>" (sweeps).
+    """
     for section, name in _DEFAULT_NAMES.items():  # `model.d_model=64` alone means the default model
         if isinstance(d.get(section), dict) and "name" not in d[section]:
             d[section] = {"name": name, **d[section]}
     try:
         return RunConfig.model_validate(d)
     except ValidationError as e:
-        msg = format_validation_error(e, allowed_fields=lambda loc: section_fields(loc))
-        raise UserError(f"{source}: {msg}" if source else msg) from None
+        problems = validation_problems(e, allowed_fields=section_fields,
+                                       foreign=lambda loc, key: _foreign(loc, key, blocks_hint))
+        raise UserError(*(f"{source}: {p}" if source else p for p in problems)) from None
+
+
+def foreign_field(section: str, name: str, field: str, blocks_hint: bool = False) -> str | None:
+    """`` for model rnn (lstm has it)`` when other entries than ``name`` have ``field``, else None."""
+    reg = CHOICES[section]
+    owners = [e.name for e in reg if e.name != name and field in e.config_cls.model_fields]
+    if not owners:
+        return None
+    who = ", ".join(owners[:4]) + (", ..." if len(owners) > 4 else "")
+    hint = f"; fields only some {section}s have go under per_{section}.<name>" if blocks_hint else ""
+    return f" for {section} {name} ({who} {'has' if len(owners) == 1 else 'have'} it{hint})"
+
+
+def _foreign(loc: tuple, key: str, blocks_hint: bool) -> str | None:
+    if len(loc) == 2 and loc[0] in CHOICES and loc[1] in CHOICES[loc[0]]:
+        return foreign_field(str(loc[0]), str(loc[1]), key, blocks_hint)
+    return None
 
 
 def section_fields(loc: tuple) -> list[str] | None:
@@ -277,14 +317,21 @@ def section_fields(loc: tuple) -> list[str] | None:
 def override(cfg: RunConfig, **dotted: Any) -> RunConfig:
     """A new validated config with ``dotted`` keys (``'model.d_model'`` -> value) replaced
     (``model='gru'`` switches the model, keeping the fields a GRU also has)."""
-    return validate(_apply(cfg.to_dict(), setting_leaves(dotted.items())).data)
+    return validate(compose(cfg.to_dict(), dotted).data)
 
 
 def resolve(path: str | Path | None = None, overrides: Iterable[str] = ()) -> tuple[RunConfig, Composed]:
     """The config of ``seqbench run [--config PATH] OVERRIDES``, and how it was composed."""
     overrides = list(overrides)
     composed = compose(load_yaml(path) if path else {}, overrides)
-    return validate(composed.data, source=str(path) if path and not overrides else ""), composed
+    try:
+        return validate(composed.data, source=str(path) if path and not overrides else ""), composed
+    except UserError:
+        swept = comma_lists(overrides)
+        if swept:  # Hydra's `model=lstm,gru` sweep: say where sweeps are, not "unknown name 'lstm,gru'"
+            raise UserError(f"{swept[0]}: run trains one configuration; comma lists compare several with "
+                            f"`seqbench compare {' '.join(swept)} ...` (a list value is written [a, b])") from None
+        raise
 
 
 def notes(composed: Composed, source: str | None) -> list[str]:

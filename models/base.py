@@ -6,10 +6,32 @@ Two kinds of registry entries:
   with the shared input encoder and the head the task's output kind asks for;
 - a full ``nn.Module`` with ``forward(batch, state) -> (output, state)`` of its own
   (encoder-decoders, which also implement ``generate``).
+
+Adding a model is one file plus one import line in ``models/__init__.py``: the module
+class registered with ``@MODELS.register("name", config=NameConfig)``, and its config, a
+``ModelConfig`` subclass that tells the harness everything else it knows about the
+architecture, so no harness module keeps a table keyed by model name:
+
+- its fields (typed, defaulted, described; only the knobs it has: depth is ``n_layers``
+  where layers stack, ``n_levels`` for a TCN; ``Layers`` and ``Dropout`` below are the
+  shared spellings);
+- ``supported_kinds``: the output kinds it can produce (``RunConfig`` refuses the others);
+- ``sees_future()``: whether outputs at t read inputs after t (refused on causal tasks);
+- ``forward_macs(spec, T, target_len)``: multiply-accumulates of one forward pass over one
+  training sequence, which ``bench/training/flops.py`` turns into FLOPs per token and MFU.
+  Counted as there: matrix products and convolutions only, every (query, key) pair of
+  attention, embedding lookups free. ``input_width`` and ``SequenceModel.head_macs`` count
+  the shared encoder and head. A model that cannot count returns None and says why in
+  ``no_flop_count`` (tests/test_flops.py holds every registered model to one or the other
+  and checks each count against torch's FlopCounterMode);
+- ``complexity``: the textbook cost per sequence and its exponent in T, what
+  ``seqbench cost`` compares its fitted exponent with (and which models it sweeps by default);
+- limits it knows of (a TCN's receptive field) are checked where the module is built and
+  warn there.
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -23,21 +45,45 @@ from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
 PER_STEP_AND_POOLED = frozenset({OutputKind.TOKENS, OutputKind.CLASS, OutputKind.REGRESSION})
 
 
+# Shared spellings of knobs several families have (a family declares the ones it has).
+Layers = Annotated[int, Field(ge=1, description="stacked layers")]
+Dropout = Annotated[float, Field(ge=0.0, lt=1.0, description="dropout between layers and on the output features")]
+
+
 class ModelConfig(Section):
-    """Fields every model has. Subclasses add ``name: Literal[...]`` and their knobs."""
+    """Fields every model has (the shared input encoder reads them; ``seqbench cost`` sets
+    ``d_model``) and the interface the harness calls (module docstring). Subclasses add
+    ``name: Literal[...]`` and their knobs."""
 
     name: str
     supported_kinds: ClassVar[frozenset[OutputKind]] = PER_STEP_AND_POOLED
+    # ("O(T·d²)", 1): the cost per sequence in words and its exponent in T; None = not in
+    # `seqbench cost`'s complexity table (nor its default models).
+    complexity: ClassVar[tuple[str, int] | None] = None
+    # Why forward_macs gives no count (required when it is not overridden); None = it counts.
+    no_flop_count: ClassVar[str | None] = None
 
     d_model: int = Field(128, ge=1, description="hidden/feature width")
-    n_layers: int = Field(1, ge=1, description="stacked layers")
-    dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout between layers and on the output features")
     embedding: Literal["learned", "onehot"] = Field(
         "learned", description="token inputs: learned d_model embedding or fixed one-hot vectors")
 
     def sees_future(self) -> bool:
         """True when outputs at t depend on inputs after t (refused on causal tasks)."""
         return False
+
+    def forward_macs(self, spec: TaskSpec, T: int, target_len: int | None) -> int | None:
+        """Multiply-accumulates of one forward pass over one training sequence of ``T`` input
+        positions; ``target_len`` is the decoder's positions on a seq2seq task (None otherwise).
+        None where no honest count exists (set ``no_flop_count`` to say why)."""
+        return None
+
+
+def input_width(cfg: ModelConfig, vocab: int | None, input_dim: int | None) -> int:
+    """Width of what ``InputEncoder`` hands the first layer: real channels, one-hot vectors
+    of the vocabulary, or a learned ``d_model`` embedding (a lookup: no MACs of its own)."""
+    if vocab is None:
+        return input_dim or 1
+    return vocab if cfg.embedding == "onehot" else cfg.d_model
 
 
 class Backbone(nn.Module):
@@ -68,15 +114,9 @@ class InputEncoder(nn.Module):
         super().__init__()
         self.onehot = spec.vocab_size is not None and cfg.embedding == "onehot"
         self.vocab = spec.vocab_size
-        if spec.vocab_size is None:
-            self.embed = None
-            self.d_out = spec.input_dim or 1
-        elif self.onehot:
-            self.embed = None
-            self.d_out = spec.vocab_size
-        else:
-            self.embed = nn.Embedding(spec.vocab_size, cfg.d_model, padding_idx=spec.pad_id)
-            self.d_out = cfg.d_model
+        self.d_out = input_width(cfg, spec.vocab_size, spec.input_dim)
+        learned = spec.vocab_size is not None and not self.onehot
+        self.embed = nn.Embedding(spec.vocab_size, cfg.d_model, padding_idx=spec.pad_id) if learned else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.embed is not None:
@@ -121,6 +161,14 @@ class SequenceModel(nn.Module):
         d = self.backbone.d_out
         self.pool = None if self.kind is OutputKind.TOKENS else Pool(spec.pooling, d)
         self.head = nn.Linear(d, spec.n_classes)
+
+    @staticmethod
+    def head_macs(spec: TaskSpec, d: int, T: int) -> int:
+        """MACs per sequence of the head on ``d`` features: per position for TOKENS, once
+        for pooled heads (plus attention pooling's scores h @ q and weighted sum)."""
+        if spec.output_kind is OutputKind.TOKENS:
+            return T * d * spec.n_classes
+        return d * spec.n_classes + (2 * T * d if spec.pooling == "attention" else 0)
 
     def forward(self, batch: Batch, state: Any = None) -> tuple[torch.Tensor, Any]:
         h, state = self.backbone(self.encoder(batch.x), batch.lengths, state)  # (B, T, d)

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from pydantic import Field, model_validator
 from torch import nn
 
-from seqbench.models.base import ModelConfig
+from seqbench.models.base import Dropout, Layers, ModelConfig
 
 NormPosition = Literal["post", "pre", "rezero", "none"]
 NormKind = Literal["layernorm", "rmsnorm"]
@@ -30,6 +30,8 @@ NormKind = Literal["layernorm", "rmsnorm"]
 class TransformerFields(ModelConfig):
     """Knobs shared by the ``transformer`` backbone and ``transformer_seq2seq``."""
 
+    n_layers: Layers = 1
+    dropout: Dropout = 0.0
     n_heads: int = Field(4, ge=1, description="attention heads; must divide d_model")
     d_ff: int | None = Field(None, ge=1, description="feed-forward width; null = 4 * d_model")
     norm_position: NormPosition = Field(
@@ -49,6 +51,13 @@ class TransformerFields(ModelConfig):
 
     def ff_width(self) -> int:
         return self.d_ff or 4 * self.d_model
+
+
+def transformer_layer_macs(d: int, d_ff: int, T: int, keys: int) -> int:
+    """MACs of one self-attention layer over T queries and ``keys`` keys: q, k, v, out
+    projections (4 d^2), the two feed-forward products (2 d d_ff), scores and weighted sum
+    (2 * keys * d per query; causal masks are not halved)."""
+    return T * (4 * d * d + 2 * d * d_ff) + 2 * T * keys * d
 
 
 def make_norm(kind: str, d: int) -> nn.Module:

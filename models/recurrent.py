@@ -9,7 +9,7 @@ All support stacking (``n_layers``) and ``bidirectional`` (refused on causal tas
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 from pydantic import Field
@@ -17,32 +17,60 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqbench.bench.core.registry import MODELS
-from seqbench.models.base import Backbone, ModelConfig
+from seqbench.bench.core.contract import TaskSpec
+from seqbench.models.base import Backbone, Dropout, Layers, ModelConfig, SequenceModel, input_width
+
+GATES = {"rnn": 1, "lstm": 4, "gru": 3}  # weight blocks per cell (i, f, g, o / r, z, n)
+
+
+def rnn_stack_macs(d_in: int, hidden: int, n_layers: int, gates: int, directions: int = 1) -> int:
+    """MACs per position of a stacked (bi)RNN: each cell multiplies input and hidden state by
+    ``gates`` blocks of ``hidden`` rows; layers above the first read ``directions * hidden``."""
+    total = 0
+    for layer in range(n_layers):
+        width = d_in if layer == 0 else directions * hidden
+        total += directions * gates * hidden * (width + hidden)
+    return total
 
 
 class RecurrentConfig(ModelConfig):
+    complexity = ("O(T·d²)", 1)  # T sequential steps of d x d products
+    gates: ClassVar[int]
+
+    n_layers: Layers = 1
+    dropout: Dropout = 0.0
     bidirectional: bool = Field(False, description="run a second RNN right-to-left (non-causal tasks only)")
 
     def sees_future(self) -> bool:
         return self.bidirectional
 
+    def forward_macs(self, spec: TaskSpec, T: int, target_len: int | None) -> int:
+        dirs = 2 if self.bidirectional else 1
+        d_in = input_width(self, spec.vocab_size, spec.input_dim)
+        body = T * rnn_stack_macs(d_in, self.d_model, self.n_layers, self.gates, dirs)
+        return body + SequenceModel.head_macs(spec, dirs * self.d_model, T)
+
 
 class RNNConfig(RecurrentConfig):
     name: Literal["rnn"] = "rnn"
+    gates = GATES["rnn"]
 
 
 class IRNNConfig(RecurrentConfig):
     name: Literal["irnn"] = "irnn"
+    gates = GATES["rnn"]
     recurrent_init_scale: float = Field(1.0, gt=0, description="W_hh = scale * I at init (Le et al. use 1)")
 
 
 class LSTMConfig(RecurrentConfig):
     name: Literal["lstm"] = "lstm"
+    gates = GATES["lstm"]
     forget_bias: float = Field(1.0, description="forget-gate bias at init (PyTorch default 0; 1 bridges longer delays)")
 
 
 class GRUConfig(RecurrentConfig):
     name: Literal["gru"] = "gru"
+    gates = GATES["gru"]
 
 
 class RecurrentBackbone(Backbone):

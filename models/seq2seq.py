@@ -27,10 +27,11 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqbench.bench.core.registry import MODELS
-from seqbench.models.base import InputEncoder, ModelConfig
+from seqbench.models.base import Dropout, InputEncoder, Layers, ModelConfig, input_width
 from seqbench.models.blocks import valid_mask
 from seqbench.models.decoding import DecodeConfig, EncoderDecoder, State
-from seqbench.bench.core.contract import Batch, OutputKind
+from seqbench.models.recurrent import GATES, rnn_stack_macs
+from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
 
 SEQ2SEQ_ONLY = frozenset({OutputKind.SEQ2SEQ})
 
@@ -39,6 +40,8 @@ class Seq2SeqConfig(ModelConfig):
     name: Literal["seq2seq"] = "seq2seq"
     supported_kinds = SEQ2SEQ_ONLY
 
+    n_layers: Layers = 1
+    dropout: Dropout = 0.0
     cell: Literal["lstm", "gru"] = Field("lstm", description="recurrent cell of encoder and decoder")
     attention: Literal["none", "bahdanau", "dot"] = Field(
         "dot", description="none = final encoder state only (the bottleneck); bahdanau = additive; dot = scaled dot")
@@ -48,6 +51,23 @@ class Seq2SeqConfig(ModelConfig):
                                               description="ratio reached after the decay; null = constant ratio")
     teacher_forcing_decay_steps: int = Field(1000, ge=1, description="training batches of the linear decay")
     decode: DecodeConfig = Field(default_factory=DecodeConfig, description="greedy/beam decoding at evaluation")
+
+    def forward_macs(self, spec: TaskSpec, T: int, target_len: int | None) -> int | None:
+        """Teacher-forced pass: encoder over the T source positions, decoder over ``target_len``
+        (scheduled sampling changes which tokens go in, not the work)."""
+        if target_len is None:
+            return None
+        H, g, S, T = self.d_model, GATES[self.cell], T, target_len
+        src = input_width(self, spec.vocab_size, None)
+        tgt = input_width(self, spec.n_classes, None) + (H if self.attention == "bahdanau" else 0)  # context fed in
+        total = S * rnn_stack_macs(src, H, self.n_layers, g) + T * rnn_stack_macs(tgt, H, self.n_layers, g)
+        if self.attention == "dot":
+            total += T * (2 * S * H)  # scores and weighted sum
+        elif self.attention == "bahdanau":
+            total += S * H * H + T * (H * H + S * H + S * H)  # keys once; query, v . tanh(q + k), weighted sum
+        if self.attention != "none":
+            total += T * 2 * H * H  # the attentional state tanh(W [h; c])
+        return total + T * H * spec.n_classes
 
 
 @MODELS.register("seq2seq", config=Seq2SeqConfig)

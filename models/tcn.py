@@ -13,7 +13,7 @@ model for such a task warns once.
 from __future__ import annotations
 
 import warnings
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
@@ -22,28 +22,47 @@ from torch import nn
 from torch.nn.utils.parametrizations import weight_norm as apply_weight_norm
 
 from seqbench.bench.core.registry import MODELS
-from seqbench.models.base import Backbone, ModelConfig
+from seqbench.bench.core.contract import TaskSpec
+from seqbench.bench.core.text import Notice
+from seqbench.models.base import Backbone, Dropout, ModelConfig, SequenceModel, input_width
 
 
-class ReceptiveFieldWarning(UserWarning):
+class ReceptiveFieldWarning(Notice):
     """The task's dependency is longer than the TCN can see."""
 
 
 class TCNConfig(ModelConfig):
     name: Literal["tcn"] = "tcn"
+    complexity = ("O(k·T·d²)", 1)  # k taps of d x d at every position, per level
+
+    dropout: Dropout = 0.0
     kernel_size: int = Field(3, ge=2, description="taps per causal conv (the paper uses 2-8)")
     n_levels: int = Field(8, ge=1, description="residual blocks; block i has dilation 2^i")
     weight_norm: bool = Field(True, description="weight-normalise the convolutions (as Bai et al.)")
 
-    @model_validator(mode="after")
-    def _depth_is_n_levels(self):
-        if self.n_layers != 1:
-            raise ValueError("model.n_layers: a tcn's depth is model.n_levels (block i has dilation 2^i); "
-                             "set model.n_levels instead and leave n_layers at 1")
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _depth_is_n_levels(cls, data: Any) -> Any:
+        # Configs written before models declared their own fields carry the then-universal
+        # n_layers: 1 (which meant nothing for a TCN): they still load. Any other value is refused.
+        if isinstance(data, dict) and "n_layers" in data:
+            if not (type(data["n_layers"]) is int and data["n_layers"] == 1):
+                raise ValueError("model.n_layers: a tcn has no n_layers; its depth is model.n_levels (block i has "
+                                 f"dilation 2^i); allowed: {', '.join(cls.model_fields)}")
+            data = {k: v for k, v in data.items() if k != "n_layers"}
+        return data
 
     def receptive_field(self) -> int:
         return receptive_field(self.kernel_size, self.n_levels)
+
+    def forward_macs(self, spec: TaskSpec, T: int, target_len: int | None) -> int:
+        d, k = self.d_model, self.kernel_size
+        total = 0
+        for level in range(self.n_levels):
+            c_in = input_width(self, spec.vocab_size, spec.input_dim) if level == 0 else d
+            skip = c_in * d if c_in != d else 0  # 1x1 conv on the residual path
+            total += T * (k * c_in * d + k * d * d + skip)
+        return total + SequenceModel.head_macs(spec, d, T)
 
 
 def receptive_field(kernel_size: int, n_levels: int) -> int:

@@ -12,13 +12,22 @@ from typing import Literal
 
 from torch import nn
 
+from seqbench.bench.core.contract import TaskSpec
 from seqbench.bench.core.registry import MODELS
-from seqbench.models.base import Backbone
-from seqbench.models.blocks import PositionalEncoding, TransformerFields, TransformerStack, valid_mask
+from seqbench.models.base import Backbone, SequenceModel, input_width
+from seqbench.models.blocks import (PositionalEncoding, TransformerFields, TransformerStack, transformer_layer_macs,
+                                    valid_mask)
 
 
 class TransformerConfig(TransformerFields):
     name: Literal["transformer"] = "transformer"
+    complexity = ("O(T²·d + T·d²)", 2)  # all pairs of positions, then per-position products
+
+    def forward_macs(self, spec: TaskSpec, T: int, target_len: int | None) -> int:
+        d, d_in = self.d_model, input_width(self, spec.vocab_size, spec.input_dim)
+        proj = T * d_in * d if d_in != d else 0  # one-hot tokens or real channels projected to d_model
+        layers = self.n_layers * transformer_layer_macs(d, self.ff_width(), T, T)
+        return proj + layers + SequenceModel.head_macs(spec, d, T)
 
 
 @MODELS.register("transformer", config=TransformerConfig)

@@ -17,11 +17,12 @@ from pydantic import Field
 from torch import nn
 
 from seqbench.bench.core.registry import MODELS
-from seqbench.models.base import InputEncoder
-from seqbench.models.blocks import PositionalEncoding, TransformerFields, TransformerStack, valid_mask
+from seqbench.models.base import InputEncoder, input_width
+from seqbench.models.blocks import (PositionalEncoding, TransformerFields, TransformerStack, transformer_layer_macs,
+                                    valid_mask)
 from seqbench.models.decoding import DecodeConfig, EncoderDecoder, State
 from seqbench.models.seq2seq import SEQ2SEQ_ONLY
-from seqbench.bench.core.contract import Batch
+from seqbench.bench.core.contract import Batch, TaskSpec
 
 
 class TransformerSeq2SeqConfig(TransformerFields):
@@ -29,6 +30,18 @@ class TransformerSeq2SeqConfig(TransformerFields):
     supported_kinds = SEQ2SEQ_ONLY
 
     decode: DecodeConfig = Field(default_factory=DecodeConfig, description="greedy/beam decoding at evaluation")
+
+    def forward_macs(self, spec: TaskSpec, T: int, target_len: int | None) -> int | None:
+        """Teacher-forced pass: encoder over the T source positions, decoder over ``target_len``."""
+        if target_len is None:
+            return None
+        d, d_ff, L, S, T = self.d_model, self.ff_width(), self.n_layers, T, target_len
+        src, tgt = input_width(self, spec.vocab_size, None), input_width(self, spec.n_classes, None)
+        proj = (S * src * d if src != d else 0) + (T * tgt * d if tgt != d else 0)
+        encoder = L * transformer_layer_macs(d, d_ff, S, S)
+        cross = T * 2 * d * d + S * 2 * d * d + 2 * T * S * d  # q and out on targets, k and v on the memory
+        decoder = L * (transformer_layer_macs(d, d_ff, T, T) + cross)
+        return proj + encoder + decoder + T * d * spec.n_classes
 
 
 @MODELS.register("transformer_seq2seq", config=TransformerSeq2SeqConfig)

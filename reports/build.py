@@ -8,11 +8,12 @@ from pathlib import Path
 import optuna
 import pandas as pd
 
+from seqbench.bench.core.artifacts import PARAM
 from seqbench.bench.core.errors import UserError
 from seqbench.reports.diagnostics import load_diagnostics
 from seqbench.reports.figures import swept
 from seqbench.reports.html import built_by, write_report
-from seqbench.reports.table import PARAM, StudyInfo, build_table, load_curves, runs_root, study_info
+from seqbench.reports.table import StudyInfo, build_table, load_curves, runs_root, study_info
 
 
 @dataclass
@@ -47,5 +48,5 @@ def build_report(study: optuna.Study, storage_label: str, report_dir: Path | str
         raise UserError(f"--color-by: {color_by!r} is not a swept key of study {info.name!r}; "
                         f"choose from {', '.join(keys) or '(nothing swept)'}")
     index = write_report(info, table, curves, diag, Path(report_dir), built_by(),
-                         color_by=f"param.{color_by}" if color_by else None)
+                         color_by=PARAM + color_by if color_by else None)
     return Report(info, table, index, time.perf_counter() - t0)

@@ -2,17 +2,21 @@
 ``bench/training/cost.py``)."""
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Any
+
+import plotly.graph_objects as go
+
+from seqbench.bench.core.text import markdown_table
+
 
 def _fmt(v: Any, nd: int = 2) -> str:
     return "" if v is None else f"{v:.{nd}f}" if isinstance(v, float) else str(v)
 
 
 def write_outputs(result: dict[str, Any], out_dir: Path) -> list[Path]:
-    import csv
-
     out_dir.mkdir(parents=True, exist_ok=True)
     rows, summary, meta = result["rows"], result["summary"], result["meta"]
     cols = ["model", "length", "status", "time_ms", "time_ms_min", "peak_mem_mib", "tokens_per_s", "detail"]
@@ -26,17 +30,16 @@ def write_outputs(result: dict[str, Any], out_dir: Path) -> list[Path]:
              f"torch {meta['torch']})", "",
              f"Time: median of {meta['repeats']} forward+backward steps after {meta['warmup']} warm-up. "
              f"Memory: {meta['memory_method']}.", "",
-             "| model | T | status | time ms | peak MiB | tokens/s |", "|---|---:|---|---:|---:|---:|"]
-    for r in rows:
-        lines.append(f"| {r['model']} | {r['length']} | {r['status']} | {_fmt(r.get('time_ms'))} | "
-                     f"{_fmt(r.get('peak_mem_mib'), 1)} | {_fmt(r.get('tokens_per_s'), 0)} |")
+             markdown_table(["model", "T", "status", "time ms", "peak MiB", "tokens/s"],
+                            [[r["model"], str(r["length"]), r["status"], _fmt(r.get("time_ms")),
+                              _fmt(r.get("peak_mem_mib"), 1), _fmt(r.get("tokens_per_s"), 0)] for r in rows],
+                            align="lrlrrr")]
     lines += ["", "## Scaling exponents in T (log-log least squares) and the complexity table", "",
-              "| model | complexity | expected (T >> d) | time exp (all) | time exp (upper half) | "
-              "memory exp (all) | stopped |", "|---|---|---:|---:|---:|---:|---|"]
-    for m, s in summary.items():
-        lines.append(f"| {m} | {s['complexity']} | {_fmt(s['expected_time_exponent'])} | "
-                     f"{_fmt(s['time_exponent'])} | {_fmt(s['time_exponent_upper'])} | "
-                     f"{_fmt(s['memory_exponent'])} | {s['stopped'] or ''} |")
+              markdown_table(["model", "complexity", "expected (T >> d)", "time exp (all)", "time exp (upper half)",
+                              "memory exp (all)", "stopped"],
+                             [[m, s["complexity"], _fmt(s["expected_time_exponent"]), _fmt(s["time_exponent"]),
+                               _fmt(s["time_exponent_upper"]), _fmt(s["memory_exponent"]), s["stopped"] or ""]
+                              for m, s in summary.items()], align="llrrrrl")]
     lines += ["", "RNN O(T·d²): T sequential steps of a d×d matmul; self-attention O(T²·d): all pairs of "
               "positions; convolution O(k·T·d²): k taps per layer at every position. Short lengths sit "
               "below the asymptote (fixed per-step costs), so the upper-half exponent is the one to compare."]
@@ -48,8 +51,6 @@ def write_outputs(result: dict[str, Any], out_dir: Path) -> list[Path]:
 
 def fig_cost(rows: list[dict[str, Any]], key: str, title: str, meta: dict[str, Any]):
     """``key`` (time_ms or peak_mem_mib) against T, log-log, one line per model; None when nothing measured."""
-    import plotly.graph_objects as go
-
     fig = go.Figure()
     for m in dict.fromkeys(r["model"] for r in rows):
         pts = [r for r in rows if r["model"] == m and r["status"] == "ok" and r.get(key)]

@@ -20,14 +20,16 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
+from seqbench.bench.core.artifacts import BASELINE, FINAL, PARAM
 from seqbench.bench.core.stats import Interval, mean_ci
-from seqbench.reports.table import PARAM, Objective
+from seqbench.bench.core.text import MISSING
+from seqbench.reports.table import Objective
 
 LENGTH_KEYS = ("task.delay", "task.length", "task.seq_len", "task.max_len", "task.n_pairs")
 ARCH_KEY = "model.name"
 MAX_LEVELS = 12
 PALETTE = qualitative.D3 + qualitative.Set2
-_TEST_AT = re.compile(r"^final\.test@(\d+)/(.+)$")
+_TEST_AT = re.compile(rf"^{re.escape(FINAL)}test@(\d+)/(.+)$")
 
 
 # -- what was swept -------------------------------------------------------------------------
@@ -150,7 +152,7 @@ def top_trials(df: pd.DataFrame, obj: Objective, k: int = 10) -> pd.DataFrame:
 def fmt_ci(mean: float, lo: float, hi: float, n: int, digits: int = 3) -> str:
     """``0.731 [0.702, 0.760] n=5``, or ``0.731 (n=1, no interval)``: the interval and n, always together."""
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
-        return "–"
+        return MISSING
     return Interval(float(mean), float(lo), float(hi), int(n), math.nan).fmt(digits)
 
 
@@ -242,7 +244,7 @@ def fig_length(df: pd.DataFrame, obj: Objective, length: str, arch: str | None) 
             line=dict(color=PALETTE[i % len(PALETTE)]),
             customdata=[[p[1]["n"], p[1]["diverged"]] for p in pts],
             hovertemplate="%{x}: %{y:.4g}<br>runs %{customdata[0]}, diverged %{customdata[1]}<extra>%{fullData.name}</extra>"))
-    bcol = f"baseline.{obj.name}"
+    bcol = BASELINE + obj.name
     if bcol in df.columns and df[bcol].notna().any():
         b = df.groupby(length)[bcol].mean().dropna()
         fig.add_trace(go.Scatter(x=list(b.index), y=list(b.values), mode="lines", name="memoryless baseline",
@@ -271,7 +273,7 @@ def fig_length_generalisation(df: pd.DataFrame, metric: str, arch: str | None,
     groups = df.groupby(keys) if keys else [("all runs", df)]
     fig = go.Figure()
     for i, (a, g) in enumerate(groups):
-        ys = [cell_stats(g, f"final.test@{L}/{metric}") for L in lens]
+        ys = [cell_stats(g, f"{FINAL}test@{L}/{metric}") for L in lens]
         fig.add_trace(go.Scatter(x=lens, y=[s["mean"] for s in ys], mode="lines+markers",
                                  error_y=dict(type="data", array=[_ci_half(s) for s in ys], visible=True),
                                  name=_group_label(a) if length is None else
@@ -306,7 +308,7 @@ def fig_learning_curves(curves: pd.DataFrame, df: pd.DataFrame, metric: str, col
                                  showlegend=name not in shown, line=dict(color=colors.get(v, "#777"), width=1.5),
                                  opacity=0.8, hovertemplate=f"{run_id}<br>step %{{x}}: %{{y:.4g}}<extra>{name}</extra>"))
         shown.add(name)
-    bcol = f"baseline.{metric}"
+    bcol = BASELINE + metric
     if bcol in df.columns and df[bcol].notna().any():
         fig.add_hline(y=float(df[bcol].mean()), line_dash="dash", line_color="black",
                       annotation_text="memoryless baseline", annotation_position="top left")
@@ -316,8 +318,7 @@ def fig_learning_curves(curves: pd.DataFrame, df: pd.DataFrame, metric: str, col
 
 
 # -- throughput and utilisation --------------------------------------------------------------
-THROUGHPUT_COLUMNS = ("tokens_per_s", "flops_per_s", "mfu")  # results.json keys (bench.flops for MFU)
-FLOPS_ALIASES = ("model_flops_per_s",)  # other names results.json may give achieved model FLOP/s
+THROUGHPUT_COLUMNS = ("tokens_per_s", "model_flops_per_s", "mfu")  # results.json keys (bench.flops for MFU)
 
 
 def config_label(row: pd.Series, cols: list[str]) -> str:
@@ -327,9 +328,6 @@ def config_label(row: pd.Series, cols: list[str]) -> str:
 def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per configuration (the swept keys' values): runs with a throughput record, tokens/s, achieved
     FLOP/s and MFU, each mean and std over those runs (NaN where no run recorded it)."""
-    for alias in (a for a in FLOPS_ALIASES if a in df.columns):
-        own = pd.to_numeric(df.get("flops_per_s", pd.Series(np.nan, index=df.index)), errors="coerce")
-        df = df.assign(flops_per_s=own.fillna(pd.to_numeric(df[alias], errors="coerce")))
     have = [c for c in THROUGHPUT_COLUMNS if c in df.columns]
     runs = df[df[have].apply(pd.to_numeric, errors="coerce").notna().any(axis=1)] if have else df.iloc[0:0]
     cols = swept(df)
@@ -358,7 +356,7 @@ def throughput_items(df: pd.DataFrame) -> list[tuple[str, Any]]:
     err = [s if s == s else 0 for s in t["tokens_per_s std"]]
     fig.add_trace(go.Bar(y=t["configuration"], x=t["tokens_per_s mean"], orientation="h", name="tokens/s",
                          error_x=dict(type="data", array=err, visible=True), marker_color=PALETTE[0],
-                         customdata=t[["runs", "flops_per_s mean"]].to_numpy(),
+                         customdata=t[["runs", "model_flops_per_s mean"]].to_numpy(),
                          hovertemplate="%{y}<br>%{x:.4g} tokens/s<br>achieved %{customdata[1]:.3g} FLOP/s"
                                        "<br>runs %{customdata[0]}<extra></extra>"), row=1, col=1)
     if has_mfu:
@@ -373,14 +371,14 @@ def throughput_items(df: pd.DataFrame) -> list[tuple[str, Any]]:
     if not has_mfu:
         out.append(("MFU", "skipped: no run recorded mfu (CPU runs, or a GPU or precision missing from the "
                     "peak table in bench/training/flops.py)"))
-    shown = t.rename(columns={"tokens_per_s mean": "tokens/s", "flops_per_s mean": "achieved FLOP/s",
+    shown = t.rename(columns={"tokens_per_s mean": "tokens/s", "model_flops_per_s mean": "achieved FLOP/s",
                               "mfu mean": "MFU"})
     def fmt(m: float, s: float) -> str:  # throughput is a measurement of speed: mean ± std over runs
-        return "–" if m != m else f"{m:.4g}" + (" (one run)" if s != s else f" ± {s:.2g}")
+        return MISSING if m != m else f"{m:.4g}" + (" (one run)" if s != s else f" ± {s:.2g}")
 
     shown["tokens/s"] = [fmt(m, s) for m, s in zip(t["tokens_per_s mean"], t["tokens_per_s std"])]
-    shown["achieved FLOP/s"] = ["–" if v != v else f"{v:.3g}" for v in t["flops_per_s mean"]]
-    shown["MFU"] = [fmt(100 * m, 100 * s) + " %" if m == m else "–" for m, s in zip(t["mfu mean"], t["mfu std"])]
+    shown["achieved FLOP/s"] = [MISSING if v != v else f"{v:.3g}" for v in t["model_flops_per_s mean"]]
+    shown["MFU"] = [fmt(100 * m, 100 * s) + " %" if m == m else MISSING for m, s in zip(t["mfu mean"], t["mfu std"])]
     out.append(("Throughput per configuration",
                 shown[["configuration", "runs", "tokens/s", "achieved FLOP/s", "MFU"]]))
     return out

@@ -18,10 +18,13 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from seqbench.bench.core.artifacts import atomic_write
+from seqbench.bench.core.provenance import git_sha, package_version
+from seqbench.bench.core.text import MISSING, duration, markdown_table
 from seqbench.reports import figures as F
-from seqbench.reports.diagnostics import diagnostics_figures
-from seqbench.reports.optuna_views import optuna_figures
 from seqbench.reports.comparisons import ALL_PAIRS_UP_TO, comparisons, comparisons_table
+from seqbench.reports.diagnostics import diagnostics_figures
+from seqbench.reports.headline import headline
+from seqbench.reports.optuna_views import optuna_figures
 from seqbench.reports.table import Objective, StudyInfo, compute_seconds, state_counts
 
 PLOTLY_JS = "plotly.min.js"
@@ -34,14 +37,6 @@ class Section:
     caption: str
     items: list[tuple[str, Any]] = field(default_factory=list)  # (title, go.Figure | pd.DataFrame | "skipped: why")
 
-
-def duration(s: float) -> str:
-    if not s or s != s:
-        return "0 s"
-    if s < 120:
-        return f"{s:.0f} s"
-    h, m = divmod(round(s / 60), 60)
-    return f"{h} h {m:02d} min" if h else f"{m} min"
 
 
 def _frame_cells(t: pd.DataFrame) -> pd.DataFrame:
@@ -56,7 +51,7 @@ def _frame_cells(t: pd.DataFrame) -> pd.DataFrame:
             t = t.drop(columns=[pre + "mean", pre + "lo", pre + "hi"])
     for c in t.columns:
         if pd.api.types.is_float_dtype(t[c]):
-            t[c] = [("–" if v != v else f"{v:.4g}") for v in t[c]]
+            t[c] = [(MISSING if v != v else f"{v:.4g}") for v in t[c]]
     return t
 
 
@@ -135,6 +130,12 @@ def paired_section(df: pd.DataFrame, obj: Objective, limit: int = MAX_STATEMENTS
     return s
 
 
+def answer(info: StudyInfo, df: pd.DataFrame) -> list[str]:
+    """The report's opening: the answer to the study's question from the measured numbers
+    (``reports.headline``), one objective after the other."""
+    return [line for obj in info.objectives for line in headline(df, obj)]
+
+
 def header_facts(info: StudyInfo, df: pd.DataFrame, built: dict[str, Any]) -> list[tuple[str, str]]:
     counts = state_counts(df)
     runs = df[df["run_id"].astype(bool)] if not df.empty else df
@@ -147,8 +148,8 @@ def header_facts(info: StudyInfo, df: pd.DataFrame, built: dict[str, Any]) -> li
         ("runs", " · ".join(f"{n} {s}" for s, n in by_status.items()) + f"  (total {len(runs)})"),
         ("compute time", duration(compute_seconds(df))),
         ("swept", ", ".join(info.params) or "nothing"),
-        ("sweep spec", info.spec_path or "–"),
-        ("study made with", f"seqbench {made}" if made else "–"),
+        ("sweep spec", info.spec_path or MISSING),
+        ("study made with", f"seqbench {made}" if made else MISSING),
         ("report built", f"seqbench {built['version']} ({built['git_sha']}) on {built['when']}"),
     ]
 
@@ -156,6 +157,7 @@ def header_facts(info: StudyInfo, df: pd.DataFrame, built: dict[str, Any]) -> li
 _CSS = """
 body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:0 auto;max-width:1280px;padding:16px 28px;color:#222}
 h1{margin-bottom:4px} .question{font-size:1.25em;font-style:italic;color:#333;margin:6px 0 14px}
+.answer{font-size:1.1em;border-left:4px solid #2a6fdb;padding:2px 12px;margin:0 0 14px} .answer p{margin:6px 0}
 table{border-collapse:collapse;font-size:13px;margin:8px 0 18px} th,td{border:1px solid #ddd;padding:4px 8px;text-align:left}
 th{background:#f3f5f8} table.facts th{width:150px} .caption{color:#555;font-size:14px;max-width:980px}
 .skipped{color:#777;font-style:italic;font-size:13px} section{margin-top:26px;border-top:2px solid #e6e9ef}
@@ -164,7 +166,7 @@ figure.panel{margin:8px 0 18px} .files{color:#555;font-size:13px}
 
 
 def _table_html(t: pd.DataFrame) -> str:
-    return t.to_html(index=False, border=0, classes="data", na_rep="–", escape=True)
+    return t.to_html(index=False, border=0, classes="data", na_rep=MISSING, escape=True)
 
 
 def page(info: StudyInfo, df: pd.DataFrame, secs: list[Section], built: dict[str, Any]) -> str:
@@ -173,6 +175,7 @@ def page(info: StudyInfo, df: pd.DataFrame, secs: list[Section], built: dict[str
              f"<script src='{PLOTLY_JS}' charset='utf-8'></script><style>{_CSS}</style></head><body>",
              f"<h1>seqbench report: {e(info.name)}</h1>",
              f"<div class='question'>{e(info.question) or 'No question recorded with this study.'}</div>",
+             "<div class='answer'>" + "".join(f"<p>{e(line)}</p>" for line in answer(info, df)) + "</div>",
              "<table class='facts'>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>"
                                                for k, v in header_facts(info, df, built)) + "</table>",
              "<p class='files'>Also here: <a href='summary.md'>summary.md</a> (these tables in Markdown), "
@@ -198,16 +201,14 @@ def page(info: StudyInfo, df: pd.DataFrame, secs: list[Section], built: dict[str
 def _md_table(t: pd.DataFrame) -> str:
     if t.empty:
         return "_(no rows)_\n"
-    cells = [[str(c) for c in t.columns]] + [["–" if (isinstance(v, float) and math.isnan(v)) else str(v)
-                                               for v in row] for row in t.itertuples(index=False)]
-    cells = [[c.replace("|", "\\|") for c in row] for row in cells]
-    lines = ["| " + " | ".join(cells[0]) + " |", "|" + "---|" * len(cells[0])]
-    lines += ["| " + " | ".join(r) + " |" for r in cells[1:]]
-    return "\n".join(lines) + "\n"
+    rows = [[MISSING if (isinstance(v, float) and math.isnan(v)) else str(v) for v in row]
+            for row in t.itertuples(index=False)]  # values as the frame holds them
+    return markdown_table([str(c) for c in t.columns], rows) + "\n"
 
 
 def summary_md(info: StudyInfo, df: pd.DataFrame, secs: list[Section], built: dict[str, Any]) -> str:
     out = [f"# seqbench report: {info.name}", "", f"> {info.question}" if info.question else "", ""]
+    out += [x for line in answer(info, df) for x in (line, "")]  # one paragraph each
     out += [f"- **{k}**: {v}" for k, v in header_facts(info, df, built)] + [""]
     for s in secs:
         tables = [(t, i) for t, i in s.items if isinstance(i, pd.DataFrame)]
@@ -238,8 +239,6 @@ def write_report(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: 
 
 
 def built_by() -> dict[str, Any]:
-    from seqbench.bench.core.provenance import git_sha, package_version
-
     version = package_version() or "unknown"
     sha = git_sha()
     return {"version": version, "git_sha": (sha[:12] + ("+dirty" if sha.endswith("+dirty") else "")) if sha else "no git",

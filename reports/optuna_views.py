@@ -14,10 +14,12 @@ from typing import Any, Callable
 import optuna
 import pandas as pd
 import plotly.graph_objects as go
+from optuna import visualization as vis
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
-from seqbench.reports.table import PARAM, Objective
+from seqbench.bench.core.artifacts import PARAM
+from seqbench.reports.table import Objective
 
 MIN_TRIALS_IMPORTANCE = 4  # fANOVA on fewer completed trials is noise
 
@@ -73,8 +75,6 @@ def _try(name: str, make: Callable[[], go.Figure]) -> tuple[str, go.Figure | str
 
 def optuna_figures(df: pd.DataFrame, objectives: list[Objective]) -> list[tuple[str, go.Figure | str]]:
     """[(title, figure or 'skipped: reason')] for the Optuna views that fit this study."""
-    from optuna import visualization as vis
-
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = study_from_table(df, objectives)
     n = len(study.trials)

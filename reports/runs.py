@@ -7,12 +7,12 @@ run columns of the report's table (``reports.table.run_fields``: status, diverge
 as ``config.<dotted key>`` (``config.task.delay``). A folder whose run has not finished (no
 results.json yet) is listed from its config.yaml with status ``incomplete``.
 
-``seqbench runs [--out-dir D] [key=value ...] [--sort METRIC]`` prints them: id, task, model, the
-settings that differ between the listed runs, seed, status, primary metric, steps and time.
+``seqbench runs [--out-dir D] [key=value ...] [--sort METRIC]`` (``bench/commands/runs.py``) prints them
+with ``listing``: id, task, model, the settings that differ between the listed runs, seed, status,
+primary metric, steps and time.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from pathlib import Path
@@ -21,14 +21,15 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from seqbench.bench.core.artifacts import BEST, CONFIG, CONFIG_KEY, FINAL, RESULT_PARTS, runs_path
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.text import MISSING, duration, text_table
 from seqbench.reports.table import read_results, run_fields
 
-CONFIG = "config."
 LEAD = ["run_id", "task", "model", "seed", "status", "diverged", "steps", "train_time_s", "wall_time_s"]
 # config keys that never tell two runs apart in a listing: where they ran and how they were tracked
-_NOT_SETTINGS = ("config.seed", "config.run_id", "config.out_dir", "config.resume", "config.tracking.")
-_ALIASES = {"task": "config.task.name", "model": "config.model.name"}
+_NOT_SETTINGS = tuple(CONFIG_KEY + k for k in ("seed", "run_id", "out_dir", "resume", "tracking."))
+_ALIASES = {"task": CONFIG_KEY + "task.name", "model": CONFIG_KEY + "model.name"}
 MAX_SETTINGS = 6  # differing config keys shown in the listing (all are in the frame)
 
 
@@ -48,7 +49,7 @@ def _config_of(run_dir: Path, res: dict[str, Any] | None) -> dict[str, Any]:
     if res is not None and isinstance(res.get("config"), dict):
         return res["config"]
     try:
-        cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
+        cfg = yaml.safe_load((run_dir / CONFIG).read_text())
     except (OSError, yaml.YAMLError):
         return {}
     return cfg if isinstance(cfg, dict) else {}
@@ -64,13 +65,13 @@ def run_row(run_dir: Path) -> dict[str, Any]:
     row["model"] = row.get("model") or (cfg.get("model") or {}).get("name")
     row["seed"] = r.get("seed", cfg.get("seed", math.nan))
     row.update({k: r.get(k) for k in ("config_hash", "started", "primary_metric", "primary_goal")})
-    row.update({CONFIG + k: v for k, v in flatten(cfg).items()})
+    row.update({CONFIG_KEY + k: v for k, v in flatten(cfg).items()})
     return row
 
 
 def load_runs(out_dir: Path | str = "outputs") -> pd.DataFrame:
     """Every run under ``<out_dir>/runs`` as a tidy frame, oldest first (see the module docstring)."""
-    runs = Path(out_dir) / "runs"
+    runs = runs_path(out_dir)
     if not runs.is_dir():
         raise UserError(f"--out-dir: no runs folder at {runs}; run `seqbench run ...` or pass --out-dir DIR")
     rows = [run_row(d) for d in sorted(runs.iterdir()) if d.is_dir()]
@@ -78,8 +79,8 @@ def load_runs(out_dir: Path | str = "outputs") -> pd.DataFrame:
         return pd.DataFrame(columns=LEAD + ["run_dir"])
     df = pd.DataFrame(rows)
     lead = [c for c in LEAD if c in df.columns]
-    metrics = sorted(c for c in df.columns if c.split(".", 1)[0] in ("final", "best", "baseline"))
-    config = [c for c in df.columns if c.startswith(CONFIG)]
+    metrics = sorted(c for c in df.columns if c.split(".", 1)[0] in RESULT_PARTS)
+    config = [c for c in df.columns if c.startswith(CONFIG_KEY)]
     rest = [c for c in df.columns if c not in lead + metrics + config]
     return df[lead + metrics + rest + config]
 
@@ -88,7 +89,7 @@ def load_runs(out_dir: Path | str = "outputs") -> pd.DataFrame:
 
 def column_for(df: pd.DataFrame, key: str) -> str | None:
     """The frame column a user's key names: itself, ``task``/``model``, a config key, a metric."""
-    for c in (key, _ALIASES.get(key, ""), CONFIG + key, "final." + key):
+    for c in (key, _ALIASES.get(key, ""), CONFIG_KEY + key, FINAL + key):
         if c and c in df.columns:
             return c
     return None
@@ -96,7 +97,7 @@ def column_for(df: pd.DataFrame, key: str) -> str | None:
 
 def _known_keys(df: pd.DataFrame) -> str:
     keys = ["task", "model", "status", "seed"] + settings_columns(df)
-    keys = [k[len(CONFIG):] if k.startswith(CONFIG) else k for k in keys]
+    keys = [k[len(CONFIG_KEY):] if k.startswith(CONFIG_KEY) else k for k in keys]
     return ", ".join(dict.fromkeys(keys))
 
 
@@ -162,11 +163,11 @@ def sort_runs(df: pd.DataFrame, key: str | None) -> pd.DataFrame:
         return df.iloc[::-1]
     col = column_for(df, key) or {"time": "train_time_s"}.get(key)
     if col is None:
-        metrics = sorted(c[len("final."):] for c in df.columns if c.startswith("final."))
+        metrics = sorted(c[len(FINAL):] for c in df.columns if c.startswith(FINAL))
         raise UserError(f"--sort: {key!r} is not a column of these runs; sort by {', '.join(metrics)}, "
                         "steps, time or a config key")
     ascending = True
-    if col.startswith(("final.", "best.")):
+    if col.startswith((FINAL, BEST)):
         tasks = [t for t in df["task"].dropna().unique()]
         ascending = metric_goal_of(col.split(".", 1)[1], tasks) == "minimize"
     return df.sort_values(col, ascending=ascending, na_position="last", kind="stable")
@@ -174,36 +175,12 @@ def sort_runs(df: pd.DataFrame, key: str | None) -> pd.DataFrame:
 
 def settings_columns(df: pd.DataFrame) -> list[str]:
     """Config columns whose value differs between the rows (what tells these runs apart)."""
-    cols = [c for c in df.columns if c.startswith(CONFIG) and not c.startswith(_NOT_SETTINGS)
-            and c not in ("config.task.name", "config.model.name")]
+    cols = [c for c in df.columns if c.startswith(CONFIG_KEY) and not c.startswith(_NOT_SETTINGS)
+            and c not in _ALIASES.values()]
     return [c for c in cols if df[c].astype(str).nunique(dropna=False) > 1]
 
 
-# -- the command --------------------------------------------------------------------------------
-
-def register(sub: Any) -> None:
-    sp = sub.add_parser("runs", help="list the runs under an output folder (filter, sort)")
-    sp.add_argument("filters", nargs="*", help="key=value (comma list: any of), e.g. model=lstm,gru task.delay=40 "
-                    "status=completed")
-    sp.add_argument("--out-dir", default="outputs", help="root holding runs/ (default outputs)")
-    sp.add_argument("--sort", help="a metric (val/acc: best first), steps, time or a config key; default newest first")
-    sp.add_argument("--limit", type=int, help="show at most N runs")
-    sp.set_defaults(func=cmd_runs)
-
-
-def cmd_runs(args: argparse.Namespace) -> int:
-    if args.limit is not None and args.limit < 1:
-        raise UserError(f"--limit: must be >= 1 (got {args.limit})")
-    df = load_runs(args.out_dir)
-    total = len(df)
-    shown = sort_runs(filter_runs(df, args.filters), args.sort)
-    if args.limit:
-        shown = shown.head(args.limit)
-    print(listing(shown, df, args.sort))
-    print(f"{len(shown)} of {total} runs under {Path(args.out_dir) / 'runs'}"
-          + (" (load them in Python: seqbench.load_runs(out_dir))" if total else ""))
-    return 0
-
+# -- the listing (``seqbench runs``, in ``bench/commands/runs.py``) ------------------------------
 
 def listing(shown: pd.DataFrame, all_runs: pd.DataFrame, sort: str | None) -> str:
     """The table ``seqbench runs`` prints: one line per run."""
@@ -212,22 +189,21 @@ def listing(shown: pd.DataFrame, all_runs: pd.DataFrame, sort: str | None) -> st
     settings = settings_columns(all_runs)[:MAX_SETTINGS]
     sort_col = column_for(shown, sort) if sort else None
     head = ["id", "task", "model", "settings", "seed", "status", "primary metric", "steps", "time"]
-    if sort_col and sort_col.startswith("final.") and sort_col[len("final."):] not in set(shown["primary_metric"]):
-        head.append(sort_col[len("final."):])
+    if sort_col and sort_col.startswith(FINAL) and sort_col[len(FINAL):] not in set(shown["primary_metric"]):
+        head.append(sort_col[len(FINAL):])
     rows = []
     for _, r in shown.iterrows():
         pm = r.get("primary_metric")
-        val = r.get(f"final.{pm}") if isinstance(pm, str) else None
+        val = r.get(FINAL + pm) if isinstance(pm, str) else None
         line = [str(r["run_id"]), str(r["task"]), str(r["model"]),
-                " ".join(f"{c[len(CONFIG):]}={r[c]}" for c in settings if c in r and _present(r[c])),
+                " ".join(f"{c[len(CONFIG_KEY):]}={r[c]}" for c in settings if c in r and _present(r[c])),
                 _int(r.get("seed")), str(r["status"]),
-                f"{pm} {val:.4g}" if isinstance(pm, str) and _present(val) else "–",
-                _int(r.get("steps")), _secs(r.get("train_time_s"))]
+                f"{pm} {val:.4g}" if isinstance(pm, str) and _present(val) else MISSING,
+                _int(r.get("steps")), _duration(r.get("train_time_s"))]
         if len(head) > len(line):
-            line.append(f"{r[sort_col]:.4g}" if _present(r[sort_col]) else "–")
+            line.append(f"{r[sort_col]:.4g}" if _present(r[sort_col]) else MISSING)
         rows.append(line)
-    widths = [max(len(x[i]) for x in [head, *rows]) for i in range(len(head))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(x, widths)).rstrip() for x in [head, *rows])
+    return text_table(head, rows)
 
 
 def _present(v: Any) -> bool:
@@ -235,8 +211,8 @@ def _present(v: Any) -> bool:
 
 
 def _int(v: Any) -> str:
-    return str(int(v)) if _present(v) else "–"
+    return str(int(v)) if _present(v) else MISSING
 
 
-def _secs(v: Any) -> str:
-    return f"{float(v):.1f}s" if _present(v) else "–"
+def _duration(v: Any) -> str:
+    return duration(float(v)) if _present(v) else MISSING

@@ -12,7 +12,7 @@ disk), so anything a figure shows can be checked against the table. Columns:
   folder has no results.json yet; ``not-started`` for a trial without runs), ``diverged``, ``solved``
 - ``final.<key>``, ``best.<key>``, ``baseline.<key>`` from results.json
 - ``steps``, ``train_time_s``, ``wall_time_s``, ``n_params``, ``samples_per_s``, ``task``, ``model``,
-  ``tokens_per_s``, ``flops_per_s`` or ``model_flops_per_s``, ``mfu`` (throughput; absent in older runs)
+  ``tokens_per_s``, ``model_flops_per_s``, ``mfu`` (throughput; absent in older runs)
 - ``trial_wall_s``, ``fail_reason`` (or the prune reason)
 
 A trial that started no run (WAITING, RUNNING before its first seed, a FAIL before training) still
@@ -30,16 +30,14 @@ import optuna
 import pandas as pd
 from optuna.trial import TrialState
 
-from seqbench.bench.core.artifacts import read_metrics, read_results
+from seqbench.bench.core.artifacts import (FINAL, OBJECTIVE, PARAM, RESULT_PARTS, TRIAL_VALUE, read_metrics,
+                                           read_results, runs_path)
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.liveness import superseded
 
-PARAM = "param."
-OBJ = "objective:"
-TRIAL_VALUE = "trial_value:"
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
 _RUN_SCALARS = ("steps", "train_time_s", "wall_time_s", "n_params", "samples_per_s", "task", "model",
-                "solved", "reason", "tokens_per_s", "flops_per_s", "model_flops_per_s", "mfu")
+                "solved", "reason", "tokens_per_s", "model_flops_per_s", "mfu")
 
 
 @dataclass(frozen=True)
@@ -51,7 +49,7 @@ class Objective:
 
     @property
     def column(self) -> str:
-        return OBJ + self.name
+        return OBJECTIVE + self.name
 
     @property
     def trial_column(self) -> str:
@@ -119,9 +117,9 @@ def runs_root(study: optuna.Study, fallback_out_dir: Path | str) -> Path:
     built from another directory or machine with the outputs copied over.
     """
     recorded = study.user_attrs.get("out_dir")
-    if recorded and (Path(recorded) / "runs").is_dir():
-        return Path(recorded) / "runs"
-    return Path(fallback_out_dir) / "runs"
+    if recorded and runs_path(recorded).is_dir():
+        return runs_path(recorded)
+    return runs_path(fallback_out_dir)
 
 
 def _num(v: Any) -> float:
@@ -155,7 +153,7 @@ def run_fields(run_dir: Path, res: dict[str, Any] | None) -> dict[str, Any]:
         row["status"] = "incomplete" if run_dir.is_dir() else "missing"
     else:
         row["status"] = res.get("status", "completed")
-        for part in ("final", "best", "baseline"):
+        for part in RESULT_PARTS:
             row.update({f"{part}.{k}": _num(v) for k, v in (res.get(part) or {}).items()})
         row.update({k: res.get(k) for k in _RUN_SCALARS})
     row["diverged"] = row["status"] == "diverged"
@@ -198,7 +196,7 @@ def build_table(study: optuna.Study, runs: Path) -> pd.DataFrame:
                 elif "per_seed" in ua:  # None/NaN there: the sweeper scored the seed as failed (diverged)
                     row[o.column] = _seed_value(ua["per_seed"], i, k)
                 else:
-                    row[o.column] = row.get(f"final.{o.name}", math.nan)
+                    row[o.column] = row.get(FINAL + o.name, math.nan)
             rows.append(row)
     lead = ["trial", "state", "seed", "run_id", "status", "diverged"]
     if not rows:  # a study with no trials yet: the columns every reader expects, no rows

@@ -7,31 +7,57 @@ the paper's), and the figure that shows the effect, drawn by the dashboard's own
 from __future__ import annotations
 
 import html
+import math
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from seqbench.bench.core.artifacts import atomic_write
+from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.stats import Estimate
+from seqbench.bench.core.text import markdown_table
 from seqbench.reports import figures as F
+from seqbench.reports.cost import fig_cost
 from seqbench.reports.diagnostics import fig_through_time, load_diagnostics
 from seqbench.reports.html import _CSS, _md_table, _table_html, built_by, write_plotly_js
 from seqbench.reports.table import Objective, load_curves
-from seqbench.sweeps.claims.judge import ClaimResult, verdict_table
+from seqbench.sweeps.claims.judge import (
+    ClaimResult,
+    RuleResult,
+    metric_column,
+    metric_scale,
+    seed_values,
+    select,
+    verdict_table,
+)
+from seqbench.sweeps.claims.schema import resolve_where
 
-_COLORS = {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700", "error": "#6e7781"}
+_COLORS = {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700", "error": "#6e7781",
+           "invalid": "#8250df"}
 _RULE_COLS = ["rule", "configuration", "paper", "measured (mean [95% CI] n)", "needs", "verdict"]
 
 
-def claim_figure(kind: str, table: pd.DataFrame, obj: Objective) -> Any:
-    """The figure a claim names (``figure:``), or a 'skipped: why' line."""
+def claim_figure(kind: str, table: pd.DataFrame, obj: Objective, judged: list[RuleResult] | None = None) -> Any:
+    """The claim's figures: first the verdict figure (every configuration its rules and controls compare,
+    thresholds marked; :func:`verdict_figure`), then the figure the claim names (``figure:``) with one
+    series per configuration; a 'skipped: why' line for one that cannot be drawn."""
+    figs = [verdict_figure(table, judged)] if judged else []
+    return [f for f in figs if f is not None] + [_named_figure(kind, table, obj)]
+
+
+def _named_figure(kind: str, table: pd.DataFrame, obj: Objective) -> Any:
     runs = table[table["run_id"].astype(bool)] if not table.empty else table
     if runs.empty:
         return "skipped: no runs"
-    arch = F.arch_column(runs)
+    length = F.length_column(runs)
+    # one series per configuration: every swept key but the x axis (a model-only colour pooled e.g.
+    # attention and no-attention seq2seq runs into one line)
+    keys = [c for c in F.swept(runs) if c != length]
+    runs, arch = _config_column(runs, keys) if keys else (runs, F.arch_column(runs))
     if kind == "length":
-        length = F.length_column(runs)
         return F.fig_length(runs, obj, length, arch) if length else "skipped: no length-like key swept"
     if kind == "factors":
         return F.fig_factors(runs, obj) if F.swept(runs) else "skipped: nothing swept"
@@ -41,19 +67,153 @@ def claim_figure(kind: str, table: pd.DataFrame, obj: Objective) -> Any:
     if kind == "learning_curves":
         curves = load_curves(runs)
         metric = F.curve_metric(curves, obj)
-        return F.fig_learning_curves(curves, runs, metric, F.color_column(runs)) if metric else \
-            "skipped: no metrics.csv"
+        return F.fig_learning_curves(curves, runs, metric, arch) if metric else "skipped: no metrics.csv"
     if kind == "through_time":
         diag = load_diagnostics(runs)
         return fig_through_time(diag, runs) if not diag.empty else "skipped: no diagnostics.json"
     return f"skipped: figure {kind!r} is drawn by the cost measurement"
 
 
-def cost_figure(rows: list[dict[str, Any]], meta: dict[str, Any]) -> Any:
-    from seqbench.reports.cost import fig_cost
+def _config_column(runs: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, str]:
+    if len(keys) == 1:
+        return runs, keys[0]
+    label = runs[keys].astype(str).agg(lambda r: ", ".join(f"{F.label(k)}={v}" for k, v in zip(keys, r)), axis=1)
+    return runs.assign(configuration=label), "configuration"
 
+
+def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure | None:
+    """Per metric, each configuration a rule or control names (both sides of a difference too): its
+    seeds as dots and its estimate with the interval the rule was tested at; each rule's thresholds as
+    red segments (a band for between:); the memoryless baseline dotted. Differences get a panel of
+    their own (a ratio panel on the log scale)."""
+    panels: dict[str, dict[str, Any]] = {}
+
+    def cell(title: str, log: bool, baseline: float | None) -> dict[str, Any]:
+        return panels.setdefault(title, {"cats": {}, "log": log, "baseline": baseline})
+
+    for r in judged:
+        if r.estimate is None and r.interval is None:
+            continue
+        metric = r.rule.metric
+        base = _baseline(table, metric) if not r.rule.rate and r.rule.minus is None else None
+        if r.rule.rate:
+            title = f"share of seeds: {r.threshold_text().split(':')[0]}" if r.rule.success else "share of seeds solved"
+        elif r.rule.minus is not None:
+            title = f"{'ratio' if r.ratio else 'difference'} of {metric}"
+            for where in (r.rule.where, r.rule.minus):  # both compared configurations, drawn separately
+                _add_side(cell(metric, metric_scale(metric)[0] == "log", _baseline(table, metric)), table, r, where)
+        else:
+            title = metric
+        p = cell(title, (r.estimate is not None and r.estimate.scale == "log") or r.ratio, base)
+        vals = list(r.estimate.values) if r.estimate is not None else []
+        if r.ratio:
+            vals = [math.exp(v) for v in vals]
+        c = p["cats"].setdefault(r.config, {"vals": vals, "iv": r.interval, "rules": []})
+        c["rules"].append(r)
+    if not panels:
+        return None
+    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=list(panels), vertical_spacing=0.12)
+    for row, (title, p) in enumerate(panels.items(), start=1):
+        cats = list(p["cats"])
+        for i, name in enumerate(cats):
+            c = p["cats"][name]
+            verdicts = {x.verdict for x in c["rules"] if not x.control} or {x.verdict for x in c["rules"]}
+            worst = next((v for v in ("invalid", "fails", "inconclusive", "missing") if v in verdicts), "holds")
+            color = _COLORS.get(worst, _COLORS["inconclusive"]) if c["rules"] else "#57606a"
+            fig.add_trace(go.Scatter(x=[i] * len(c["vals"]), y=c["vals"], mode="markers", showlegend=False,
+                                     marker=dict(color="#8c959f", size=6), name=f"{name}: seeds",
+                                     hovertemplate="%{y:.4g}<extra>" + html.escape(name) + ": one seed</extra>"),
+                          row=row, col=1)
+            iv = c["iv"]
+            if iv is not None and iv.n:
+                lo = iv.lo if math.isfinite(iv.lo) else iv.mean
+                hi = iv.hi if math.isfinite(iv.hi) else iv.mean
+                fig.add_trace(go.Scatter(
+                    x=[i + 0.15], y=[iv.mean], mode="markers", showlegend=False, marker=dict(color=color, size=10),
+                    error_y=dict(type="data", symmetric=False, array=[hi - iv.mean], arrayminus=[iv.mean - lo]),
+                    name=name, hovertemplate=html.escape(f"{name}: {iv.fmt()}") + "<extra></extra>"), row=row, col=1)
+            flops = _flops_prediction(table, c["rules"])
+            if flops is not None:  # a cost claim: what the FLOP count predicts beside what was timed
+                fig.add_trace(go.Scatter(x=[i - 0.15], y=[flops], mode="markers", showlegend=False,
+                                         marker=dict(symbol="x", size=10, color="#0969da"), name=f"{name}: FLOP count",
+                                         hovertemplate=f"FLOP count predicts {flops:.3g}<extra></extra>"),
+                              row=row, col=1)
+            for x in c["rules"]:
+                for key, thr in x.thresholds.items():
+                    y = math.exp(thr) if x.ratio else thr
+                    fig.add_trace(go.Scatter(
+                        x=[i - 0.4, i + 0.4], y=[y, y], mode="lines", showlegend=False,
+                        line=dict(color="#cf222e", dash="dash" if x.control else "solid", width=2),
+                        name=f"{x.rule.name}: {key} {y:.4g}",
+                        hovertemplate=html.escape(f"{'control' if x.control else 'rule'} {x.rule.name}: needs "
+                                                  f"{x.threshold_text()}") + "<extra></extra>"), row=row, col=1)
+        if p["baseline"] is not None:
+            fig.add_hline(y=p["baseline"], line=dict(color="#57606a", dash="dot"), row=row, col=1,
+                          annotation_text="memoryless baseline", annotation_position="top left")
+        fig.update_xaxes(tickvals=list(range(len(cats))), ticktext=cats, range=[-0.6, len(cats) - 0.4], row=row, col=1)
+        if p["log"]:
+            fig.update_yaxes(type="log", row=row, col=1)
+    fig.update_layout(height=320 * len(panels), margin=dict(t=70, b=40), title=dict(
+        text="verdict: seeds (grey), estimate with its tested interval, thresholds (red; dashed: control)",
+        font=dict(size=13)))
+    return fig
+
+
+def _flops_prediction(table: pd.DataFrame, judged: list[RuleResult]) -> float | None:
+    """The FLOP count's exponent (mean over replicates) for a time-exponent rule's configuration."""
+    r = next((x for x in judged if x.rule.metric.startswith("time_exponent")), None)
+    if r is None:
+        return None
+    col = "final." + r.rule.metric.replace("time_", "flops_").replace("_upper", "")
+    rows = table[table["param.model.name"] == r.rule.where.get("model.name")] if "param.model.name" in table else table
+    v = pd.to_numeric(rows[col], errors="coerce").dropna() if col in rows.columns else pd.Series(dtype=float)
+    return float(v.mean()) if len(v) else None
+
+
+def _baseline(table: pd.DataFrame, metric: str) -> float | None:
+    col = "baseline." + metric.removeprefix("best.")
+    if col not in table.columns:
+        return None
+    v = pd.to_numeric(table[col], errors="coerce").dropna()
+    return float(v.mean()) if len(v) else None
+
+
+def _add_side(panel: dict[str, Any], table: pd.DataFrame, r: RuleResult, where: dict[str, Any]) -> None:
+    """One side of a difference as a configuration of its own (seeds and 95% interval, no threshold)."""
+    swept = {k[len("param."):]: sorted(table[k].dropna().unique().tolist(), key=str)
+             for k in table.columns if k.startswith("param.")}
+    try:
+        resolved = resolve_where(where, swept, r.rule.name)
+    except UserError:
+        return
+    rows = select(table, resolved)
+    col = metric_column(rows, r.rule.metric) if not rows.empty else None
+    if col is None:
+        return
+    vals, _, _ = seed_values(rows, r.rule, col)
+    v = [x for x in vals.values() if math.isfinite(x)]
+    scale, bounds = metric_scale(r.rule.metric)
+    if scale == "log" and any(x <= 0 for x in v):
+        scale = "linear"
+    label = ", ".join(f"{k}={x}" for k, x in resolved.items())
+    if v and label not in panel["cats"]:
+        panel["cats"][label] = {"vals": v, "iv": Estimate(tuple(v), scale, bounds).interval(), "rules": []}
+
+
+def cost_figure(rows: list[dict[str, Any]], meta: dict[str, Any]) -> Any:
     fig = fig_cost(rows, "time_ms", "forward+backward time (ms)", meta)
     return fig if fig is not None else "skipped: no point measured"
+
+
+def _params_text(params: list[Any]) -> str:
+    """``model.name=tcn: paper 70,000, seqbench 70,369 (+0.5%; Table 1)`` per entry."""
+    out = []
+    for p in params:
+        where = ", ".join(f"{k}={v}" for k, v in p.where.items()) or "all"
+        paper = f"paper {p.paper:,}" if p.paper else "paper: none comparable"
+        diff = f"{(p.seqbench - p.paper) / p.paper:+.1%}; " if p.paper else ""
+        out.append(f"{where}: {paper}, seqbench {p.seqbench:,} ({diff}{p.from_})")
+    return "; ".join(out)
 
 
 def _verdict(v: str) -> str:
@@ -64,24 +224,30 @@ def _section(res: ClaimResult, rows: pd.DataFrame, n: int) -> str:
     e = html.escape
     c, src = res.claim, res.claim.source
     pub = "; ".join(f"{p.what} {p.value:g} {p.unit}" for p in src.published)
-    parts = [f"<section id='{e(c.name)}'><h2>{e(c.name)}: {_verdict(res.verdict)}</h2>",
+    detail = res.verdict_text()[len(res.verdict):].strip()
+    parts = [f"<section id='{e(c.name)}'><h2>{e(c.name)}: {_verdict(res.verdict)} {e(detail)}</h2>",
              f"<div class='question'>{e(c.question)}</div>",
              "<table class='facts'>",
              f"<tr><th>source</th><td>{e(src.paper)} — {e(src.where)}</td></tr>",
              f"<tr><th>published</th><td>{e(pub)}</td></tr>",
              f"<tr><th>their metric</th><td>{e(src.metric)}</td></tr>",
              f"<tr><th>ours differs</th><td>{e(src.differs or 'no known difference')}</td></tr>",
+             *([f"<tr><th>parameters (paper profile)</th><td>{e(_params_text(src.params))}</td></tr>"]
+               if src.params else []),
              f"<tr><th>profile</th><td>{e(res.profile)} ({res.wall_s:.0f} s); study {e(res.study or '-')}</td></tr>",
              "</table>"]
     if res.error:
         parts.append(f"<p class='skipped'>could not run: {e(res.error)}</p>")
     parts.append(_table_html(rows[_RULE_COLS]))
-    if isinstance(res.figure, go.Figure):
-        div = res.figure.to_html(full_html=False, include_plotlyjs=False, div_id=f"fig-{n}",
-                                 config={"displaylogo": False, "responsive": True})
-        parts.append(f"<figure class='panel' data-title='{e(c.figure)}'>{div}</figure>")
-    elif res.figure:
-        parts.append(f"<p class='skipped'>{e(str(res.figure))}</p>")
+    figures = res.figure if isinstance(res.figure, list) else [res.figure]
+    for j, fig in enumerate(figures):
+        if isinstance(fig, go.Figure):
+            div = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"fig-{n}-{j}",
+                              config={"displaylogo": False, "responsive": True})
+            title = "verdict" if j < len(figures) - 1 else c.figure
+            parts.append(f"<figure class='panel' data-title='{e(title)}'>{div}</figure>")
+        elif fig:
+            parts.append(f"<p class='skipped'>{e(str(fig))}</p>")
     if c.note:
         parts.append(f"<p class='caption'><b>Note.</b> {e(c.note)}</p>")
     parts.append("</section>")
@@ -94,9 +260,13 @@ def page(results: list[ClaimResult], table: pd.DataFrame, built: dict[str, Any])
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>seqbench verify</title>",
              f"<script src='plotly.min.js' charset='utf-8'></script><style>{_CSS}</style></head><body>",
              "<h1>seqbench verify: published claims, measured</h1>",
-             "<p class='caption'>Each rule is judged over seed replicates with a 95% Student-t interval: "
-             "<b>holds</b> when the whole interval is on the claimed side of the threshold, <b>fails</b> when it "
-             "is on the other side, <b>inconclusive</b> when it straddles it or has fewer than two replicates. "
+             "<p class='caption'>Each rule is judged over seed replicates: a success rate with an exact "
+             "(Clopper-Pearson) interval, a loss or MSE on the log scale (geometric mean, Student-t on logs), "
+             "other metrics with a Student-t interval clipped to the metric's range. A claim's rules and controls "
+             "are Holm-corrected together, and its 95% is spent over its pre-registered looks (more seeds only "
+             "when the first look does not decide). <b>holds</b>: the interval is inside the rule's thresholds; "
+             "<b>fails</b>: wholly outside; <b>inconclusive</b>: not decided; <b>invalid</b>: a positive control "
+             "(the comparator trains) failed, so the rule's claim cannot be judged. "
              f"Built by seqbench {e(built['version'])} ({e(built['git_sha'])}) on {e(built['when'])}.</p>",
              _table_html(overview)]
     for i, res in enumerate(results):
@@ -108,8 +278,9 @@ def page(results: list[ClaimResult], table: pd.DataFrame, built: dict[str, Any])
 def markdown(results: list[ClaimResult], table: pd.DataFrame, built: dict[str, Any]) -> str:
     out = ["# seqbench verify", "", f"seqbench {built['version']} ({built['git_sha']}), {built['when']}", "",
            _md_table(table[["claim", "source", "rule", "paper", "measured (mean [95% CI] n)", "needs", "verdict"]]),
-           "", "| claim | verdict | profile | wall s |", "|---|---|---|---:|"]
-    out += [f"| {r.claim.name} | {r.verdict} | {r.profile} | {r.wall_s:.0f} |" for r in results]
+           "", markdown_table(["claim", "verdict", "decided", "profile", "wall s"],
+                              [[r.claim.name, r.verdict, r.verdict_text()[len(r.verdict):].strip(' ()') or '-', r.profile,
+                                f"{r.wall_s:.0f}"] for r in results], align="llllr")]
     for r in results:
         if r.claim.note:
             out += ["", f"**{r.claim.name}.** {r.claim.note}"]

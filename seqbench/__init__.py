@@ -1,16 +1,20 @@
 """seqbench: measure what the textbooks claim about sequence architectures.
 
-The notebook API (imported lazily, so ``import seqbench`` stays cheap and pulls in torch only when a
-name that needs it is used)::
+The notebook API is the commands' own typed entries (imported lazily, so ``import seqbench`` stays
+cheap and pulls in torch only when a name that needs it is used)::
 
     import seqbench
+    seqbench.list_tasks(), seqbench.list_models()   # registered names
     cfg = seqbench.build_config(["task=copy", "model=lstm", "train.max_steps=200"])
-    result = seqbench.run(cfg)            # trains, writes outputs/runs/<id>/, returns the results dict
-    seqbench.list_tasks(), seqbench.list_models()
+    r = seqbench.run(cfg)                 # RunResult: run_id, status, run_dir, results (results.json)
+    s = seqbench.sweep("demo", trials=4)  # SweepResult: study, trials, out_dir
+    c = seqbench.compare(["model=lstm,gru", "task=copy", "seeds=3"])  # CompareResult: table, report
+    seqbench.report("demo")               # ReportResult: index.html of a study
+    seqbench.cost(["models=lstm,transformer", "lengths=64,128,256"])  # CostResult: rows, exponents
     runs = seqbench.load_runs("outputs")  # every run folder as one pandas frame (the report's columns)
 
 The installed package is ``seqbench`` alone; its parts are ``seqbench.bench`` (config, training,
-CLI), ``seqbench.tasks``, ``seqbench.models``, ``seqbench.sweeps`` and ``seqbench.reports``.
+commands, CLI), ``seqbench.tasks``, ``seqbench.models``, ``seqbench.sweeps`` and ``seqbench.reports``.
 """
 from __future__ import annotations
 
@@ -27,9 +31,22 @@ _API = {
     "build_config": ("seqbench.bench.config", "build_config"),
     "RunConfig": ("seqbench.bench.config", "RunConfig"),
     "load_config": ("seqbench.bench.config", "load_config"),
-    "run": ("seqbench.bench.training.train", "run"),
-    "UserError": ("seqbench.bench.core.errors", "UserError"),
+    "list_tasks": ("seqbench.bench.commands.list", "list_tasks"),
+    "list_models": ("seqbench.bench.commands.list", "list_models"),
+    "run": ("seqbench.bench.commands.run", "run"),
+    "RunResult": ("seqbench.bench.commands.run", "RunResult"),
+    "sweep": ("seqbench.bench.commands.sweep", "sweep"),
+    "SweepResult": ("seqbench.bench.commands.sweep", "SweepResult"),
+    "compare": ("seqbench.bench.commands.compare", "compare"),
+    "CompareResult": ("seqbench.bench.commands.compare", "CompareResult"),
+    "report": ("seqbench.bench.commands.report", "report"),
+    "ReportResult": ("seqbench.bench.commands.report", "ReportResult"),
+    "cost": ("seqbench.bench.commands.cost", "cost"),
+    "CostResult": ("seqbench.bench.commands.cost", "CostResult"),
+    "runs": ("seqbench.bench.commands.runs", "runs"),
+    "RunsResult": ("seqbench.bench.commands.runs", "RunsResult"),
     "load_runs": ("seqbench.reports.runs", "load_runs"),
+    "UserError": ("seqbench.bench.core.errors", "UserError"),
 }
 
 __all__ = ["__version__", *_API]

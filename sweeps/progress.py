@@ -12,6 +12,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
 
+from seqbench.bench.core.text import duration, text_table
 from seqbench.sweeps.liveness import superseded
 
 
@@ -30,16 +31,7 @@ class Progress:
         gained = done - self.done_at_start
         if gained <= 0:
             return f"[{done}/{self.total}, ETA unknown]"
-        return f"[{done}/{self.total}, ETA {fmt_seconds(left * (time.monotonic() - self.started) / gained)}]"
-
-
-def fmt_seconds(s: float) -> str:
-    s = int(round(s))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+        return f"[{done}/{self.total}, ETA {duration(left * (time.monotonic() - self.started) / gained)}]"
 
 
 def start_line(number: int, params: dict[str, Any]) -> str:
@@ -70,7 +62,7 @@ def trial_line(t: FrozenTrial, metrics, progress: str = "") -> str:
     (and why, if not complete)."""
     why = t.user_attrs.get("fail_reason") or t.user_attrs.get("prune_reason") or ""
     parts = [f"trial {t.number:>4}", f"{t.state.name:<8}", _value(t, metrics), _params(t.params),
-             f"{t.user_attrs.get('wall_s', 0):.1f}s", progress, f"({why})" if why else ""]
+             duration(t.user_attrs.get('wall_s', 0)), progress, f"({why})" if why else ""]
     return "  ".join(p for p in parts if p)
 
 
@@ -111,9 +103,6 @@ def summary(trials: list[FrozenTrial], spec) -> str:
         vals = [f"{a:.4f}" + (f" ± {s:.4f}" if n > 1 else "") for a, s in zip(means, stds)]
         rows.append([str(t.number), *(_fmt(t.params.get(k, "")) for k in keys), *vals,
                      str(len(t.user_attrs.get("seeds", []))), f"{t.user_attrs.get('wall_s', 0):.0f}"])
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     title = "Pareto front" if len(metrics) > 1 else "best configurations"
-    lines.append(f"{title}:")
-    for r in [head, *rows]:
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    lines += [f"{title}:", text_table(head, rows, indent="  ")]
     return "\n".join(lines)

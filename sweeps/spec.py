@@ -26,26 +26,26 @@ Close to W&B sweep configs::
 Comparing architectures is the common case, so ``model.name`` and ``task.name`` can be
 swept. A swept name keeps the other fields of ``base.model`` / ``base.task``: put there
 only the fields every chosen model (task) has, and the fields only one has under
-``per_model.<name>`` (``per_task.<name>``), as dotted keys. The order a trial's config is
-built in is: ``base``, the swept parameters, then its model's and task's blocks.
+``per_model.<name>`` (``per_task.<name>``), as dotted keys. A trial's config is composed
+like a run's (``bench.config.compose``): ``base``, the swept parameters (names first), then
+its model's and task's blocks, merged leaf by leaf.
 
 Every grid point (for grid) or every corner of the search space (otherwise) is built into
 a RunConfig when the spec loads, so a bad key, value or combination fails before any
-training, with one line naming the field, like a bad run config does.
+training, one line per problem naming the field, like a bad run config does.
 """
 from __future__ import annotations
 
 import itertools
-import json
 from pathlib import Path
 from typing import Any, Literal, Union
 
 from pydantic import Field, ValidationError, model_validator
 
-from seqbench.bench.config import Composed, build_config, compose
+from seqbench.bench.config import Composed, chosen, compose, foreign_field, validate
 from seqbench.bench.core.contract import TRAIN_TIME
-from seqbench.bench.core.settings import leaves, load_yaml, set_dotted
-from seqbench.bench.core.errors import UserError, format_validation_error
+from seqbench.bench.core.settings import load_yaml, set_dotted
+from seqbench.bench.core.errors import UserError, did_you_mean, validation_problems
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.schema import Section
 
@@ -164,6 +164,9 @@ class SweepSpec(Section):
         for block, section in (("per_model", "model"), ("per_task", "task")):
             for name, ovs in getattr(self, block).items():
                 for k in ovs:
+                    if k.split(".")[0] in ("seed", "out_dir", "run_id"):
+                        raise ValueError(f"{block}.{name}.{k}: set by the runner (seeds come from seeds:, "
+                                         "out_dir from the command line); not settable per block")
                     if k in ("model", "task") or k.endswith(".name") and k.count(".") == 1:
                         raise ValueError(f"{block}.{name}.{k}: a block cannot switch the {k.split('.')[0]}")
                     if k in self.parameters:
@@ -204,23 +207,18 @@ class SweepSpec(Section):
             return [node]
         return [str((node or {}).get("name", "copy" if section == "task" else "lstm"))]
 
-    def config_dict(self, params: dict[str, Any], seed: int | None = None) -> dict[str, Any]:
-        """The RunConfig dict of one trial: base, then params, then its model's and task's blocks."""
-        d = json.loads(json.dumps(self.base, default=str))
-        for sec in ("task", "model"):  # `task: copy` in base is short for `task: {name: copy}`
-            if isinstance(d.get(sec), str):
-                d[sec] = {"name": d[sec]}
-        names_first = sorted(params, key=lambda k: k not in ("model.name", "task.name"))
-        for k in names_first:
-            set_dotted(d, k, params[k])
-        model = (d.get("model") or {}).get("name", "lstm")
-        task = (d.get("task") or {}).get("name", "copy")
-        blocks = {**self.per_task.get(task, {}), **self.per_model.get(model, {})}  # the model's win
-        for k, v in leaves(blocks.items()).items():  # a mapping value merges, like an override's
-            set_dotted(d, k, v)
+    def compose(self, params: dict[str, Any], seed: int | None = None) -> Composed:
+        """One trial's config before validation: base, then params, then its model's and task's
+        blocks, composed like every config (``bench.config.compose``). A base field the trial's
+        model (task) lacks comes back in ``dropped``: the spec refuses it (it belongs in a block)."""
+        composed = compose(self.base, params, per_model=self.per_model, per_task=self.per_task)
         if seed is not None:
-            d["seed"] = seed
-        return d
+            composed.data["seed"] = seed
+        return composed
+
+    def config_dict(self, params: dict[str, Any], seed: int | None = None) -> dict[str, Any]:
+        """The RunConfig dict of one trial (:meth:`compose`'s data)."""
+        return self.compose(params, seed).data
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -299,12 +297,12 @@ def parse_spec(raw: dict[str, Any], source: str = "") -> SweepSpec:
     try:
         spec = SweepSpec.model_validate(raw)
     except ValidationError as e:
-        raise UserError(pre + format_validation_error(e, tagged=frozenset(),
-                                                      allowed_fields=_spec_fields)) from None
+        problems = validation_problems(e, tagged=frozenset(), allowed_fields=_spec_fields)
+        raise UserError(*(pre + p for p in problems)) from None
     try:
         check_spec(spec)
     except UserError as e:
-        raise UserError(pre + str(e)) from None
+        raise e.prefixed(pre) from None
     return spec
 
 
@@ -319,30 +317,41 @@ def _spec_fields(loc: tuple) -> list[str] | None:
 
 
 def check_spec(spec: SweepSpec) -> None:
-    """Build the RunConfig of every grid point / search-space corner; UserError naming the culprit."""
+    """Build the RunConfig of every grid point / search-space corner; UserError naming every culprit."""
+    problems = []
     for block, reg, section in (("per_model", MODELS, "model"), ("per_task", TASKS, "task")):
-        chosen = spec.choices(section)
+        names = spec.choices(section)
         for name in getattr(spec, block):
             if name not in reg:
-                raise UserError(f"{block}.{name}: unknown {section}; choose from {', '.join(reg.names())}")
-            if name not in chosen:
-                raise UserError(f"{block}.{name}: {section} {name!r} is never chosen "
-                                f"({section}.name takes {', '.join(chosen)})")
+                problems.append(f"{block}.{name}: unknown {section};{did_you_mean(name, reg.names())} "
+                                f"choose from {', '.join(reg.names())}")
+            elif name not in names:
+                problems.append(f"{block}.{name}: {section} {name!r} is never chosen "
+                                f"({section}.name takes {', '.join(names)})")
     for section, reg in (("model", MODELS), ("task", TASKS)):
         for name in spec.choices(section):
             if name not in reg:
                 where = f"parameters.{section}.name" if f"{section}.name" in spec.parameters else f"base.{section}"
-                raise UserError(f"{where}: unknown {section} {name!r}; choose from {', '.join(reg.names())}")
+                problems.append(f"{where}: unknown {section} {name!r};{did_you_mean(name, reg.names())} "
+                                f"choose from {', '.join(reg.names())}")
+    if problems:
+        raise UserError(*problems)
     points = spec.grid() if spec.method == "grid" else _corners(spec)
+    found: dict[str, list[str]] = {}  # problem -> the points it shows at
     for point in points:
-        _build(spec, point)
+        for p in _problems(spec, point):
+            found.setdefault(p, []).append(" ".join(f"{k}={v}" for k, v in point.items()) or "base")
+    # a problem at every point (a base or swept key) is the spec's; one at some points names the first
+    problems = [p if len(at) == len(points) else f"with {at[0]}: {p}" for p, at in found.items()]
+    if problems:
+        raise UserError(*problems)
     metrics = spec.metrics()
     for t in spec.choices("task"):
         allowed = _allowed_metrics(t)
         for m in metrics:
             if m.name not in allowed:
-                raise UserError(f"metric.name: {m.name!r} is not reported by task {t!r}; "
-                                f"choose from {', '.join(allowed)}")
+                raise UserError(f"metric.name: {m.name!r} is not reported by task {t!r};"
+                                f"{did_you_mean(m.name, allowed)} choose from {', '.join(allowed)}")
             if m.name.startswith("test/") and not spec.base.get("eval", {}).get("test", True):
                 raise UserError(f"metric.name: {m.name} needs the test split; drop eval.test=false from base")
     if spec.pruner.name != "none" and not metrics[0].name.startswith(("val/", "test/")):
@@ -364,24 +373,28 @@ def _corners(spec: SweepSpec) -> list[dict[str, Any]]:
     return [{**b, k: v} for b in base_pts for k in keys if k not in names for v in spec.parameters[k].corners()]
 
 
-def _build(spec: SweepSpec, point: dict[str, Any]):
-    where = " ".join(f"{k}={v}" for k, v in point.items()) or "base"
+def _problems(spec: SweepSpec, point: dict[str, Any]) -> list[str]:
+    """What is wrong with the RunConfig of one point (its first seed), one line per problem."""
+    composed = spec.compose(point, seed=spec.seeds[0])
+    problems = [f"{key}: unknown field{_foreign(composed.data, key)}" for key in composed.dropped]
     try:
-        return build_config(spec.config_dict(point, seed=spec.seeds[0]))
+        validate(composed.data, blocks_hint=True)
     except UserError as e:
-        msg = str(e)
-        hint = ""
-        if "unknown field" in msg and ("model.name" in spec.parameters or spec.per_model):
-            hint = "; fields only some models have go under per_model.<name>"
-        elif "unknown field" in msg and "task.name" in spec.parameters:
-            hint = "; fields only some tasks have go under per_task.<name>"
-        raise UserError(f"with {where}: {msg}{hint}") from None
+        problems += e.problems
+    return problems
+
+
+def _foreign(d: dict[str, Any], key: str) -> str:
+    section, field = key.split(".", 1)
+    return foreign_field(section, chosen(d, section), field, blocks_hint=True) or ""
 
 
 def trial_config(spec: SweepSpec, params: dict[str, Any], seed: int, extra: dict[str, Any]):
     """The validated RunConfig of one seed of one trial; ``extra`` are runner-owned dotted keys."""
-    d = spec.config_dict(params, seed=seed)
+    composed = spec.compose(params, seed=seed)
+    if composed.dropped:  # check_spec refused these when the spec loaded; a trial never loses a field
+        raise UserError(*(f"{k}: unknown field{_foreign(composed.data, k)}" for k in composed.dropped))
     for k, v in extra.items():
-        set_dotted(d, k, v)
-    return build_config(d)
+        set_dotted(composed.data, k, v)
+    return validate(composed.data)
 

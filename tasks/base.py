@@ -14,8 +14,7 @@ import torch.nn.functional as F
 import torchmetrics
 from pydantic import Field
 
-from seqbench.bench.core.contract import (IGNORE, Batch, Goal, MetricDef, OutputKind, TaskFacts,  # noqa: F401
-                                     TaskSpec)  # (re-exported for tasks)
+from seqbench.bench.core.contract import IGNORE, Batch, Goal, MetricDef, OutputKind, TaskFacts, TaskSpec
 from seqbench.bench.core.schema import Section
 
 

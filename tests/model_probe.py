@@ -5,17 +5,17 @@ import torch
 
 from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import build_model
-from seqbench.tasks.base import Batch, OutputKind, TaskSpec
+from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
+from tests.helpers import TINY_MODEL_FIELDS
 
-# Small enough for fast CPU tests; each key is applied only where the config has the field.
-TINY = {"d_model": 16, "n_layers": 1, "n_heads": 2, "n_levels": 3, "kernel_size": 2}
 VOCAB = 7  # token inputs 0..6
 
 
 def tiny_config(name: str, **over):
+    """The registered model's config at the tiny sizes every test uses (tests.helpers.TINY_MODEL_FIELDS)."""
     cls = MODELS.get(name).config_cls
     fields = cls.model_fields
-    kw = {k: v for k, v in TINY.items() if k in fields}
+    kw = {k: v for k, v in TINY_MODEL_FIELDS.items() if k in fields}
     return cls.model_validate({**kw, **over})
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import tiny_overrides
-from report_support import demo_study, journal_storage
+from tests.helpers import tiny_overrides
+from tests.report_support import demo_study, journal_storage
 from seqbench.bench.core import artifacts
 from seqbench.bench.core.artifacts import Results, atomic_write, read_metrics, read_results, write_metrics, write_results
 

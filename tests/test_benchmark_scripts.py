@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 from seqbench.sweeps.spec import parse_spec, trial_config
 
 

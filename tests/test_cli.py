@@ -11,7 +11,7 @@ import pytest
 from seqbench.bench.cli import main
 from seqbench.bench.config import build_config, load_config
 from seqbench.bench.core.registry import MODELS, TASKS
-from tests.conftest import REPO, run_cli, tiny_overrides
+from tests.helpers import REPO, run_cli, tiny_overrides
 
 
 def test_list_shows_every_registered_name_with_fields(capsys):

@@ -17,7 +17,7 @@ from seqbench.bench.commands.compare import build_spec, study_name
 from seqbench.sweeps.study import grid_key as _key
 from seqbench.sweeps.spec import load_spec
 from seqbench.sweeps.storage import open_storage
-from tests.conftest import TINY_TASK
+from tests.helpers import TINY_TASK
 
 TINY = [f"task.{k}={v}" for k, v in TINY_TASK["copy"].items() if k != "delay"] + [
     "model.d_model=16", "train.max_steps=4", "train.val_every=2", "train.val_batches=1", "train.batch_size=4",
@@ -64,6 +64,9 @@ def test_compare_runs_the_grid_prints_ranked_intervals_and_writes_the_dashboard(
                for ln in text.splitlines())
     index = out / "reports" / name / "index.html"
     assert index.is_file() and f"dashboard: {index}" in text
+    # one ranked table, no hint to build the dashboard it already wrote, the answer above the table
+    assert "best configurations:" not in text and "seqbench report" not in text
+    assert any(ln.startswith(("Best", "No configuration beats")) for ln in text[:text.index("ranked by")].splitlines())
     assert "## Paired comparisons: val/acc" in (index.parent / "summary.md").read_text()
 
 
@@ -112,7 +115,8 @@ def test_fields_of_one_model_are_routed_or_refused(capsys):
     assert notes == ["note: model.forget_bias=2.0 applies to lstm only (per_model; no such field in gru)"]
     for args, msg in [
         (["model=lstm,gru", "model.forget_bias=0,1"], "error: model.forget_bias: only lstm of the compared models"),
-        (["model=lstm,gru", "model.bogus=1"], "error: model.bogus: none of the compared models (lstm, gru)"),
+        (["model=lstm,gru", "model.n_heads=1"], "error: model.n_heads: none of the compared models (lstm, gru)"),
+        (["model=lstm,gru", "model.forgt_bias=1"], "error: model.forgt_bias: unknown field; allowed: d_model"),
         (["model=lstm", "task.delay=3"], "error: compare: nothing to compare; give at least one comma list"),
         (["model=lstm,gru", "seed=1"], "error: seed: set by compare; compare runs every setting on seeds=N"),
         (["model=lstm,lstm"], "error: model.name: a value repeats"),

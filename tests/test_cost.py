@@ -8,22 +8,37 @@ import math
 import pytest
 
 from seqbench.bench.cli import main
-from seqbench.bench.training.cost import CostConfig, fit_exponent, parse_settings, sweep
+from seqbench.bench.training.cost import CostConfig, fit_exponent, parse_cost_config, sweep
 from seqbench.reports.cost import write_outputs
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS
-from tests.conftest import run_cli
+from tests.helpers import run_cli
 
 
 def test_settings_parse_and_validate():
-    c = parse_settings(["models=rnn,lstm", "lengths=256,64,128", "d_model=32", "isolate=false"])
+    c = parse_cost_config(["models=rnn,lstm", "lengths=256,64,128", "d_model=32", "isolate=false"])
     assert c.models == ["rnn", "lstm"] and c.lengths == [64, 128, 256] and c.d_model == 32 and not c.isolate
     with pytest.raises(UserError, match=r"models: unknown model 'nope'; choose from .*rnn"):
-        parse_settings(["models=rnn,nope"])
+        parse_cost_config(["models=rnn,nope"])
     with pytest.raises(UserError, match="repeat: unknown field; allowed: models, lengths"):
-        parse_settings(["repeat=3"])
+        parse_cost_config(["repeat=3"])
     with pytest.raises(UserError, match="key=value"):
-        parse_settings(["lengths"])
+        parse_cost_config(["lengths"])
+
+
+def test_default_models_are_those_that_declare_a_complexity_class():
+    declared = [e.name for e in MODELS if e.config_cls.complexity is not None]
+    assert CostConfig().models == declared
+    assert {"rnn", "lstm", "gru", "transformer", "tcn"} <= set(declared)  # the shipped families' table
+    assert MODELS.get("transformer").config_cls.complexity == ("O(T²·d + T·d²)", 2)
+
+
+def test_n_layers_is_refused_for_a_model_without_layers():
+    assert parse_cost_config(["models=lstm,tcn", "n_layers=1"]).n_layers == 1
+    assert parse_cost_config(["models=lstm,gru", "n_layers=2"]).n_layers == 2
+    with pytest.raises(UserError, match=r"^n_layers: tcn has no n_layers \(its fields: name, d_model, .*n_levels.*\); "
+                                        r"leave n_layers at 1 or leave tcn out of models$"):
+        parse_cost_config(["models=lstm,tcn", "n_layers=2"])
 
 
 def test_unknown_model_is_a_one_line_cli_error(tmp_path, capsys):
@@ -74,7 +89,6 @@ def test_isolated_cpu_memory_grows_with_length(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif("transformer" not in MODELS, reason="transformer not registered on this branch")
 def test_attention_time_grows_faster_in_length_than_rnn(tmp_path):
     # On CPU with SDPA the quadratic term shows only past T ~ 2048 at d_model 16 (measured: transformer
     # 73 -> 487 ms from T=1024 to 4096, rnn 145 -> 493 ms); the fastest repeat resists other load.

@@ -10,7 +10,7 @@ import pytest
 from seqbench.bench.config import build_config
 from seqbench.bench.training.distributed import _rank_strategy, spawned
 from seqbench.bench.training.train import run
-from tests.conftest import tiny_overrides
+from tests.helpers import tiny_overrides
 
 
 def test_spawn_strategies_are_launched_by_seqbench():

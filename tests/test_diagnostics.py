@@ -15,9 +15,9 @@ from seqbench.bench.training.diagnostics import GradientDiagnostics, distances, 
 from seqbench.bench.core.diagnostics_format import DiagnosticsFormatError, parse_diagnostics, read_diagnostics
 from seqbench.bench.training.module import SeqModule
 from seqbench.bench.training.train import build_task, quiet_lightning, run
-from seqbench.tasks.base import IGNORE
+from seqbench.bench.core.contract import IGNORE
 from seqbench.tasks.synthetic.base import BatchKey
-from tests.conftest import tiny_overrides
+from tests.helpers import tiny_overrides
 
 
 def test_layer_groups_for_recurrent_transformer_and_tcn_names():

@@ -25,7 +25,7 @@ from optuna.trial import TrialState
 import seqbench.bench.training.tracking
 from seqbench.bench.cli import main
 from seqbench.sweeps.storage import open_storage
-from tests.conftest import REPO, tiny_overrides
+from tests.helpers import REPO, tiny_overrides
 from tests.test_sweep_runner import TINY_BASE, write_spec
 
 LIMIT = 16 * 1024  # bytes any one file may grow to in the "full disk" subprocess

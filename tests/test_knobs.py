@@ -29,13 +29,13 @@ def test_recurrent_width_depth_dropout_direction(model):
     assert drop.net.backbone.rnn.dropout == 0.3 and drop.net.backbone.drop.p == 0.3
     # causal synthetic tasks refuse bidirectional models (test_config), so build one directly
     from seqbench.models.base import build_model
-    from seqbench.tasks.base import OutputKind, TaskSpec
+    from seqbench.bench.core.contract import OutputKind, TaskSpec
     spec = TaskSpec(OutputKind.CLASS, n_classes=3, causal=False, vocab_size=5)
     cfg = base.cfg.model.model_validate({**base.cfg.model.model_dump(), "bidirectional": True})
     net = build_model(cfg, spec)
     assert net.backbone.d_out == 16 and net.backbone.rnn.bidirectional
     x = torch.randint(0, 5, (2, 7))
-    from seqbench.tasks.base import Batch
+    from seqbench.bench.core.contract import Batch
     out, _ = net(Batch(x=x, y=torch.zeros(2, dtype=torch.long)))
     assert out.shape == (2, 3)
     x2 = x.clone()

@@ -16,7 +16,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.training.train import build_task
 from seqbench.models.base import build_model
-from tests.conftest import TINY_TASK, tiny_overrides
+from tests.helpers import TINY_TASK, tiny_overrides
 
 # Fields whose effect needs a setting other than the tiny default to show (field -> extra overrides).
 CONTEXT = {

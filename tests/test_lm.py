@@ -11,7 +11,6 @@ from torch import nn
 from seqbench.bench.config import build_config
 from seqbench.bench.training.train import build_task, run
 from seqbench.models.base import build_model
-from seqbench.tasks.base import Batch
 from seqbench.tasks.text.lm import strip_markdown
 
 LINES = ["Now is the winter of our discontent", "Made glorious summer by this sun of York;",

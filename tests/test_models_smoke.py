@@ -10,8 +10,8 @@ import torch
 from seqbench.bench.config import build_config
 from seqbench.bench.training.module import SeqModule
 from seqbench.bench.training.train import build_task
-from seqbench.tasks.base import OutputKind
-from tests.conftest import compatible_pairs, tiny_overrides
+from seqbench.bench.core.contract import OutputKind
+from tests.helpers import compatible_pairs, tiny_overrides
 
 PAIRS = compatible_pairs()
 

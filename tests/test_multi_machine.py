@@ -13,7 +13,7 @@ import pytest
 from optuna.trial import TrialState
 
 from seqbench.sweeps.storage import open_storage
-from tests.conftest import REPO
+from tests.helpers import REPO
 from tests.pg_server import postgres_or_skip
 from tests.test_sweep_runner import TINY_BASE, grid_points, write_spec
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from seqbench.bench.config import build_config, compose
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS, TASKS
-from seqbench.bench.core.settings import leaves, parse_settings
+from seqbench.bench.core.settings import leaves, parse_pairs
 from seqbench.sweeps.spec import load_spec
 
 # valid values per key; every combination below builds (d_model is divisible by every n_heads)
@@ -98,8 +98,8 @@ def test_a_repeated_key_keeps_its_last_value_and_is_reported():
 
 
 def test_mappings_and_dotted_keys_are_the_same_setting():
-    assert leaves(parse_settings(["train={max_steps: 5, early_stop: {threshold: 0.9}}"])) == \
-        leaves(parse_settings(["train.early_stop.threshold=0.9", "train.max_steps=5"]))
+    assert leaves(parse_pairs(["train={max_steps: 5, early_stop: {threshold: 0.9}}"])) == \
+        leaves(parse_pairs(["train.early_stop.threshold=0.9", "train.max_steps=5"]))
     a = build_config({}, ["model={name: gru, d_model: 8}"])
     assert a == build_config({}, ["model.d_model=8", "model=gru"])
 
@@ -128,3 +128,31 @@ def test_a_sweep_override_the_spec_sets_per_trial_is_refused(tmp_path, override,
     key = override.split("=")[0] if override != "model=rnn" else "model.name"
     with pytest.raises(UserError, match=rf"^{key}: .*{block}"):
         load_spec(p, [override])
+
+
+def test_a_sweep_trial_is_composed_like_a_run_with_the_same_settings():
+    """One composition: a trial's config (base, swept values, its model's and task's blocks) is the
+    config `run` builds from the base with those settings as overrides, and a block's mapping merges
+    into the base's section leaf by leaf."""
+    from seqbench.sweeps.spec import parse_spec, trial_config
+
+    base = {"task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 4}, "model": {"d_model": 16},
+            "train": {"max_steps": 8, "early_stop": {"metric": "val/acc", "threshold": 0.5}}}
+    spec = parse_spec({"base": base, "parameters": {"model.name": {"values": ["gru", "lstm"]}},
+                       "per_model": {"lstm": {"model.forget_bias": 2.0, "train": {"early_stop": {"threshold": 0.9}}}},
+                       "per_task": {"copy": {"task.delay": 5, "train.early_stop.threshold": 0.7}}})
+    lstm = trial_config(spec, {"model.name": "lstm"}, seed=3, extra={})
+    assert lstm == build_config(base, ["model=lstm", "model.forget_bias=2.0", "task.delay=5",
+                                       "train.early_stop.threshold=0.9", "seed=3"])
+    assert lstm.train.early_stop.metric == "val/acc" and lstm.train.max_steps == 8  # merged, not replaced
+    gru = trial_config(spec, {"model.name": "gru"}, seed=3, extra={})
+    assert gru == build_config(base, ["task.delay=5", "train.early_stop.threshold=0.7", "model=gru", "seed=3"])
+
+
+def test_compare_builds_its_base_like_run_composes_overrides():
+    from seqbench.bench.commands.compare import build_spec
+
+    words = ["train={max_steps: 5, early_stop: {metric: val/mse, threshold: 0.1}}", "model.d_model=8", "task=adding"]
+    raw, _ = build_spec(["model=lstm,gru", *words])
+    assert raw["base"] == compose({}, words).data
+    assert build_config(raw["base"], ["model=gru"]) == build_config({}, [*words, "model=gru"])

@@ -9,7 +9,7 @@ import torch
 from seqbench.bench.cli import main
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps import processes as runner
-from tests.conftest import run_cli
+from tests.helpers import run_cli
 
 
 class FakePopen:

@@ -8,8 +8,8 @@ import io
 
 import pytest
 
-import chromium
-from report_support import demo_study, journal_storage
+from tests import chromium
+from tests.report_support import demo_study, journal_storage
 from seqbench.reports.build import build_report
 
 BROWSER = chromium.find()

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from report_support import demo_diagnostics
+from tests.report_support import demo_diagnostics
 from seqbench.bench.cli import main
 from seqbench.bench.core.diagnostics_format import read_diagnostics
 from seqbench.reports.diagnostics import (diagnostics_figures, fig_through_time, load_diagnostics,

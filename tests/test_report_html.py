@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from seqbench.bench.core.errors import UserError
-from conftest import run_cli
-from report_support import demo_study, journal_storage
+from tests.helpers import run_cli
+from tests.report_support import demo_study, journal_storage
 from seqbench.reports import wandb_report
 from seqbench.reports.build import build_report
 
@@ -81,7 +81,6 @@ def test_cli_publish_wandb_offline_exits_2_fast(tmp_path):
 
 
 def test_cli_end_to_end(tmp_path, capsys):
-    pytest.importorskip("seqbench.sweeps.storage", reason="seqbench report opens storage through sweeps.storage (issue 5)")
     from seqbench.bench.cli import main
 
     out_dir = tmp_path / "outputs"

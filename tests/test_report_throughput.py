@@ -8,7 +8,7 @@ import pytest
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState
 
-from report_support import add_trial, journal_storage, new_study, write_run
+from tests.report_support import add_trial, journal_storage, new_study, write_run
 from seqbench.reports import figures as F
 from seqbench.reports.build import build_report
 
@@ -20,13 +20,13 @@ def frame(**cols) -> pd.DataFrame:
 
 
 def test_means_per_configuration_are_the_values_put_in():
-    df = frame(tokens_per_s=[100.0, 300.0, 1000.0, 1000.0], flops_per_s=[1e9, 3e9, 5e9, 5e9],
+    df = frame(tokens_per_s=[100.0, 300.0, 1000.0, 1000.0], model_flops_per_s=[1e9, 3e9, 5e9, 5e9],
                mfu=[0.10, 0.30, 0.40, 0.40])
     t = F.throughput_table(df).set_index("configuration")
     assert t.loc["model.name=lstm", "tokens_per_s mean"] == pytest.approx(200.0)
     assert t.loc["model.name=lstm", "tokens_per_s std"] == pytest.approx(math.sqrt(2) * 100)
     assert t.loc["model.name=transformer", "mfu mean"] == pytest.approx(0.40)
-    assert t.loc["model.name=lstm", "flops_per_s mean"] == pytest.approx(2e9)
+    assert t.loc["model.name=lstm", "model_flops_per_s mean"] == pytest.approx(2e9)
     items = dict(F.throughput_items(df))
     fig = items["throughput"]
     tokens, mfu = fig.data

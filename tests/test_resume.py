@@ -16,7 +16,7 @@ import torch
 from seqbench.bench.config import build_config
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.training.train import run
-from tests.conftest import REPO, run_cli
+from tests.helpers import REPO, run_cli
 
 OVERRIDES = ["task=copy", "model=lstm", "task.delay=6", "task.n_symbols=2", "model.d_model=16", "model.n_layers=2",
              "model.dropout=0.2",  # dropout draws random numbers: the RNG state must survive the kill

@@ -15,7 +15,7 @@ import yaml
 
 from seqbench.sweeps.optuna_adapter import storage_of, study_id
 from seqbench.sweeps.storage import open_storage, redact
-from tests.conftest import REPO
+from tests.helpers import REPO
 from tests.pg_server import postgres_or_skip
 from tests.test_sweep_runner import TINY_BASE
 

@@ -10,7 +10,8 @@ import yaml
 
 from seqbench.bench.cli import main
 from seqbench.bench.commands.sweep import report_hint
-from seqbench.sweeps.progress import Progress, fmt_seconds
+from seqbench.bench.core.text import duration
+from seqbench.sweeps.progress import Progress
 from tests.test_sweep_runner import write_spec
 
 
@@ -20,7 +21,7 @@ def test_progress_tag_counts_and_estimates():
     tag = p.tag(3)  # 2 trials in 20 s, 1 left: about 10 s
     assert re.fullmatch(r"\[3/4, ETA 1[01]s\]", tag), tag
     assert p.tag(4) == "[4/4]"
-    assert (fmt_seconds(59), fmt_seconds(61), fmt_seconds(7322)) == ("59s", "1m01s", "2h02m")
+    assert (duration(59), duration(61), duration(7322)) == ("59s", "1m01s", "2h02m")
 
 
 def test_report_hint_repeats_out_dir_and_redacted_storage():
@@ -40,7 +41,7 @@ def test_sweep_prints_starts_progress_one_table_and_a_hint_that_finds_it(tmp_pat
         start = lines.index(next(line for line in lines if re.match(rf"trial +{n}  RUNNING +model\.name=", line)))
         end = next(i for i, line in enumerate(lines) if re.match(rf"trial +{n}  COMPLETE", line))
         assert start < end
-    assert re.search(r"trial +0  COMPLETE .*\[1/2, ETA \d+s\]", text), text
+    assert re.search(r"trial +0  COMPLETE .*\[1/2, ETA \d+(\.\d)?s\]", text), text
     assert re.search(r"trial +1  COMPLETE .*\[2/2\]", text), text
     assert text.count("best configurations:") == 1
     assert lines[-1].endswith(f"seqbench report tiny --out-dir {out} --storage {journal}")

@@ -19,7 +19,7 @@ from seqbench.bench.cli import main
 from seqbench.sweeps.liveness import reap_stale
 from seqbench.sweeps.optuna_adapter import set_trial_flag
 from seqbench.sweeps.storage import open_storage, redact
-from tests.conftest import REPO, TINY_TASK
+from tests.helpers import REPO, TINY_TASK
 
 TINY_BASE = {"task": {"name": "copy", **TINY_TASK["copy"]}, "model": {"d_model": 16},
              "train": {"max_steps": 4, "val_every": 2, "val_batches": 1, "batch_size": 4, "threads": 1},

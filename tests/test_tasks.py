@@ -10,9 +10,9 @@ import torch.nn.functional as F
 from seqbench.bench.config import build_config
 from seqbench.bench.core.registry import TASKS
 from seqbench.bench.training.train import build_task
-from seqbench.tasks.base import IGNORE, Goal, OutputKind
+from seqbench.bench.core.contract import IGNORE, Goal, OutputKind
 from seqbench.tasks.synthetic.base import SyntheticTask
-from tests.conftest import TINY_TASK
+from tests.helpers import TINY_TASK
 
 CPU = torch.device("cpu")
 SYNTHETIC = [e.name for e in TASKS if issubclass(e.cls, SyntheticTask)]

@@ -9,7 +9,7 @@ import torch
 
 from tests.model_probe import build, fingerprint, same, tiny_config, token_spec
 from seqbench.models.tcn import ReceptiveFieldWarning, receptive_field
-from seqbench.tasks.base import Batch
+from seqbench.bench.core.contract import Batch
 
 torch.set_num_threads(1)
 
@@ -48,7 +48,7 @@ def test_variable_lengths_leave_valid_steps_alone():
     torch.testing.assert_close(a[1, :5], b[1, :5])
 
 
-KNOBS = [("d_model", 8), ("kernel_size", 3), ("n_levels", 2), ("dropout", 0.5), ("weight_norm", False),
+KNOBS = [("d_model", 8), ("kernel_size", 3), ("n_levels", 3), ("dropout", 0.5), ("weight_norm", False),
          ("embedding", "onehot")]
 
 
@@ -61,3 +61,24 @@ def test_every_tcn_knob_reaches_the_model(field, value):
         base = fingerprint(build(tiny_config("tcn"), token_spec()), batch)
         other = fingerprint(build(tiny_config("tcn", **{field: value}), token_spec()), batch)
     assert not same(base, other)
+
+
+def test_n_layers_is_refused_naming_the_depth_knob_and_the_fields():
+    from seqbench.bench.config import build_config
+    from seqbench.bench.core.errors import UserError
+
+    with pytest.raises(UserError) as e:
+        build_config({}, ["model=tcn", "model.n_layers=4"])
+    assert str(e.value) == ("model.n_layers: a tcn has no n_layers; its depth is model.n_levels (block i has "
+                            "dilation 2^i); allowed: name, d_model, embedding, dropout, kernel_size, n_levels, "
+                            "weight_norm")
+    with pytest.raises(UserError, match="^model.n_layers: a tcn has no n_layers"):
+        build_config({}, ["model=tcn", "model.n_layers=true"])  # not the number 1
+
+
+def test_a_config_written_with_the_old_universal_n_layers_still_loads():
+    # config.yaml of tcn runs made before models declared their own fields carries n_layers: 1
+    from seqbench.bench.config import validate
+
+    cfg = validate({"task": {"name": "adding", "length": 8}, "model": {"name": "tcn", "n_layers": 1, "n_levels": 3}})
+    assert cfg.model.n_levels == 3 and "n_layers" not in cfg.model.model_dump()

@@ -7,7 +7,7 @@ import pytorch_lightning.loggers as pl_loggers
 
 from seqbench.bench.config import build_config
 from seqbench.bench.training.train import run
-from tests.conftest import tiny_overrides
+from tests.helpers import tiny_overrides
 
 
 def test_wandb_offline_writes_a_local_run(out_dir, monkeypatch):

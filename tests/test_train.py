@@ -16,7 +16,7 @@ import yaml
 from seqbench.bench.config import build_config
 from seqbench.bench.training.module import CHECK_EVERY
 from seqbench.bench.training.train import run
-from tests.conftest import REPO, tiny_overrides
+from tests.helpers import REPO, tiny_overrides
 
 
 def small(out_dir, *extra: str, task="copy", model="lstm"):

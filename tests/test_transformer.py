@@ -9,7 +9,7 @@ from seqbench.bench.config import build_config
 from seqbench.bench.core.errors import UserError
 from tests.model_probe import build, fingerprint, same, tiny_config, token_spec
 from seqbench.models.blocks import Residual, TransformerLayer
-from seqbench.tasks.base import Batch
+from seqbench.bench.core.contract import Batch
 
 torch.set_num_threads(1)
 

@@ -13,21 +13,36 @@ the same command (in any order, from any directory with the same ``--out-dir``/`
 continues the same study and runs nothing that is done. The spec is written to
 ``<out_dir>/specs/<study>.yaml`` and run by ``seqbench sweep`` itself (same output, same resume,
 workers, storage); then the terminal gets a ranked table with 95% intervals and the paired
-statements, and ``<out_dir>/reports/<study>/`` the dashboard. ``--print-spec`` prints that YAML
-and runs nothing: ``seqbench sweep FILE --study <study>`` continues the same study.
+statements, and ``<out_dir>/reports/<study>/`` the dashboard. ``--print-config`` (or ``--print-spec``)
+prints that YAML and runs nothing: ``seqbench sweep FILE --study <study>`` continues the same study.
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 import yaml
 
-from seqbench.bench.core.errors import UserError
+import seqbench.bench.config  # noqa: F401  (fills the registries)
+from seqbench.bench.commands.report import report
+from seqbench.bench.commands.sweep import sweep
+from seqbench.bench.config import compose, parse_value
+from seqbench.bench.core.artifacts import atomic_write
+from seqbench.bench.core.errors import UserError, did_you_mean
+from seqbench.bench.core.registry import MODELS, TASKS
+from seqbench.bench.core.text import text_table
+from seqbench.bench.training.tracking import check_writable
+from seqbench.reports.comparisons import comparisons, ranked
+from seqbench.reports.headline import headline
+from seqbench.reports.runs import metric_goal_of
+from seqbench.sweeps.spec import parse_spec
+from seqbench.sweeps.storage import check_scheme
+from seqbench.sweeps.study import comparable
 
 ALIASES = {"task": "task.name", "model": "model.name"}
 _REFUSED = {"seed": "compare runs every setting on seeds=N replicates (or seeds=0,1,2); set seeds=",
@@ -37,9 +52,7 @@ DEFAULT_SEEDS = 3  # a comparison needs replicates: intervals and paired tests s
 MAX_PRINTED = 30  # paired statements printed in the terminal (all are in summary.md)
 
 
-def register(sub: Any) -> None:
-    sp = sub.add_parser("compare", help="compare settings (comma lists = grid axes) over seeds: ranked table "
-                        "with intervals, paired tests, dashboard")
+def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("settings", nargs="*", help="key=value; a comma list sweeps that key, e.g. "
                     "model=lstm,gru task=copy task.delay=20,40 seeds=3 train.max_steps=500")
     sp.add_argument("--workers", type=int, default=1, help="local worker processes sharing the study")
@@ -49,7 +62,8 @@ def register(sub: Any) -> None:
     sp.add_argument("--metric", help="objective key, e.g. val/loss or test/acc (default: the task's primary "
                     "validation metric); its goal is the one the task declares")
     sp.add_argument("--study", help="study name (default: compare-<digest of the settings>)")
-    sp.add_argument("--print-spec", action="store_true", help="print the equivalent sweep YAML and run nothing")
+    sp.add_argument("--print-config", "--print-spec", dest="print_config", action="store_true",
+                    help="print the equivalent sweep YAML and run nothing")
     sp.set_defaults(func=cmd_compare)
 
 
@@ -57,8 +71,6 @@ def register(sub: Any) -> None:
 
 def _values(key: str, text: str) -> list[Any]:
     """One value, or the comma list's values (a YAML list or mapping stays one value)."""
-    from seqbench.bench.config import parse_value
-
     if text.strip().startswith(("[", "{")):
         return [parse_value(text)]
     parts = [p.strip() for p in text.split(",")]
@@ -79,7 +91,7 @@ def _seeds(text: str) -> list[int] | int:
     return values
 
 
-def parse_settings(settings: list[str]) -> tuple[dict[str, Any], dict[str, list[Any]], list[int] | int]:
+def parse_grid(settings: list[str]) -> tuple[dict[str, Any], dict[str, list[Any]], list[int] | int]:
     """``key=value`` words -> (base {dotted key: value}, axes {dotted key: values}, seeds)."""
     base: dict[str, Any] = {}
     axes: dict[str, list[Any]] = {}
@@ -121,9 +133,6 @@ def route(base: dict[str, Any], axes: dict[str, list[Any]]) -> tuple[dict[str, d
     Returns {"per_model": ..., "per_task": ...} and one note per routed field; a swept field that
     some chosen model lacks is refused (a per-model block cannot sweep it).
     """
-    from seqbench.bench.core.registry import MODELS, TASKS
-    import seqbench.bench.config  # noqa: F401  (fills the registries)
-
     blocks: dict[str, dict[str, dict[str, Any]]] = {"per_model": {}, "per_task": {}}
     notes: list[str] = []
     for section, reg, block in (("model", MODELS, "per_model"), ("task", TASKS, "per_task")):
@@ -135,6 +144,10 @@ def route(base: dict[str, Any], axes: dict[str, list[Any]]) -> tuple[dict[str, d
             have = [n for n in names if field in reg.get(n).config_cls.model_fields]
             if len(have) == len(names):
                 continue
+            if not any(field in e.config_cls.model_fields for e in reg):  # a typo, not a field of another
+                own = dict.fromkeys(f for n in names for f in reg.get(n).config_cls.model_fields if f != "name")
+                raise UserError(f"{key}: unknown field; allowed: {', '.join(own)};"
+                                + did_you_mean(field, own, lambda f: f"{section}.{f}"))
             if not have:
                 raise UserError(f"{key}: none of the compared {section}s ({', '.join(names)}) has this field; "
                                 f"their fields: `seqbench list -v`")
@@ -159,20 +172,14 @@ def _question(axes: dict[str, list[Any]], base: dict[str, Any]) -> str:
 
 def build_spec(settings: list[str], metric: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """The sweep spec (a plain dict, as YAML would give it) of the settings, and routing notes."""
-    from seqbench.bench.config import set_dotted
-    from seqbench.sweeps.spec import parse_spec
-
-    base_flat, axes, seeds = parse_settings(settings)
+    base_flat, axes, seeds = parse_grid(settings)
     blocks, notes = route(base_flat, axes)
-    base: dict[str, Any] = {}
-    for k in sorted(base_flat, key=lambda k: k not in ("task.name", "model.name")):  # names first
-        set_dotted(base, k, base_flat[k])
+    base = compose({}, base_flat).data  # as run composes its overrides: choices first, mappings as leaves
     raw: dict[str, Any] = {"question": _question(axes, base_flat), "base": base, "method": "grid",
                            "parameters": {k: {"values": v} for k, v in axes.items()},
                            **{b: v for b, v in blocks.items() if v}, "seeds": seeds}
     names = _names("task", base_flat, axes)
     if metric is not None:  # an unknown metric gets some goal here; the spec check refuses it by name
-        from seqbench.reports.runs import metric_goal_of
 
         raw["metric"] = {"name": metric, "goal": metric_goal_of(metric, names)}
     try:
@@ -196,9 +203,6 @@ def _ordered(raw: dict[str, Any]) -> dict[str, Any]:
 def study_name(spec_dict: dict[str, Any]) -> str:
     """``compare-<digest>`` of what makes a study (the spec without budget and prose): equal settings,
     in any order on the command line or loaded back from --print-spec, give the same name."""
-    from seqbench.sweeps.study import comparable
-    from seqbench.sweeps.spec import parse_spec
-
     canon = comparable(parse_spec(spec_dict).to_dict())
     return "compare-" + hashlib.sha1(json.dumps(canon, sort_keys=True).encode()).hexdigest()[:10]
 
@@ -211,58 +215,67 @@ def spec_yaml(raw: dict[str, Any], name: str, notes: list[str] = ()) -> str:
 
 # -- the command ------------------------------------------------------------------------------
 
-def cmd_compare(args: argparse.Namespace) -> int:
-    from seqbench.bench.core.artifacts import atomic_write
-    from seqbench.bench.training.tracking import check_writable
-    from seqbench.bench.commands import sweep as sweep_cli
-    from seqbench.sweeps.storage import check_scheme
+@dataclass(frozen=True)
+class CompareResult:
+    """What ``compare()`` returns: the study it ran (or continued), its spec, and the built report."""
 
-    if args.workers < 1:
-        raise UserError(f"--workers: must be >= 1 (got {args.workers})")
-    raw, notes = build_spec(args.settings, args.metric)
-    name = args.study or study_name(raw)
-    if args.print_spec:
-        print(spec_yaml(raw, name, notes), end="")
-        return 0
+    study: str  # compare-<digest> unless named
+    status: int  # the sweep's: 0 when every worker finished cleanly
+    spec: dict[str, Any]  # the sweep spec the settings made (as its YAML reads)
+    spec_path: Path  # <out_dir>/specs/<study>.yaml
+    notes: list[str]  # fields routed to per_model/per_task blocks
+    report: Any  # bench.commands.report.ReportResult: the dashboard and the tidy table
+
+    @property
+    def table(self) -> pd.DataFrame:
+        return self.report.built.table
+
+    @property
+    def objective(self) -> Any:
+        return self.report.built.info.objectives[0]
+
+
+def compare(settings: Sequence[str], *, metric: str | None = None, workers: int = 1, storage: str | None = None,
+            out_dir: str | Path = "outputs", study: str | None = None) -> CompareResult:
+    """Compare ``settings`` (``key=a,b`` sweeps a key; ``seeds=N``) as a grid study over seeds: write its
+    spec, run it through ``sweep()``, build its report through ``report()``."""
+    if workers < 1:
+        raise UserError(f"--workers: must be >= 1 (got {workers})")
+    raw, notes = build_spec(list(settings), metric)
+    name = study or study_name(raw)
     for n in notes:
         print(n)
-    out_dir = Path(args.out_dir)
-    check_scheme(args.storage)
+    out_dir = Path(out_dir)
+    check_scheme(storage)
     check_writable(out_dir)
     path = out_dir / "specs" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, spec_yaml(raw, name, notes))
-    status = sweep_cli.sweep(path, study=name, out_dir=out_dir, workers=args.workers, storage=args.storage).status
-    rep = _report(name, args.storage, out_dir)
-    obj = rep.info.objectives[0]
-    print(ranked_text(rep.table, obj))
-    print(f"dashboard: {rep.index}  (summary.md beside it; spec: {path})")
-    return status
+    status = sweep(path, study=name, out_dir=out_dir, workers=workers, storage=storage,
+                   quiet_summary=True).status  # the ranked table is the one summary
+    return CompareResult(name, status, raw, path, notes, report(name, storage=storage, out_dir=out_dir))
 
 
-def _report(name: str, storage: str | None, out_dir: Path):
-    from seqbench.reports.build import build_report
-    from seqbench.reports.table import load_study
-    from seqbench.sweeps.storage import journal_path, open_storage, redact
-
-    journal = journal_path(storage, out_dir)
-    label = str(journal) if journal is not None else redact(storage)
-    study = load_study(name, open_storage(storage, out_dir))
-    return build_report(study, label, out_dir / "reports" / name, out_dir)
+def cmd_compare(args: argparse.Namespace) -> int:
+    if args.print_config:
+        raw, notes = build_spec(args.settings, args.metric)
+        print(spec_yaml(raw, args.study or study_name(raw), notes), end="")
+        return 0
+    r = compare(args.settings, metric=args.metric, workers=args.workers, storage=args.storage,
+                out_dir=args.out_dir, study=args.study)
+    print(ranked_text(r.table, r.objective))
+    print(f"dashboard: {r.report.index}  (summary.md beside it; spec: {r.spec_path})")
+    return r.status
 
 
 def ranked_text(table: pd.DataFrame, obj: Any, limit: int = MAX_PRINTED) -> str:
-    """The terminal's ranked table (mean, 95% interval, n) and the paired statements."""
-    from seqbench.reports.comparisons import comparisons, ranked
-
+    """The answer (``reports.headline``), the one ranked table (mean, 95% interval, n; rows no better
+    than the memoryless baseline marked in its ``baseline`` column) and the paired statements."""
     t = ranked(table, obj)
-    lines = [f"ranked by {obj.name} ({obj.goal}): mean [95% CI] over seeds, n scored seeds"]
-    cells = [[str(c) for c in t.columns]]
-    for row in t.itertuples(index=False):
-        cells.append(["–" if v is None or v is pd.NA or (isinstance(v, float) and v != v)
-                      else (f"{v:.4g}" if isinstance(v, float) else str(v)) for v in row])
-    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
-    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    marked = "; a baseline cell marks a row no better than the memoryless baseline" if "baseline" in t else ""
+    lines = headline(table, obj) + [f"ranked by {obj.name} ({obj.goal}): mean [95% CI] over seeds, n scored seeds"
+                                    + marked]
+    lines.append(text_table(list(t.columns), [list(row) for row in t.itertuples(index=False)], indent="  "))
     comps = comparisons(table, obj)
     if comps:
         lines.append("paired comparisons (same seeds; better level first):")

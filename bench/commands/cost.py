@@ -1,27 +1,96 @@
-"""``seqbench cost``: the command (measurement in ``bench/training/cost.py``, outputs in ``reports/cost.py``)."""
+"""``seqbench cost [key=value ...] [--out-dir D] [--print-config]``: time and memory of one training step
+against sequence length (measurement in ``bench/training/cost.py``, outputs in ``reports/cost.py``).
+
+``cost(config) -> CostResult`` is the typed entry; ``cmd_cost`` prints the exponents and the files.
+"""
 from __future__ import annotations
 
 import argparse
+import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from seqbench.bench.training.cost import parse_settings, sweep
+import yaml
+
+from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.text import duration, text_table
+from seqbench.bench.training.cost import CostConfig, parse_cost_config, point_line, sweep
 from seqbench.reports.cost import _fmt, write_outputs
 
 
-def cmd_cost(args: argparse.Namespace) -> int:
-    c = parse_settings(args.settings)
-    result = sweep(c)
+@dataclass(frozen=True)
+class CostResult:
+    """What ``cost()`` returns: every measured point, the fitted exponents per model, and the files."""
+
+    config: Any  # the CostConfig measured
+    rows: list[dict[str, Any]]  # one per (model, length): status, time_ms, peak_mem_mib, tokens_per_s ...
+    summary: dict[str, dict[str, Any]]  # model -> complexity, time/memory exponents, why it stopped
+    meta: dict[str, Any]  # device, sizes, memory method, torch version
+    paths: list[Path]  # cost.csv, cost.md, cost.json and the figures under config.out_dir
+
+
+class PointProgress:
+    """``[k/N, ETA]`` before each point's line. The ETA assumes a point's time grows with its length:
+    the lengths usually double, so counting points alone would promise the long ones as fast as the
+    short ones."""
+
+    def __init__(self, models: int, lengths: Sequence[int]):
+        self.left = models * sum(lengths)  # length-weighted work not yet measured
+        self.measured = 0  # length-weighted work measured so far
+        self.started = time.monotonic()
+
+    def __call__(self, p: Any) -> None:
+        self.left -= p.row["length"]
+        if p.row["status"] != "skipped":
+            self.measured += p.row["length"]
+        if p.done >= p.total:
+            tag = f"[{p.done}/{p.total}]"
+        else:
+            eta = (time.monotonic() - self.started) * self.left / self.measured if self.measured else None
+            tag = f"[{p.done}/{p.total}, ETA {duration(eta) if eta is not None else 'unknown'}]"
+        print(f"{tag} {point_line(p.row)}", flush=True)
+
+
+def cost_config(settings: Sequence[str] = (), out_dir: str | Path | None = None) -> Any:
+    """The ``CostConfig`` of ``key=value`` settings; ``out_dir`` (``--out-dir``) wins over the default,
+    and typed as well as ``out_dir=`` with another folder is refused."""
+    c = parse_cost_config(list(settings))
+    if out_dir is None:
+        return c
+    if "out_dir" in c.model_fields_set and Path(c.out_dir) != Path(out_dir):
+        raise UserError(f"--out-dir: {out_dir} disagrees with out_dir={c.out_dir}; give one of them")
+    return c.model_copy(update={"out_dir": Path(out_dir)})
+
+
+def cost(config: Any = (), *, progress: bool = True) -> CostResult:
+    """Measure ``config`` (a ``CostConfig``, or ``key=value`` settings such as ``["models=rnn,lstm"]``) and
+    write its files under ``config.out_dir``; prints ``[k/N, ETA]`` per point unless ``progress`` is off."""
+    c = config if isinstance(config, CostConfig) else cost_config(config)
+    result = sweep(c, PointProgress(len(c.models), c.lengths) if progress else (lambda p: None))
     paths = write_outputs(result, Path(c.out_dir))
-    for m, s in result["summary"].items():
-        print(f"{m:<12} {s['complexity']:<16} time exponent {_fmt(s['time_exponent'])} "
-              f"(upper half {_fmt(s['time_exponent_upper'])})" + (f"  stopped {s['stopped']}" if s["stopped"] else ""))
-    print("wrote " + ", ".join(str(p) for p in paths))
-    return 0
+    return CostResult(c, result["rows"], result["summary"], result["meta"], paths)
 
 
-def register(sub: Any) -> None:
-    sp = sub.add_parser("cost", help="time and memory of one training step against sequence length")
+# -- the command ----------------------------------------------------------------------------------
+
+def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("settings", nargs="*", help="key=value: models=rnn,lstm lengths=64,128,256 d_model=128 "
                     "batch_size=16 repeats=5 warmup=2 device=auto isolate=true max_step_s=10 out_dir=outputs/cost")
+    sp.add_argument("--out-dir", help="where cost.csv/md/json and the figures go (same as out_dir=DIR; "
+                    "default outputs/cost)")
+    sp.add_argument("--print-config", action="store_true", help="print the resolved settings as YAML and exit")
     sp.set_defaults(func=cmd_cost)
+
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    c = cost_config(args.settings, args.out_dir)
+    if args.print_config:
+        print(yaml.safe_dump(c.model_dump(mode="json"), sort_keys=False), end="")
+        return 0
+    r = cost(c)
+    print(text_table(["model", "complexity", "time exponent", "(upper half)", "stopped"],
+                     [[m, s["complexity"], _fmt(s["time_exponent"]), _fmt(s["time_exponent_upper"]), s["stopped"] or ""]
+                      for m, s in r.summary.items()], align="llrrl"))
+    print("wrote " + ", ".join(str(p) for p in r.paths))
+    return 0

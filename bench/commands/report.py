@@ -1,15 +1,64 @@
-"""``seqbench report NAME``: a study -> ``<out_dir>/reports/NAME/index.html`` (and optionally a W&B Report)."""
+"""``seqbench report NAME``: a study -> ``<out_dir>/reports/NAME/index.html`` (and optionally a W&B Report).
+
+``report(name, ...) -> ReportResult`` is the typed entry (``compare`` calls it too); ``cmd_report``
+prints what it built.
+"""
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from seqbench.bench.core.errors import UserError
+from seqbench.reports import wandb_report
+from seqbench.reports.build import build_report
+from seqbench.reports.table import load_study
+from seqbench.sweeps.storage import journal_path, open_storage, redact
 
 
-def register(sub: Any) -> None:
-    sp = sub.add_parser("report", help="static HTML dashboard of a study (opens from file://, no network)")
+@dataclass(frozen=True)
+class ReportResult:
+    """What ``report()`` returns: the built dashboard and, when published, the W&B Report's URL."""
+
+    built: Any  # reports.build.Report: info (StudyInfo), table (the tidy frame), index (index.html), seconds
+    wandb_url: str | None = None
+
+    @property
+    def index(self) -> Path:
+        return self.built.index
+
+    @property
+    def n_trials(self) -> int:
+        t = self.built.table
+        return int(t["trial"].nunique()) if not t.empty else 0
+
+    @property
+    def n_runs(self) -> int:
+        t = self.built.table
+        return int(t["run_id"].astype(bool).sum()) if not t.empty else 0
+
+
+def report(name: str, *, storage: str | None = None, out_dir: str | Path = "outputs", out: str | Path | None = None,
+           color_by: str | None = None, publish_wandb: bool = False) -> ReportResult:
+    """Build the dashboard of study ``name`` (journal under ``out_dir`` unless ``storage`` names one)
+    into ``out`` (default ``<out_dir>/reports/<name>/``); with ``publish_wandb`` also a W&B Report."""
+    if publish_wandb:  # before any work: a missing key must not cost a full report build
+        wandb_report.preflight()
+    out_dir = Path(out_dir)
+    journal = journal_path(storage, out_dir)
+    if journal is not None and not journal.is_file():  # opening would create an empty journal
+        raise UserError(f"--storage: no study journal at {journal}; run `seqbench sweep SPEC` first, "
+                        "or pass --storage URL / --out-dir DIR")
+    label = str(journal) if journal is not None else redact(storage)
+    study = load_study(name, open_storage(storage, out_dir))
+    built = build_report(study, label, Path(out) if out else out_dir / "reports" / name, out_dir, color_by=color_by)
+    return ReportResult(built, wandb_report.publish(built.info, built.table) if publish_wandb else None)
+
+
+# -- the command ----------------------------------------------------------------------------------
+
+def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("name", help="study name (the sweep spec's file stem unless the sweep set --study)")
     sp.add_argument("--storage", help="Optuna storage URL or journal path; default <out-dir>/optuna.journal")
     sp.add_argument("--out-dir", default="outputs", help="root the sweep wrote under (journal, runs/); "
@@ -22,31 +71,12 @@ def register(sub: Any) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from seqbench.reports import wandb_report
-
-    if args.publish_wandb:  # before any work: a missing key must not cost a full report build
-        wandb_report.preflight()
-    from seqbench.sweeps.storage import journal_path, open_storage, redact
-
-    from seqbench.reports.build import build_report
-    from seqbench.reports.table import load_study
-
-    out_dir = Path(args.out_dir)
-    journal = journal_path(args.storage, out_dir)
-    if journal is not None and not journal.is_file():  # opening would create an empty journal
-        raise UserError(f"--storage: no study journal at {journal}; run `seqbench sweep SPEC` first, "
-                        "or pass --storage URL / --out-dir DIR")
-    storage = open_storage(args.storage, out_dir)
-    label = str(journal) if journal is not None else redact(args.storage)
-    study = load_study(args.name, storage)
-    report_dir = Path(args.out) if args.out else out_dir / "reports" / args.name
-    rep = build_report(study, label, report_dir, out_dir, color_by=args.color_by)
-    n_trials = rep.table["trial"].nunique() if not rep.table.empty else 0
-    n_runs = int(rep.table["run_id"].astype(bool).sum()) if not rep.table.empty else 0
-    print(f"report {args.name}: {n_trials} trials, {n_runs} runs -> {rep.index}")
+    r = report(args.name, storage=args.storage, out_dir=args.out_dir, out=args.out, color_by=args.color_by,
+               publish_wandb=args.publish_wandb)
+    rep = r.built
+    print(f"report {args.name}: {r.n_trials} trials, {r.n_runs} runs -> {rep.index}")
     print(f"  {rep.size_bytes() / 1e6:.1f} MB in {rep.folder} (index.html, plotly.min.js, summary.md, trials.csv), "
           f"built in {rep.seconds:.1f}s")
-    if args.publish_wandb:
-        url = wandb_report.publish(rep.info, rep.table)
-        print(f"  W&B Report: {url}")
+    if r.wandb_url:
+        print(f"  W&B Report: {r.wandb_url}")
     return 0

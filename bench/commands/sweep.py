@@ -6,7 +6,7 @@ Prints a line when a trial starts and one when it ends (``[done/total, ETA]``), 
 best configurations, and the ``seqbench report`` command that finds the study
 (``sweeps/progress.py``).
 
-What a study stores (the contract with ``reports/``, see helpers' CONTRACT_SWEEP_REPORT):
+What a study stores (read by ``reports/``; typed as ``StudyAttrs``/``TrialAttrs`` in ``bench/core/artifacts.py``):
 study user attrs ``spec``, ``spec_path``, ``question``, ``metrics``, ``out_dir``,
 ``seqbench_version``, ``git_sha``; trial params = the spec's dotted keys; trial user attrs
 ``run_ids``, ``seeds``, ``per_seed``, ``mean``, ``std``, ``n_diverged``, ``config_hash``,
@@ -26,11 +26,20 @@ from typing import Any, Sequence
 
 import yaml
 
+from seqbench.bench.config import notes
+from seqbench.bench.core.artifacts import runs_path
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.training.tracking import check_writable
+from seqbench.sweeps import spec_path
+from seqbench.sweeps.progress import summary
+from seqbench.sweeps.processes import placement, run_workers, visible_cuda_devices
+from seqbench.sweeps.spec import resolve_spec
+from seqbench.sweeps.storage import check_scheme, describe, redact
+from seqbench.sweeps.study import Job, n_done, open_study, optuna_quiet, requeue_failed
+from seqbench.sweeps.worker import worker
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    sp = sub.add_parser("sweep", help="run (or continue) an Optuna study from a sweep spec")
+def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("spec", help="sweep YAML path, or the name of a shipped sweep (seqbench list), e.g. demo")
     sp.add_argument("overrides", nargs="*", help="dotted key=value applied to the spec's base in any order, "
                     "e.g. train.max_steps=200 (a changed spec needs a new --study); a key the spec sweeps "
@@ -103,17 +112,6 @@ def sweep(spec: str | Path, overrides: Sequence[str] = (), *, trials: int | None
     finished) and, unless ``quiet_summary``, the best-configurations table. ``retry_failed``: run again
     the trials that failed for a reason outside the experiment (``sweeps.study.requeue_failed``).
     """
-    # imported here, not at the top: `seqbench --help` stays free of optuna
-    from seqbench.bench.config import notes
-    from seqbench.bench.training.tracking import check_writable
-    from seqbench.sweeps import spec_path
-    from seqbench.sweeps.progress import summary
-    from seqbench.sweeps.processes import placement, run_workers, visible_cuda_devices
-    from seqbench.sweeps.study import Job, n_done, open_study, optuna_quiet, requeue_failed
-    from seqbench.sweeps.worker import worker
-    from seqbench.sweeps.spec import resolve_spec
-    from seqbench.sweeps.storage import check_scheme, describe, redact
-
     if workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {workers})")
     if trials is not None and trials < 1:
@@ -166,10 +164,6 @@ def sweep(spec: str | Path, overrides: Sequence[str] = (), *, trials: int | None
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     if args.print_config:
-        from seqbench.bench.config import notes
-        from seqbench.sweeps import spec_path
-        from seqbench.sweeps.spec import resolve_spec
-
         resolved, composed = resolve_spec(spec_path(args.spec), args.overrides, trials=args.trials)
         for line in notes(composed, f"{args.spec} base") if composed else []:
             print(line, file=sys.stderr)
@@ -177,16 +171,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     r = sweep(args.spec, args.overrides, trials=args.trials, workers=args.workers, devices=args.devices,
               storage=args.storage, study=args.study, out_dir=args.out_dir, heartbeat=args.heartbeat,
-              argv=sys.argv[2:], retry_failed=args.retry_failed)
-    print(f"runs under {r.out_dir / 'runs'}; dashboard: {report_hint(r.study, str(r.out_dir), r.storage)}")
+              argv=args.command_line[2:], retry_failed=args.retry_failed)
+    print(f"runs under {runs_path(r.out_dir)}; dashboard: {report_hint(r.study, str(r.out_dir), r.storage)}")
     return r.status
 
 
 def report_hint(study: str, out_dir: str, storage: str | None) -> str:
     """The ``seqbench report`` command that finds this study: the out-dir and storage this sweep
     used (the storage's password redacted), each only when it is not the default."""
-    from seqbench.sweeps.storage import redact
-
     words = ["seqbench", "report", study]
     if Path(out_dir) != Path("outputs"):
         words += ["--out-dir", out_dir]

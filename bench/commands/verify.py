@@ -2,19 +2,24 @@
 
 Every claim (``sweeps/claims/*.yaml``, schema in ``sweeps/claims/schema.py``) is loaded and all of
 its profiles checked before anything trains. Then each claim's sweep runs through the ordinary sweep
-command (``seqbench sweep``: resumable, parallel; study ``verify-<claim>-<profile>-<spec hash>``, so
-re-running continues it and a changed claim starts afresh), or ``kind: cost`` claims run ``seqbench
-cost`` once per replicate (cached as JSON). The rules are judged (``sweeps/claims/judge.py``), the
-table is printed, and ``<out-dir>/verify/`` gets ``index.html`` and ``verify.md``.
+entry (``bench.commands.sweep.sweep``: resumable, parallel), look by look: the first look's seeds in
+study ``verify-<claim>-<profile>-<spec hash>`` (the hash leaves seeds and looks out, so re-running
+continues it and a changed claim starts afresh), each later look's new seeds in
+``<study>+s<first>-<last>`` (the runner keeps a study's seed list fixed). After each look every rule
+is judged at alpha 0.05 / len(looks) (Bonferroni over the pre-registered looks, so the stated 95%
+holds whichever look stops); verify stops at the first look that decides every rule, or finds a failed
+control. ``kind: cost`` claims run ``seqbench cost`` once per replicate (cached as JSON). The table
+is printed, and ``<out-dir>/verify/`` gets ``index.html`` and ``verify.md``.
 
 Exit status: 0 when every claim was judged, whatever the verdicts; 1 when something failed to run
 (a claim raised, a trial failed for a reason other than diverged seeds); with ``--strict`` also 1
-when a claim fails.
+when a claim fails or is invalid (a control failed).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import time
 from pathlib import Path
@@ -23,14 +28,28 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from seqbench.bench.commands.sweep import sweep
+from seqbench.bench.config import build_config
+from seqbench.bench.core.artifacts import FINAL, PARAM
+from seqbench.bench.core.contract import OutputKind, TaskSpec
+from seqbench.bench.core.diagnostics_format import FILENAME, DiagnosticsFormatError, read_diagnostics
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.registry import MODELS
+from seqbench.bench.core.text import text_table
+from seqbench.bench.training.cost import VOCAB, fit_exponent
+from seqbench.bench.training.cost import sweep as measure_cost
+from seqbench.bench.training.flops import forward_macs
+from seqbench.reports.table import Objective, build_table, load_study, runs_root
+from seqbench.reports.verify_html import claim_figure, cost_figure, verdict_figure, write_verify
+from seqbench.sweeps.claims.judge import ERROR, FAILS, INVALID, ClaimResult, decided, judge_all, verdict_table
+from seqbench.sweeps.claims.schema import ALPHA, cost_config, find_claims, load_claim, sweep_spec, swept_values
+from seqbench.sweeps.claims.schema import MIN_COST_LENGTHS as MIN_FIT_LENGTHS
+from seqbench.sweeps.storage import open_storage
 
 _DIVERGED_ONLY = re.compile(r"^\d+/\d+ seeds diverged")  # the runner's fail_reason when seeds only diverged
 
 
-def register(sub: Any) -> None:
-    sp = sub.add_parser("verify", help="run the shipped claims (papers, textbooks) and judge them: holds / fails / "
-                        "inconclusive")
+def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("claims", nargs="*", help="claim names (file stems in sweeps/claims/) or claim files; "
                     "default: every shipped claim")
     sp.add_argument("--profile", default="quick", choices=["quick", "paper"],
@@ -43,10 +62,6 @@ def register(sub: Any) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from seqbench.reports.verify_html import write_verify
-    from seqbench.sweeps.claims.judge import ERROR, FAILS, verdict_table
-    from seqbench.sweeps.claims.schema import find_claims, load_claim
-
     if args.workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {args.workers})")
     claims = [load_claim(p) for p in find_claims(args.claims)]  # every file and profile checked first
@@ -56,25 +71,22 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"[verify {i + 1}/{len(claims)}] {claim.name} ({args.profile}): {claim.question}", flush=True)
         results.append(run_claim(claim, args.profile, out_dir, args.workers, args.storage))
         res = results[-1]
-        print(f"[verify {i + 1}/{len(claims)}] {claim.name}: {res.verdict} in {res.wall_s:.0f}s"
+        print(f"[verify {i + 1}/{len(claims)}] {claim.name}: {res.verdict_text()} in {res.wall_s:.0f}s"
               + (f"; could not run: {res.error}" if res.error else ""), flush=True)
     table = verdict_table(results)
     print(format_table(table))
     index = write_verify(results, out_dir / "verify")
-    print(f"verify: {', '.join(f'{r.claim.name} {r.verdict}' for r in results)} -> {index} (+ verify.md)")
+    print(f"verify: {', '.join(f'{r.claim.name} {r.verdict_text()}' for r in results)} -> {index} (+ verify.md)")
     if any(r.verdict == ERROR or r.error for r in results):
         return 1
-    return 1 if args.strict and any(r.verdict == FAILS for r in results) else 0
+    return 1 if args.strict and any(r.verdict in (FAILS, INVALID) for r in results) else 0
 
 
 def format_table(t: pd.DataFrame) -> str:
     """The terminal table: claim | source figure | rule | paper | measured (mean [95% CI] n) | needs | verdict."""
     cols = ["claim", "source", "rule", "paper", "measured (mean [95% CI] n)", "needs", "verdict"]
-    cells = [cols] + [[str(v) for v in row] for row in t[cols].itertuples(index=False)]
-    cells = [[c if len(c) <= 70 else c[:67] + "..." for c in row] for row in cells]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
-    lines = [" | ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells]
-    lines.insert(1, "-+-".join("-" * w for w in widths))
+    rows = [[str(v) for v in row] for row in t[cols].itertuples(index=False)]
+    lines = [text_table(cols, rows, sep=" | ", rule=True, max_width=70)]
     verdicts = t.drop_duplicates("claim")
     lines += ["", "claim verdicts: " + ", ".join(f"{c} {v} ({w}s)" for c, v, w in
                                                  verdicts[["claim", "claim verdict", "wall s"]].itertuples(index=False))]
@@ -85,8 +97,6 @@ def format_table(t: pd.DataFrame) -> str:
 
 def run_claim(claim, profile: str, out_dir: Path, workers: int, storage: str | None):
     """Run and judge one claim; an exception becomes an ``error`` result (the other claims still run)."""
-    from seqbench.sweeps.claims.judge import ERROR, ClaimResult
-
     t0 = time.perf_counter()
     try:
         res = (_run_cost if claim.kind == "cost" else _run_sweep)(claim, profile, out_dir, workers, storage)
@@ -99,31 +109,63 @@ def run_claim(claim, profile: str, out_dir: Path, workers: int, storage: str | N
 
 
 def _run_sweep(claim, profile: str, out_dir: Path, workers: int, storage: str | None):
-    from seqbench.reports.table import Objective, build_table, load_study, runs_root
-    from seqbench.reports.verify_html import claim_figure
-    from seqbench.sweeps.claims.judge import ClaimResult, judge
-    from seqbench.sweeps.claims.schema import sweep_spec, swept_values
-    from seqbench.bench.commands.sweep import sweep
-    from seqbench.sweeps.storage import open_storage
+    """The claim's looks in order: run the next seeds, judge everything so far at alpha / len(looks),
+    stop at the first look that decides every rule (or finds a failed control)."""
+    spec = sweep_spec(claim, profile)  # every seed's configs built: a bad field fails before training
+    seeds = claim.seeds_for(profile)
+    looks = claim.looks_for(profile) or [len(seeds)]
+    alpha = ALPHA / len(looks)  # Bonferroni over the pre-registered looks: 95% overall
+    base = f"verify-{claim.name}-{profile}-{claim.digest(profile)}"  # the digest leaves seeds out
+    swept = swept_values(claim, profile)
+    tables, errors, prev = [], [], 0
+    for k, n in enumerate(looks):
+        chunk = seeds[prev:n]  # seeds are only ever appended, in the claim's order
+        study = base if k == 0 else f"{base}+s{chunk[0]}-{chunk[-1]}"
+        table, err = _run_seeds(claim, profile, out_dir, workers, storage, study, chunk, k)
+        tables.append(table)
+        errors += err
+        table = pd.concat([t for t in tables if not t.empty], ignore_index=True) if any(
+            not t.empty for t in tables) else tables[0]
+        verdict, rules, controls, why = judge_all(claim, table, swept, profile, alpha)
+        done = decided(verdict, rules, controls)
+        look = f"look {k + 1} of {len(looks)}, n={n}, alpha {alpha:.3g}"
+        if len(looks) > 1:
+            print(f"[verify] {claim.name}: {look}: {verdict}" + ("" if done or k == len(looks) - 1 else
+                                                                 f"; undecided, adding seeds {seeds[n:looks[k + 1]]}"),
+                  flush=True)
+        if done or k == len(looks) - 1:
+            break
+        prev = n
+    m = spec.metrics()[0]
+    res = ClaimResult(claim, profile, verdict, rules, study=base, table=table, controls=controls, why=why,
+                      looks=("decided at " if done else "undecided after ") + look,
+                      figure=claim_figure(claim.figure, table, Objective(m.name, m.goal), [*controls, *rules]))
+    if errors:
+        res.error = "; ".join(errors)[:300]
+    return res
 
-    spec = sweep_spec(claim, profile)
-    study = f"verify-{claim.name}-{profile}-{claim.digest(profile)}"
+
+def _run_seeds(claim, profile: str, out_dir: Path, workers: int, storage: str | None, study: str,
+               seeds: list[int], look: int) -> tuple[pd.DataFrame, list[str]]:
+    """One look's new seeds as a sweep of their own (the runner keeps a study's seed list fixed) and its table."""
     folder = out_dir / "verify" / claim.name
     folder.mkdir(parents=True, exist_ok=True)
-    spec_path = folder / f"{profile}.yaml"  # the resolved spec: provenance, and what `seqbench sweep` reads
-    spec_path.write_text(f"# {claim.path}, profile {profile} (written by seqbench verify)\n"
-                         + yaml.safe_dump({"question": claim.question, **claim.resolved(profile)}, sort_keys=False))
-    status = sweep(spec_path, study=study, workers=workers, out_dir=out_dir, storage=storage).status
+    # the resolved spec of these seeds: provenance, and what `seqbench sweep` reads
+    spec_path = folder / (f"{profile}.yaml" if look == 0 else f"{profile}-look{look + 1}.yaml")
+    spec_path.write_text(f"# {claim.path}, profile {profile}, look {look + 1} (written by seqbench verify)\n"
+                         + yaml.safe_dump({"question": claim.question, **claim.resolved(profile), "seeds": seeds},
+                                          sort_keys=False))
+    try:
+        status = sweep(spec_path, study=study, workers=workers, out_dir=out_dir, storage=storage).status
+    except UserError as e:
+        if "started from a different spec" not in str(e):
+            raise
+        raise UserError(f"claim {claim.name}: its seeds or looks changed since study {study} ran (a look's seeds "
+                        f"are fixed once run); restore them, or pass another --out-dir/--storage ({e})") from None
     st = load_study(study, open_storage(storage, out_dir))
     table = add_diagnostic_metrics(build_table(st, runs_root(st, out_dir)))
-    verdict, rules = judge(claim, table, swept_values(claim, profile), profile)
-    m = spec.metrics()[0]
-    res = ClaimResult(claim, profile, verdict, rules, study=study, table=table,
-                      figure=claim_figure(claim.figure, table, Objective(m.name, m.goal)))
-    broken = failed_trials(table)
-    if status or broken:
-        res.error = "; ".join(([f"sweep exit status {status}"] if status else []) + broken)[:300]
-    return res
+    errors = ([f"sweep {study} exit status {status}"] if status else []) + failed_trials(table)
+    return table, errors
 
 
 def failed_trials(table: pd.DataFrame) -> list[str]:
@@ -139,35 +181,57 @@ def failed_trials(table: pd.DataFrame) -> list[str]:
 
 
 def add_diagnostic_metrics(table: pd.DataFrame) -> pd.DataFrame:
-    """Per run, from diagnostics.json: ``diag/decay_rate@first`` and ``@last`` (fitted decay of
-    ||dL/dx_t|| per step of distance at the first and last record; see ``ThroughTime.decay_rate``)."""
-    from seqbench.bench.core.diagnostics_format import FILENAME, DiagnosticsFormatError, read_diagnostics
+    """Per run, from diagnostics.json (records in step order):
 
+    - ``diag/decay_rate@first`` / ``@last``: fitted decay of ||dL/dx_t|| per step of distance at the
+      first and last record with a through-time measurement (``ThroughTime.decay_rate``);
+    - ``diag/last_layer_grad_norm@first``: the gradient norm of the last numbered layer group
+      (``...layers.<k>``, largest k) at the first record (Xiong et al. 2020 Fig. 3: at initialisation);
+    - ``diag/global_grad_norm@first`` / ``@max``: the global gradient norm (before clipping) at the first
+      record and its largest over training (a non-finite norm counts as inf: it exploded)."""
     if table.empty or "run_dir" not in table.columns:
         return table
-    first, last = [], []
+    cols: dict[str, list[float]] = {k: [] for k in DIAG_METRICS}
     for run_dir in table["run_dir"]:
         recs = []
         path = Path(str(run_dir)) / FILENAME
         if run_dir and path.is_file():
             try:
-                recs = [r for r in read_diagnostics(path).records if r.through_time is not None]
+                recs = list(read_diagnostics(path).records)
             except (OSError, DiagnosticsFormatError):
                 recs = []
-        first.append(recs[0].through_time.decay_rate() if recs else float("nan"))
-        last.append(recs[-1].through_time.decay_rate() if recs else float("nan"))
-    if all(pd.isna(first)):
-        return table
-    return table.assign(**{"diag/decay_rate@first": first, "diag/decay_rate@last": last})
+        for k, v in diag_metrics(recs).items():
+            cols[k].append(v)
+    present = {k: v for k, v in cols.items() if not all(pd.isna(v))}
+    return table.assign(**present) if present else table
+
+
+DIAG_METRICS = ("diag/decay_rate@first", "diag/decay_rate@last", "diag/last_layer_grad_norm@first",
+                "diag/global_grad_norm@first", "diag/global_grad_norm@max")
+_LAYER = re.compile(r"\.layers\.(\d+)$")
+
+
+def diag_metrics(recs: list[Any]) -> dict[str, float]:
+    """The per-run diagnostics metrics of :func:`add_diagnostic_metrics` from its records (NaN when absent)."""
+    nan = float("nan")
+    tt = [r for r in recs if r.through_time is not None]
+    out = {"diag/decay_rate@first": tt[0].through_time.decay_rate() if tt else nan,
+           "diag/decay_rate@last": tt[-1].through_time.decay_rate() if tt else nan,
+           "diag/last_layer_grad_norm@first": nan, "diag/global_grad_norm@first": nan,
+           "diag/global_grad_norm@max": nan}
+    if recs:
+        layers = [(int(m.group(1)), v) for k, v in recs[0].layer_grad_norm.items() if (m := _LAYER.search(k))]
+        if layers:
+            out["diag/last_layer_grad_norm@first"] = float(max(layers)[1])
+        norms = [r.global_grad_norm if math.isfinite(r.global_grad_norm) else math.inf for r in recs]
+        out["diag/global_grad_norm@first"] = float(recs[0].global_grad_norm)
+        out["diag/global_grad_norm@max"] = float(max(norms))
+    return out
 
 
 def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | None):
-    """``replicates`` cost sweeps (each cached as JSON); rows = model x replicate with the fitted exponents."""
-    from seqbench.bench.training.cost import sweep
-    from seqbench.reports.verify_html import cost_figure
-    from seqbench.sweeps.claims.judge import ClaimResult, judge
-    from seqbench.sweeps.claims.schema import cost_config, swept_values
-
+    """``replicates`` cost sweeps (each cached as JSON); rows = model x replicate with the fitted exponents,
+    the FLOP count's exponents at the same lengths and the fixed-cost share (see :func:`cost_metrics`)."""
     resolved = claim.resolved(profile)
     cfg = cost_config(resolved)
     folder = out_dir / "verify" / claim.name
@@ -178,16 +242,65 @@ def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | N
         if path.is_file():
             result = json.loads(path.read_text())
         else:
-            result = sweep(cfg)
+            result = measure_cost(cfg)
             path.write_text(json.dumps(result, indent=1) + "\n")
         results.append(result)
         for model, s in result["summary"].items():
             rows.append({"trial": rep, "state": "COMPLETE", "seed": rep, "run_id": f"cost-{rep}-{model}",
-                         "run_dir": "", "status": "completed", "param.model.name": model,
-                         "final.time_exponent": s["time_exponent"], "final.time_exponent_upper":
-                         s["time_exponent_upper"], "final.memory_exponent": s["memory_exponent"]})
-    table = pd.DataFrame(rows).astype({c: float for c in ("final.time_exponent", "final.time_exponent_upper",
-                                                           "final.memory_exponent")})
-    verdict, rules = judge(claim, table, swept_values(claim, profile), profile)
-    return ClaimResult(claim, profile, verdict, rules, study=str(folder), table=table,
-                       figure=cost_figure(results[0]["rows"], results[0]["meta"]))
+                         "run_dir": "", "status": "completed", PARAM + "model.name": model,
+                         **{FINAL + k: v for k, v in cost_metrics(model, result["rows"], cfg).items()}})
+    table = pd.DataFrame(rows)
+    table = table.astype({c: float for c in table.columns if c.startswith(FINAL)})
+    verdict, rules, controls, why = judge_all(claim, table, swept_values(claim, profile), profile)
+    verdict_fig = verdict_figure(table, [*controls, *rules])
+    return ClaimResult(claim, profile, verdict, rules, study=str(folder), table=table, controls=controls, why=why,
+                       looks=f"{len(results)} replicates of the measurement", figure=[f for f in (verdict_fig, cost_figure(results[0]["rows"], results[0]["meta"])) if f])
+
+
+def cost_metrics(model: str, rows: list[dict[str, Any]], cfg) -> dict[str, float]:
+    """One replicate of one model: ``time_exponent`` (all lengths), ``time_exponent_upper`` (upper
+    half), ``time_exponent_long`` (the 4 longest), the same fits of the FLOP count
+    (``flops_exponent``, ``flops_exponent_long``: what ``bench.training.flops.forward_macs`` predicts at
+    the same lengths and d_model), ``fixed_share`` (median step time at the shortest length / at the
+    longest: near 0 when the fixed per-step cost is negligible) and ``memory_exponent``. A fit over
+    fewer than 4 measured lengths is NaN (not judged), not a slope through 2 points."""
+    ok = sorted((r for r in rows if r["model"] == model and r["status"] == "ok" and r.get("time_ms")),
+                key=lambda r: r["length"])
+    ts = [r["length"] for r in ok]
+    nan = float("nan")
+
+    def fit(lengths: list[int], values: list[float]) -> float:
+        e = fit_exponent(lengths, values) if len(lengths) >= MIN_FIT_LENGTHS else None
+        return nan if e is None else e
+
+    times = [r["time_ms"] for r in ok]
+    macs = flops_per_length(model, ts, cfg)
+    upper = len(ts) // 2
+    k = MIN_FIT_LENGTHS
+    mem = [(r["length"], r["peak_mem_mib"]) for r in ok if r.get("peak_mem_mib")]
+    return {"time_exponent": fit(ts, times), "time_exponent_upper": fit(ts[upper:], times[upper:]),
+            "time_exponent_long": fit(ts[-k:], times[-k:]),
+            "flops_exponent": fit(ts, macs) if macs else nan,
+            "flops_exponent_long": fit(ts[-k:], macs[-k:]) if macs else nan,
+            "fixed_share": times[0] / times[-1] if len(times) >= 2 else nan,
+            "memory_exponent": fit([m[0] for m in mem], [m[1] for m in mem])}
+
+
+def flops_per_length(model: str, lengths: list[int], cfg) -> list[float] | None:
+    """Forward multiply-accumulates of ``model`` at each length, at the cost measurement's width, depth
+    and token input (``bench.training.cost.VOCAB``); None where the model has no FLOP counter."""
+    spec = TaskSpec(OutputKind.TOKENS, n_classes=VOCAB, causal=True, vocab_size=VOCAB)
+    cls = MODELS.get(model).config_cls
+    out = []
+    for T in lengths:
+        m: dict[str, Any] = {"name": model, "d_model": cfg.d_model}
+        if cfg.n_layers != 1:
+            m["n_layers"] = cfg.n_layers
+        if "max_len" in cls.model_fields:  # as the cost measurement sizes it
+            m["max_len"] = max(T, cls.model_fields["max_len"].default or 0)
+        # the adding task only supplies seq_len() = T here; spec says tokens, as the timed step has
+        macs = forward_macs(build_config({"task": {"name": "adding", "length": T}, "model": m}), spec)
+        if macs is None:
+            return None
+        out.append(float(macs))
+    return out

@@ -10,6 +10,8 @@ A run folder ``<out_dir>/runs/<run_id>/`` holds:
 - ``diagnostics.json``  typed in ``bench.diagnostics_format`` (with ``diagnostics.gradients=true``)
 - ``checkpoints/last.ckpt``
 
+Paths come from ``runs_path(out_dir)`` / ``run_path(out_dir, run_id)`` and the file names below; the
+column names of the tidy tables read from these files (``param.``, ``final.`` ...) are defined here too.
 An Optuna study stores ``StudyAttrs`` as study user attributes and ``TrialAttrs`` on each trial.
 Every file is written with ``atomic_write`` (a reader never sees half a file). This module imports
 only the standard library, so reading results (``seqbench report``) never loads torch.
@@ -25,10 +27,33 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal, Mapping, TypedDict
 
+RUNS = "runs"  # <out_dir>/runs/<run_id>/
 CONFIG = "config.yaml"
 METRICS = "metrics.csv"
 RESULTS = "results.json"
 CHECKPOINT = Path("checkpoints") / "last.ckpt"
+
+
+def runs_path(out_dir: Path | str) -> Path:
+    """``<out_dir>/runs``: where every run folder lives."""
+    return Path(out_dir) / RUNS
+
+
+def run_path(out_dir: Path | str, run_id: str) -> Path:
+    """``<out_dir>/runs/<run_id>``: one run's folder (its files: ``run_path(...) / CONFIG`` ...)."""
+    return runs_path(out_dir) / run_id
+
+
+# The tidy tables' column names (the report's run table and trials.csv, ``seqbench.load_runs``),
+# defined once for the modules that build those tables and the ones that read them (claims, verify).
+PARAM = "param."  # a swept key, as the trial stores it: param.model.name
+CONFIG_KEY = "config."  # a resolved config field (load_runs): config.task.delay
+FINAL = "final."  # results.json ``final``: final.val/acc, final.test@40/acc
+BEST = "best."  # results.json ``best``
+BASELINE = "baseline."  # results.json ``baseline`` (the memoryless baseline): baseline.val/acc
+RESULT_PARTS = ("final", "best", "baseline")  # the results.json mappings that become FINAL/BEST/BASELINE columns
+OBJECTIVE = "objective:"  # the run's objective value: objective:val/acc
+TRIAL_VALUE = "trial_value:"  # Optuna's value of the run's trial
 
 Status = Literal["completed", "diverged", "interrupted", "pruned"]
 _UMASK = os.umask(0)

@@ -1,12 +1,39 @@
-"""Base class for every config section: typed, frozen, no unknown keys, finite numbers."""
+"""Base class for every config section: typed, frozen, no unknown keys, finite numbers; and the
+marker that keeps a field out of the config hash."""
 from __future__ import annotations
 
+import types
 import typing
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic.fields import FieldInfo
 
 INT_LIMIT = 2**31 - 1  # sizes, steps and lengths beyond this are typos, not experiments
+
+# ``Field(..., json_schema_extra=NOT_IDENTITY)``: the field says where or how a run is logged, observed
+# or scheduled, not what is trained, so it stays out of the config hash (two runs that differ only
+# there are replicates of one experiment). Declared on the field, so a new field is in the hash unless
+# it says otherwise; it also shows as ``"identity": false`` in the JSON schema.
+NOT_IDENTITY: dict[str, Any] = {"identity": False}
+
+
+def in_identity(field: FieldInfo) -> bool:
+    """Whether ``field`` enters the config hash (every field not marked ``NOT_IDENTITY``)."""
+    extra = field.json_schema_extra
+    return not (isinstance(extra, dict) and extra.get("identity") is False)
+
+
+def identity(section: BaseModel) -> dict[str, Any]:
+    """``section`` as JSON types without the fields marked ``NOT_IDENTITY``, at any depth: what
+    the config hash is taken of."""
+    d = section.model_dump(mode="json")
+    for name, field in type(section).model_fields.items():
+        if not in_identity(field):
+            del d[name]
+        elif isinstance(value := getattr(section, name), BaseModel):
+            d[name] = identity(value)
+    return d
 
 
 class Section(BaseModel):
@@ -56,3 +83,42 @@ def _admits_bool(annotation: Any) -> bool:
     if typing.get_origin(annotation) is list:
         return False
     return any(_admits_bool(a) for a in args)
+
+
+_BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+
+
+def describe_field(field: FieldInfo) -> str:
+    """The values a config field accepts, for ``seqbench list -v``: ``adam | adamw | sgd | radam``,
+    ``>= 0, < 1``, ``> 0 or null``, ``integer or auto``, ``each >= 1``; "" when the type says it all
+    (text, true/false, a section)."""
+    args = typing.get_args(field.annotation) if _is_union(field.annotation) else (field.annotation,)
+    members = [a for a in args if a is not type(None)]
+    parts = [p for a in members if (p := _member(a, field.metadata, several=len(members) > 1))]
+    if not parts:
+        return ""
+    return " or ".join(parts) + (" or null" if type(None) in args else "")
+
+
+def _is_union(annotation: Any) -> bool:
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType)
+
+
+def _member(annotation: Any, metadata: list[Any], several: bool) -> str:
+    if typing.get_origin(annotation) is typing.Literal:
+        return " | ".join(str(v).lower() if isinstance(v, bool) else str(v) for v in typing.get_args(annotation))
+    if typing.get_origin(annotation) is list:
+        inner = typing.get_args(annotation)
+        each = _bounds([m for a in inner[:1] if typing.get_origin(a) is typing.Annotated
+                        for info in typing.get_args(a)[1:] for m in getattr(info, "metadata", [info])])
+        n = next((m.min_length for m in metadata if hasattr(m, "min_length")), 0)
+        return ", ".join(p for p in (f"each {each}" if each else "", f"at least {n} items" if n > 1 else "") if p)
+    bounds = _bounds(metadata) if annotation in (int, float) else ""
+    if several and annotation in (int, float):
+        return ("integer" if annotation is int else "number") + (f" {bounds}" if bounds else "")
+    return bounds
+
+
+def _bounds(metadata: list[Any]) -> str:
+    return ", ".join(f"{sign} {getattr(m, key)}" for m in metadata for key, sign in _BOUNDS if hasattr(m, key)
+                     and getattr(m, key) is not None)

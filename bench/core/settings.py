@@ -62,7 +62,7 @@ def check_key(key: str, example: str) -> str:
     return key
 
 
-def parse_settings(items: Iterable[str], *, example: str = "model.d_model=64") -> list[tuple[str, Any]]:
+def parse_pairs(items: Iterable[str], *, example: str = "model.d_model=64") -> list[tuple[str, Any]]:
     """``["a.b=1", ...]`` -> ``[("a.b", 1), ...]``; UserError on an item that is not key=value."""
     pairs = []
     for item in items:
@@ -71,6 +71,34 @@ def parse_settings(items: Iterable[str], *, example: str = "model.d_model=64") -
         key, _, text = item.partition("=")
         pairs.append((check_key(key, example), parse_value(text.strip())))
     return pairs
+
+
+def comma_lists(items: Iterable[str]) -> list[str]:
+    """The ``key=a,b`` words among ``items``: Hydra's sweep syntax, which ``seqbench compare`` takes
+    (a value that is a list is written ``[a, b]``)."""
+    out = []
+    for item in items:
+        key, sep, text = item.partition("=")
+        text = text.strip()
+        if sep and "," in text and not text.startswith(("[", "{", "'", '"')) and isinstance(parse_value(text), str):
+            out.append(item)
+    return out
+
+
+HYDRA_FLAGS = {"-m": "multirun", "--multirun": "multirun", "--cfg": "cfg", "-c": "cfg"}
+
+
+def hydra_habit(command: str, words: Iterable[str]) -> str | None:
+    """One line for Hydra's flags where seqbench has its own spelling (``run -m``, ``--cfg job``),
+    else None: the caller reports the words as unrecognized."""
+    for word in words:
+        kind = HYDRA_FLAGS.get(word.split("=", 1)[0])
+        if kind == "multirun":
+            return (f"{word}: Hydra's multirun; `seqbench {command}` takes one value per key; to compare "
+                    "settings use `seqbench compare model=lstm,gru task.delay=20,40` (comma lists)")
+        if kind == "cfg":
+            return f"{word}: Hydra's config printer; seqbench spells it `seqbench {command} ... --print-config`"
+    return None
 
 
 def leaves(pairs: Iterable[tuple[str, Any]], repeated: list[str] | None = None) -> dict[str, Any]:

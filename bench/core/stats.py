@@ -30,6 +30,7 @@ class Interval:
     n: int
     std: float
     level: float = LEVEL
+    scale: str = "linear"  # "log": mean is the geometric mean; "rate": the share of seeds that succeeded
 
     @property
     def half_width(self) -> float:
@@ -40,9 +41,14 @@ class Interval:
         if self.n == 0:
             return "n=0"
         m = f"{self.mean:.{digits}g}"
-        if self.n < 2:
+        if self.scale == "rate":
+            m = f"{round(self.mean * self.n)}/{self.n} seeds"
+        elif self.scale == "log":
+            m = f"geo-mean {m}"
+        if self.n < 2 and self.scale != "rate":
             return f"{m} (n=1, no interval)"
-        return f"{m} [{self.lo:.{digits}g}, {self.hi:.{digits}g}] n={self.n}"
+        pct = "" if abs(self.level - LEVEL) < 1e-9 else f" {100 * self.level:.4g}%"
+        return f"{m} [{self.lo:.{digits}g}, {self.hi:.{digits}g}]{pct} n={self.n}"
 
 
 def mean_ci(values: Sequence[float], level: float = LEVEL) -> Interval:
@@ -91,3 +97,103 @@ def paired(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> Pair
         except ValueError:
             p_w = math.nan
     return Paired(diff, p_t, p_w, d_z, n)
+
+
+# -- judging a claim over few seeds (sweeps/claims/judge.py) ------------------------------------
+# Few seeds (3-12) per configuration: intervals must be exact or on a scale where the t approximation
+# is fair, and never leave the metric's range. rliable (Agarwal et al. 2021, "Deep RL at the Edge of
+# the Statistical Precipice") argues for interval estimates over point estimates at few runs and for
+# judging per-run outcomes; we follow that with exact binomial intervals for solved / not solved, but
+# do not use its percentile bootstrap: with 3-5 runs of ONE configuration it under-covers (the
+# bootstrap interval cannot be wider than the sample's range).
+
+SCALES = ("linear", "log", "rate")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The seeds' values of one quantity and how to estimate it.
+
+    ``scale``: ``linear`` (mean, Student-t), ``log`` (geometric mean, Student-t on log values: for
+    positive skewed metrics such as MSE and loss, whose interval then stays > 0), ``rate`` (values are
+    0/1 per seed: success rate with an exact Clopper-Pearson interval). ``bounds`` is the metric's
+    range; a linear interval is clipped to it (the mean cannot lie outside it)."""
+
+    values: tuple[float, ...]
+    scale: str = "linear"
+    bounds: tuple[float, float] = (-math.inf, math.inf)
+
+    def __post_init__(self) -> None:
+        if self.scale not in SCALES:
+            raise ValueError(f"scale: one of {', '.join(SCALES)} (got {self.scale!r})")
+        if self.scale == "log" and any(v <= 0 for v in self.values):
+            raise ValueError("a log-scale estimate needs positive values")
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    def interval(self, level: float = LEVEL) -> Interval:
+        x = np.asarray(self.values, dtype=float)
+        if self.scale == "rate":
+            k, n = int(round(x.sum())), self.n
+            if n == 0:
+                return Interval(math.nan, math.nan, math.nan, 0, math.nan, level, "rate")
+            ci = _st.binomtest(k, n).proportion_ci(confidence_level=level, method="exact")
+            return Interval(k / n, float(ci.low), float(ci.high), n, float(x.std(ddof=1)) if n > 1 else math.nan,
+                            level, "rate")
+        if self.scale == "log":
+            iv = mean_ci(np.log(x).tolist(), level)
+            f = (lambda v: math.exp(v)) if iv.n else (lambda v: v)
+            return Interval(f(iv.mean), f(iv.lo), f(iv.hi), iv.n, iv.std, level, "log")
+        iv = mean_ci(x.tolist(), level)
+        lo_b, hi_b = self.bounds
+        clip = (lambda v: min(max(v, lo_b), hi_b)) if not math.isnan(iv.lo) else (lambda v: v)
+        return Interval(iv.mean, clip(iv.lo), clip(iv.hi), iv.n, iv.std, level)
+
+    def p_value(self, threshold: float, side: str) -> float:
+        """One-sided p for "the quantity is ``side`` (below/above) ``threshold``" (exact binomial for a
+        rate, one-sample t otherwise); 0 or 1 when the seeds agree exactly (no spread, no test)."""
+        if side not in ("below", "above"):
+            raise ValueError(side)
+        alt = "less" if side == "below" else "greater"
+        x = np.asarray(self.values, dtype=float)
+        if self.scale == "rate":
+            if not 0 < threshold < 1:
+                raise ValueError(f"a success-rate threshold is in (0, 1), got {threshold}")
+            return float(_st.binomtest(int(round(x.sum())), self.n, threshold, alternative=alt).pvalue)
+        if self.n < 2:
+            return math.nan
+        if self.scale == "log":
+            if threshold <= 0:  # every positive value is above a threshold <= 0
+                return 0.0 if side == "above" else 1.0
+            x, threshold = np.log(x), math.log(threshold)
+        if x.std(ddof=1) <= _NOISE * float(np.abs(x).max()):  # equal values: the answer is certain
+            m = float(x.mean())
+            return 0.0 if (m < threshold if side == "below" else m > threshold) else 1.0
+        return float(_st.ttest_1samp(x, threshold, alternative=alt).pvalue)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (Holm 1979; as statsmodels' multipletests(method="holm")):
+    sorted ascending, p_(i) * (m - i), made monotone; NaN stays NaN and is not counted in m."""
+    idx = [i for i, p in enumerate(pvalues) if not math.isnan(p)]
+    order = sorted(idx, key=lambda i: pvalues[i])
+    m = len(order)
+    out = [math.nan] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+def holm_divisors(pvalues: Sequence[float]) -> list[int]:
+    """The divisor of alpha Holm tests each p-value at (m for the smallest, m-1 for the next, ...):
+    the level at which to show that quantity's interval so the interval agrees with the decision."""
+    idx = [i for i, p in enumerate(pvalues) if not math.isnan(p)]
+    order = sorted(idx, key=lambda i: pvalues[i])
+    out = [1] * len(pvalues)
+    for rank, i in enumerate(order):
+        out[i] = len(order) - rank
+    return out

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 import pytorch_lightning as pl
 import torch
 
+from seqbench.bench.core.text import duration
 from seqbench.bench.training.tracking import RunTracker
 
 
@@ -161,11 +162,6 @@ class ResultsWriter(pl.Callback):
         self.tracker.log_eval(row)
 
 
-def _duration(seconds: float) -> str:
-    s = int(round(seconds))
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
-
-
 class ProgressPrinter(pl.Callback):
     """One line per validation: step, the mean training loss since the previous line (the value
     metrics.csv holds), validation metrics, the memoryless baseline, this process's training
@@ -190,7 +186,7 @@ class ProgressPrinter(pl.Callback):
         train_s, wall_s = self.clock.this_process_train_s, time.perf_counter() - self.clock.process_start
         if done > 0 and train_s > 0:
             parts.append(f"{done / train_s:.1f} steps/s")
-            parts.append(f"ETA {_duration((self.max_steps - step) * wall_s / done)}")
+            parts.append(f"ETA {duration((self.max_steps - step) * wall_s / done)}")
         print("  ".join(parts), file=self.stream, flush=True)
 
 

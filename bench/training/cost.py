@@ -31,45 +31,48 @@ Writes ``cost.csv`` (one row per point), ``cost.md`` (table, exponents, complexi
 from __future__ import annotations
 
 import math
+import multiprocessing as mp
 import resource
 import statistics
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal, NamedTuple
 
+import torch
+import torch.nn.functional as F
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from seqbench.bench.core.errors import UserError, format_validation_error
+import seqbench.models  # noqa: F401  (fills MODELS; here: the CLI imports this module for every command)
+from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
+from seqbench.bench.core.errors import UserError, did_you_mean, format_validation_error, validation_problems
+from seqbench.bench.core.registry import MODELS
 from seqbench.bench.core.schema import Section
-from seqbench.bench.core.settings import leaves, set_dotted
-from seqbench.bench.core.settings import parse_settings as parse_settings_pairs
+from seqbench.bench.core.settings import leaves, parse_pairs, set_dotted
+from seqbench.models.base import build_model
 
-# What the course material says each family costs per sequence (T length, d width, k kernel).
-COMPLEXITY = {
-    "rnn": ("O(T·d²)", 1), "irnn": ("O(T·d²)", 1), "lstm": ("O(T·d²)", 1), "gru": ("O(T·d²)", 1),
-    "transformer": ("O(T²·d + T·d²)", 2), "tcn": ("O(k·T·d²)", 1),
-}
-DEFAULT_MODELS = ("rnn", "lstm", "gru", "transformer", "tcn")
 VOCAB = 16
 
 
 def _default_models() -> list[str]:
-    return [m for m in DEFAULT_MODELS if m in _backbones()]
+    """Every measurable model that declares a complexity class (``ModelConfig.complexity``)."""
+    return [m for m in _measurable() if MODELS.get(m).config_cls.complexity is not None]
 
 
-def _backbones() -> list[str]:
-    import seqbench.bench.config  # noqa: F401  (fills MODELS)
-    from seqbench.bench.core.registry import MODELS
-    from seqbench.models.base import Backbone
+def _measurable() -> list[str]:
+    """Registered models that produce per-step tokens, which is what one cost step trains."""
+    return [e.name for e in MODELS if OutputKind.TOKENS in e.config_cls.supported_kinds]
 
-    return [e.name for e in MODELS if isinstance(e.cls, type) and issubclass(e.cls, Backbone)]
+
+def complexity(model: str) -> tuple[str, int | None]:
+    """(the model's cost per sequence in words, its exponent in T), or ("?", None) if undeclared."""
+    return MODELS.get(model).config_cls.complexity or ("?", None)
 
 
 class CostConfig(Section):
     models: list[str] = Field(default_factory=_default_models, min_length=1,
-                              description="registered backbone models to sweep (default: those of "
-                              + ", ".join(DEFAULT_MODELS) + " that are registered)")
+                              description="registered per-step models to sweep (default: every one that "
+                              "declares a complexity class)")
     lengths: list[int] = Field(default_factory=lambda: [64, 128, 256, 512, 1024], min_length=2,
                                description="sequence lengths, swept shortest first")
     d_model: int = Field(128, ge=1, description="model width")
@@ -98,20 +101,24 @@ class CostConfig(Section):
     @field_validator("models")
     @classmethod
     def _known(cls, v: list[str]) -> list[str]:
-        ok = _backbones()
+        ok = _measurable()
         bad = [m for m in v if m not in ok]
         if bad:
-            raise ValueError(f"unknown model {bad[0]!r}; choose from {', '.join(ok)}")
+            named = [f"{b!r} ({hint.strip()})" if (hint := did_you_mean(b, ok)) else repr(b) for b in bad]
+            raise ValueError(f"unknown model {', '.join(named)}; choose from {', '.join(ok)}")
         return v
 
     @model_validator(mode="after")
     def _models_accept_sizes(self):
         for m in self.models:
-            extra = {"n_layers": self.n_layers} if self.n_layers != 1 else {}
+            cls = MODELS.get(m).config_cls
+            has_layers = "n_layers" in cls.model_fields
+            if self.n_layers != 1 and not has_layers:
+                raise ValueError(f"n_layers: {m} has no n_layers (its fields: {', '.join(cls.model_fields)}); "
+                                 f"leave n_layers at 1 or leave {m} out of models")
+            extra = {"n_layers": self.n_layers} if has_layers else {}
             try:
-                from seqbench.bench.core.registry import MODELS
-
-                MODELS.get(m).config_cls(d_model=self.d_model, **extra)
+                cls(d_model=self.d_model, **extra)
             except ValidationError as e:
                 raise ValueError(f"{m}: {format_validation_error(e)}") from None
         return self
@@ -124,16 +131,16 @@ class CostConfig(Section):
         return sorted(set(v))
 
 
-def parse_settings(settings: list[str]) -> CostConfig:
+def parse_cost_config(settings: list[str]) -> CostConfig:
     """``seqbench cost`` settings, read like every other ``key=value`` (``bench.settings``);
     ``models=rnn,lstm`` and ``lengths=64,128`` may drop the brackets."""
     d: dict[str, Any] = {}
-    for key, value in leaves(parse_settings_pairs(settings, example="lengths=64,128,256")).items():
+    for key, value in leaves(parse_pairs(settings, example="lengths=64,128,256")).items():
         set_dotted(d, key, value)
     try:
         return CostConfig.model_validate(d)
     except ValidationError as e:
-        raise UserError(format_validation_error(e, allowed_fields=lambda loc: list(CostConfig.model_fields))
+        raise UserError(*validation_problems(e, allowed_fields=lambda loc: list(CostConfig.model_fields))
                         ) from None
 
 
@@ -141,20 +148,12 @@ def parse_settings(settings: list[str]) -> CostConfig:
 
 def measure_point(model: str, length: int, c: dict[str, Any]) -> dict[str, Any]:
     """Time (and on GPU/isolated CPU, memory of) one training step of ``model`` at ``length``."""
-    import torch
-    import torch.nn.functional as F
-
-    import seqbench.bench.config  # noqa: F401
-    from seqbench.bench.core.registry import MODELS
-    from seqbench.models.base import build_model
-    from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
-
     torch.set_num_threads(c["threads"])
     torch.manual_seed(0)
     dev = torch.device(c["device"])
     cfg_cls = MODELS.get(model).config_cls
     fields = {"d_model": c["d_model"]}
-    if c["n_layers"] != 1:  # models whose depth has another name (tcn: n_levels) refuse n_layers
+    if "n_layers" in cfg_cls.model_fields:  # CostConfig refused n_layers != 1 for the others (tcn: n_levels)
         fields["n_layers"] = c["n_layers"]
     if "max_len" in cfg_cls.model_fields:
         fields["max_len"] = max(length, cfg_cls.model_fields["max_len"].default or 0)
@@ -231,12 +230,10 @@ def run_point(model: str, length: int, c: dict[str, Any], isolate: bool, timeout
         except RuntimeError as e:  # torch.cuda.OutOfMemoryError is a RuntimeError
             if "out of memory" not in str(e).lower():
                 raise
-            import torch
 
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
             return {"status": "oom", "detail": str(e)[:200]}
-    import multiprocessing as mp
 
     ctx = mp.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
@@ -277,9 +274,27 @@ def exponents(rows: list[dict[str, Any]], key: str) -> tuple[float | None, float
     return fit_exponent(ts, vs), fit_exponent(ts[upper:], vs[upper:]) if len(ts) - upper >= 2 else None
 
 
-def sweep(c: CostConfig, progress=print) -> dict[str, Any]:
-    import torch
+def point_line(r: dict[str, Any]) -> str:
+    """One point as the progress shows it: model, length, then time and memory, or what happened."""
+    what = (f"{r['time_ms']:9.2f} ms  " + (f"{r['peak_mem_mib']:8.1f} MiB" if r.get("peak_mem_mib") is not None
+                                           else "")) if r["status"] == "ok" else r["status"]
+    return f"[cost] {r['model']:<12} T={r['length']:<6} {what}"
 
+
+class Progress(NamedTuple):
+    """What ``sweep`` tells its ``progress`` callback after each point, skipped ones included."""
+
+    row: dict[str, Any]  # the point's row (model, length, status, time_ms ...)
+    done: int  # points finished so far
+    total: int  # points in the sweep (models x lengths)
+
+
+def print_point(p: Progress) -> None:
+    print(f"[{p.done}/{p.total}] {point_line(p.row)}", flush=True)
+
+
+def sweep(c: CostConfig, progress: Callable[[Progress], None] = print_point) -> dict[str, Any]:
+    """Every (model, length) point of ``c``, shortest length first; ``progress`` hears of each."""
     device = ("cuda" if torch.cuda.is_available() else "cpu") if c.device == "auto" else c.device
     if device == "cuda" and not torch.cuda.is_available():
         raise UserError("device: cuda requested but no CUDA device is visible; use device=cpu or auto")
@@ -292,6 +307,7 @@ def sweep(c: CostConfig, progress=print) -> dict[str, Any]:
         for length in c.lengths:
             if stopped:
                 model_rows.append({"model": model, "length": length, "status": "skipped", "detail": stopped})
+                progress(Progress(model_rows[-1], len(rows) + len(model_rows), len(c.models) * len(c.lengths)))
                 continue
             r = {"model": model, "length": length, **run_point(model, length, pc, c.isolate, c.timeout_s)}
             model_rows.append(r)
@@ -299,13 +315,11 @@ def sweep(c: CostConfig, progress=print) -> dict[str, Any]:
                 stopped = f"after {r['status']} at T={length}"
             elif r["time_ms"] / 1e3 > c.max_step_s:
                 stopped = f"median step {r['time_ms'] / 1e3:.1f}s > max_step_s={c.max_step_s} at T={length}"
-            progress(f"[cost] {model:<12} T={length:<6} " + (
-                f"{r['time_ms']:9.2f} ms  " + (f"{r['peak_mem_mib']:8.1f} MiB" if r.get("peak_mem_mib")
-                                               is not None else "") if r["status"] == "ok" else r["status"]))
+            progress(Progress(r, len(rows) + len(model_rows), len(c.models) * len(c.lengths)))
         t_all, t_up = exponents(model_rows, "time_ms")
         m_all, m_up = exponents(model_rows, "peak_mem_mib")
-        summary[model] = {"complexity": COMPLEXITY.get(model, ("?", None))[0],
-                          "expected_time_exponent": COMPLEXITY.get(model, ("?", None))[1],
+        text, exponent = complexity(model)
+        summary[model] = {"complexity": text, "expected_time_exponent": exponent,
                           "time_exponent": t_all, "time_exponent_upper": t_up,
                           "memory_exponent": m_all, "memory_exponent_upper": m_up, "stopped": stopped}
         rows += model_rows

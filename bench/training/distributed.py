@@ -29,6 +29,9 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
+import torch
+import torch.multiprocessing as mp
+
 from seqbench.bench.core import artifacts
 from seqbench.bench.core.artifacts import read_results
 from seqbench.bench.core.errors import UserError
@@ -46,7 +49,6 @@ def processes_per_node(train: Any) -> int:
     (Lightning's own count: CPU and MPS give one)."""
     if train.devices != "auto":
         return int(train.devices)
-    import torch
 
     if train.accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available():
         return torch.cuda.device_count()
@@ -97,8 +99,6 @@ def launch(cfg: Any, tracker: Any, callbacks: Sequence[Any], progress: bool,
     """Run ``target(cfg, tracker, callbacks, progress, strategy=...)`` (``bench.train.run_in_process``,
     passed in so this module needs nothing from train) in one process per device of this node;
     returns the results rank 0 wrote."""
-    import torch.multiprocessing as mp
-
     t = cfg.train
     if t.num_nodes > 1:
         missing = [k for k in ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK") if k not in os.environ]

@@ -17,9 +17,11 @@ Conventions (nanoGPT / PaLM appendix B, Chowdhery et al. 2022):
   tokens. Pooled heads (one output per sequence) are spread over the sequence's positions,
   and an encoder-decoder's decoder and cross-attention over its source positions.
 
-``flops_per_token`` returns None where the count would not be honest: a model without a
-counter here, or a task whose batches are padded to a per-batch length (``pad_id`` outside
-the fixed seq2seq layout), where the work per token depends on the batch.
+Each model counts its own forward MACs (``ModelConfig.forward_macs`` in its file, under these
+conventions; ``models/base.py`` documents the interface). ``flops_per_token`` returns None where
+the count would not be honest: a model that declares it cannot count (``no_flop_count``), or a
+task whose batches are padded to a per-batch length (``pad_id`` outside the fixed seq2seq
+layout), where the work per token depends on the batch.
 
 ``peak_flops`` is a table of dense (not 2:4-sparse) vendor peaks; None for a device or
 precision it does not know (CPUs included): MFU is then left out, never guessed.
@@ -27,127 +29,32 @@ precision it does not know (CPUs included): MFU is then left out, never guessed.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+
+import torch
 
 from seqbench.bench.core.contract import OutputKind, TaskSpec
+from seqbench.tasks.synthetic.seq2seq import Seq2SeqTaskConfig
 
 if TYPE_CHECKING:
     from seqbench.bench.config import RunConfig
 
 FLOPS_PER_MAC = 2
 TRAIN_MULTIPLIER = 3  # forward + backward (twice the forward)
-GATES = {"rnn": 1, "irnn": 1, "lstm": 4, "gru": 3}  # weight blocks per recurrent cell (i,f,g,o / r,z,n)
-
-
-# -- forward MACs per sequence, per architecture ---------------------------------------------
-
-def _input_width(model, vocab: int | None, input_dim: int | None) -> int:
-    """Width of what the first layer multiplies (mirrors ``models.base.InputEncoder``)."""
-    if vocab is None:
-        return input_dim or 1
-    return vocab if model.embedding == "onehot" else model.d_model
-
-
-def _rnn_stack(d_in: int, hidden: int, n_layers: int, gates: int, directions: int = 1) -> int:
-    """MACs per position of a stacked (bi)RNN: each cell multiplies input and hidden state by
-    ``gates`` blocks of ``hidden`` rows; layers above the first read ``directions * hidden``."""
-    total = 0
-    for layer in range(n_layers):
-        width = d_in if layer == 0 else directions * hidden
-        total += directions * gates * hidden * (width + hidden)
-    return total
-
-
-def _head(spec: TaskSpec, d: int, T: int, pooling: str) -> int:
-    """MACs per sequence of the output head (per position for TOKENS, once for pooled heads)."""
-    if spec.output_kind is OutputKind.TOKENS:
-        return T * d * spec.n_classes
-    attention_pool = 2 * T * d if pooling == "attention" else 0  # scores h @ q, then the weighted sum
-    return d * spec.n_classes + attention_pool
-
-
-def _transformer_layer(d: int, d_ff: int, T: int, keys: int) -> int:
-    """Self-attention layer over T queries and ``keys`` keys: q, k, v, out projections (4 d^2),
-    the two feed-forward products (2 d d_ff), scores and weighted sum (2 * keys * d per query)."""
-    return T * (4 * d * d + 2 * d * d_ff) + 2 * T * keys * d
-
-
-def _recurrent(cfg: "RunConfig", spec: TaskSpec, T: int) -> int:
-    m = cfg.model
-    dirs = 2 if m.bidirectional else 1
-    d_in = _input_width(m, spec.vocab_size, spec.input_dim)
-    body = T * _rnn_stack(d_in, m.d_model, m.n_layers, GATES[m.name], dirs)
-    return body + _head(spec, dirs * m.d_model, T, spec.pooling)
-
-
-def _transformer(cfg: "RunConfig", spec: TaskSpec, T: int) -> int:
-    m = cfg.model
-    d, d_in = m.d_model, _input_width(m, spec.vocab_size, spec.input_dim)
-    proj = T * d_in * d if d_in != d else 0
-    return proj + m.n_layers * _transformer_layer(d, m.ff_width(), T, T) + _head(spec, d, T, spec.pooling)
-
-
-def _tcn(cfg: "RunConfig", spec: TaskSpec, T: int) -> int:
-    m = cfg.model
-    d, k = m.d_model, m.kernel_size
-    total = 0
-    for level in range(m.n_levels):
-        c_in = _input_width(m, spec.vocab_size, spec.input_dim) if level == 0 else d
-        skip = c_in * d if c_in != d else 0  # 1x1 conv on the residual path
-        total += T * (k * c_in * d + k * d * d + skip)
-    return total + _head(spec, d, T, spec.pooling)
-
-
-def _rnn_seq2seq(cfg: "RunConfig", spec: TaskSpec, S: int) -> int:
-    m = cfg.model
-    H, g, T = m.d_model, GATES[m.cell], _target_len(cfg)
-    src = _input_width(m, spec.vocab_size, None)
-    tgt = _input_width(m, spec.n_classes, None) + (H if m.attention == "bahdanau" else 0)  # context fed in
-    total = S * _rnn_stack(src, H, m.n_layers, g) + T * _rnn_stack(tgt, H, m.n_layers, g)
-    if m.attention == "dot":
-        total += T * (2 * S * H)  # scores and weighted sum
-    elif m.attention == "bahdanau":
-        total += S * H * H + T * (H * H + S * H + S * H)  # keys once; query, v . tanh(q + k), weighted sum
-    if m.attention != "none":
-        total += T * 2 * H * H  # the attentional state tanh(W [h; c])
-    return total + T * H * spec.n_classes
-
-
-def _transformer_seq2seq(cfg: "RunConfig", spec: TaskSpec, S: int) -> int:
-    m = cfg.model
-    d, d_ff, L, T = m.d_model, m.ff_width(), m.n_layers, _target_len(cfg)
-    src, tgt = _input_width(m, spec.vocab_size, None), _input_width(m, spec.n_classes, None)
-    proj = (S * src * d if src != d else 0) + (T * tgt * d if tgt != d else 0)
-    encoder = L * _transformer_layer(d, d_ff, S, S)
-    cross = T * 2 * d * d + S * 2 * d * d + 2 * T * S * d  # q and out on targets, k and v on the memory
-    decoder = L * (_transformer_layer(d, d_ff, T, T) + cross)
-    return proj + encoder + decoder + T * d * spec.n_classes
-
-
-def _target_len(cfg: "RunConfig") -> int:
-    """Decoder positions of the synthetic seq2seq layout: the target, then <eos>."""
-    return cfg.task.seq_len() + 1
-
-
-COUNTERS: dict[str, Callable[["RunConfig", TaskSpec, int], int]] = {
-    "rnn": _recurrent, "irnn": _recurrent, "lstm": _recurrent, "gru": _recurrent,
-    "transformer": _transformer, "tcn": _tcn,
-    "seq2seq": _rnn_seq2seq, "transformer_seq2seq": _transformer_seq2seq,
-}
 
 
 def forward_macs(cfg: "RunConfig", spec: TaskSpec) -> int | None:
-    """Multiply-accumulates of one forward pass over one training sequence, or None (see module doc)."""
-    from seqbench.tasks.synthetic.seq2seq import Seq2SeqTaskConfig
-
-    counter = COUNTERS.get(cfg.model.name)
-    if counter is None:
-        return None
-    if spec.pad_id is not None and not isinstance(cfg.task, Seq2SeqTaskConfig):
+    """Multiply-accumulates of one forward pass over one training sequence, or None (see module doc).
+    The count is the model's own (``ModelConfig.forward_macs``, in the model's file); this
+    function decides only whether the task's sequences have a length it can be counted at."""
+    seq2seq_layout = isinstance(cfg.task, Seq2SeqTaskConfig)
+    if spec.pad_id is not None and not seq2seq_layout:
         return None  # padded to each batch's longest sequence: the cost per token varies by batch
-    if spec.output_kind is OutputKind.SEQ2SEQ and not isinstance(cfg.task, Seq2SeqTaskConfig):
+    if spec.output_kind is OutputKind.SEQ2SEQ and not seq2seq_layout:
         return None  # a target length this module does not know
-    return counter(cfg, spec, cfg.task.seq_len())
+    T = cfg.task.seq_len()
+    target_len = T + 1 if seq2seq_layout else None  # the synthetic seq2seq layout: the target, then <eos>
+    return cfg.model.forward_macs(spec, T, target_len)
 
 
 def flops_per_token(cfg: "RunConfig", spec: TaskSpec) -> float | None:
@@ -222,8 +129,7 @@ def peak_flops(device_name: str, precision: str) -> float | None:
 
 
 LIGHTNING_PRECISIONS = {"bf16-mixed": "bf16", "bf16-true": "bf16", "16-mixed": "fp16", "16-true": "fp16",
-                        "32-true": "fp32", "64-true": None,
-                        "bf16": "bf16", "16": "fp16", "32": "fp32", "64": None}  # Lightning 1.x short names
+                        "32-true": "fp32", "64-true": None}
 
 
 def peak_precision(train_precision: str, tf32: bool) -> str | None:
@@ -240,7 +146,5 @@ def _matmul_tf32() -> bool:
     """Whether fp32 matmuls may use TF32 here (``torch.set_float32_matmul_precision('high')`` or
     ``torch.backends.cuda.matmul.allow_tf32``). cuDNN's own flag (RNNs, convolutions) defaults to on,
     so fp32 recurrent and TCN runs may run TF32 kernels against the fp32 peak: their MFU flatters."""
-    import torch
-
     return torch.get_float32_matmul_precision() != "highest" or torch.backends.cuda.matmul.allow_tf32
 

@@ -16,7 +16,8 @@ from torch import nn
 from seqbench.bench.config import RunConfig
 from seqbench.bench.training.schedules import lr_multiplier
 from seqbench.models.base import build_model
-from seqbench.tasks.base import Batch, Task
+from seqbench.bench.core.contract import Batch
+from seqbench.tasks.base import Task
 
 SPLITS = ("val", "test")
 CHECK_EVERY = 50  # steps between host reads of the training loss (divergence check, logger); capped at val_every

@@ -48,12 +48,12 @@ def check_writable(out_dir: Path) -> None:
 def find_resumable(cfg: RunConfig) -> Path | None:
     """The run folder ``resume=true`` continues: ``run_id`` if given, else the newest run with
     the same config hash (an unfinished one continues; a finished one is returned as is)."""
-    runs = Path(cfg.out_dir) / "runs"
+    runs = artifacts.runs_path(cfg.out_dir)
     if cfg.run_id is not None:
-        return runs / cfg.run_id if (runs / cfg.run_id / "config.yaml").exists() else None
+        return runs / cfg.run_id if (runs / cfg.run_id / artifacts.CONFIG).exists() else None
     want = cfg.config_hash()
     candidates = []
-    for d in runs.glob("*/config.yaml"):
+    for d in runs.glob(f"*/{artifacts.CONFIG}"):
         run_dir = d.parent
         try:
             from seqbench.bench.config import load_config
@@ -72,7 +72,7 @@ class RunTracker:
     def __init__(self, cfg: RunConfig, argv: list[str] | None = None):
         self.cfg = cfg
         check_writable(Path(cfg.out_dir))
-        runs = Path(cfg.out_dir) / "runs"
+        runs = artifacts.runs_path(cfg.out_dir)
         resumed = find_resumable(cfg) if cfg.resume else None
         if resumed is not None:
             run_id = resumed.name
@@ -96,7 +96,7 @@ class RunTracker:
 
     def discard_if_empty(self) -> None:
         """Remove a new run folder that holds nothing but its config (the run never started)."""
-        if not self.resumed and {p.name for p in self.dir.iterdir()} <= {"config.yaml"}:
+        if not self.resumed and {p.name for p in self.dir.iterdir()} <= {artifacts.CONFIG}:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def resume_from(self) -> Path | None:

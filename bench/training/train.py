@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import pytorch_lightning as pl
 import torch
 
+from seqbench.bench.core import artifacts
 from seqbench.bench.core.artifacts import read_results
 from seqbench.bench.training.callbacks import (AtomicCheckpoint, DeviceFacts, DivergenceStop, GracefulStop, ProgressPrinter,
                                       ResultsWriter, RunStopper, StopNow, TrainClock)
@@ -81,10 +82,10 @@ def check_resumable(cfg: RunConfig) -> None:
     a typo would otherwise start a new run, a changed setting continue the old one with it."""
     if not (cfg.resume and cfg.run_id):
         return
-    runs = Path(cfg.out_dir) / "runs"
-    saved = runs / cfg.run_id / "config.yaml"
+    runs = artifacts.runs_path(cfg.out_dir)
+    saved = runs / cfg.run_id / artifacts.CONFIG
     if not saved.exists():
-        known = sorted(p.parent.name for p in runs.glob("*/config.yaml"))
+        known = sorted(p.parent.name for p in runs.glob(f"*/{artifacts.CONFIG}"))
         shown = ", ".join(known[-8:]) + (f" (+{len(known) - 8} older)" if len(known) > 8 else "")
         raise UserError(f"run_id: no run {cfg.run_id!r} under {runs} to resume; "
                         + (f"known: {shown}" if known else "it holds no runs"))
@@ -100,7 +101,7 @@ def resume_command(tracker: RunTracker) -> str:
     if args[:2] == ["seqbench", "run"]:
         keep = [a for a in args[2:] if not a.startswith(("resume=", "run_id="))]
     else:
-        keep = ["--config", str(tracker.dir / "config.yaml")]
+        keep = ["--config", str(tracker.dir / artifacts.CONFIG)]
     return shlex.join(["seqbench", "run", *keep, "resume=true", f"run_id={tracker.run_id}"])
 
 

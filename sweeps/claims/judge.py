@@ -1,17 +1,27 @@
 """Judging a claim's rules on a study table (one row per run, ``reports.table`` columns).
 
-Per rule: the runs of its configuration (``where``), one value per seed replicate, a 95% Student-t
-interval (``reports.stats.mean_ci``; a difference ``where - minus`` uses ``stats.paired`` over
-the shared seeds), and a verdict:
+Per rule: the runs of its configuration (``where``), one value per seed replicate, an estimate that
+fits few seeds (``bench.core.stats.Estimate``):
 
-- ``holds``: the whole interval is on the rule's side of every threshold;
-- ``fails``: the whole interval is on the wrong side of a threshold;
-- ``inconclusive``: the interval contains a threshold, fewer than 2 replicates have a value, or a
-  seed diverged and the rule does not say what a diverged seed counts as;
+- a success rate (``metric: solved`` or ``success:``): each seed succeeded or not; exact binomial
+  (Clopper-Pearson) interval and test;
+- a positive skewed metric (loss, MSE, bpc; ``scale: auto``): geometric mean, Student-t on log values,
+  so the interval stays positive;
+- otherwise the mean with a Student-t interval clipped to the metric's range; a difference
+  ``where - minus`` pairs seeds (``scale: log``: the paired ratio).
+
+Each rule gets one-sided p-values for "holds" (inside its thresholds) and "fails" (wholly outside);
+the rules and controls of a claim are one family, Holm-corrected at the look's alpha
+(``schema.ALPHA`` / number of looks): a rule is decided when its adjusted p is within alpha. The
+interval shown is at the level that rule was tested at, so it agrees with the verdict.
+
+- ``holds`` / ``fails``: decided; ``inconclusive``: not decided (interval straddles, < 2 seeds, an
+  unresolved diverged seed, an undecided control, or Holm);
+- ``invalid``: a control the rule names failed, or a "did not learn" / comparison rule names none;
 - ``missing``: no run of the configuration (or the metric was not recorded).
 
-A claim holds when every rule holds, fails when any rule fails, and is inconclusive otherwise.
-No torch here: judging is pure over the table.
+A claim is ``invalid`` when a control (or a rule) is invalid, else ``fails`` when any rule fails,
+``holds`` when every rule holds, ``inconclusive`` otherwise. No torch here: judging is pure over the table.
 """
 from __future__ import annotations
 
@@ -21,22 +31,30 @@ from typing import Any
 
 import pandas as pd
 
-from seqbench.bench.core.stats import Interval, mean_ci, paired
-from seqbench.sweeps.claims.schema import Baseline, Claim, Rule, resolve_where
+from seqbench.bench.core.artifacts import FINAL
+from seqbench.bench.core.stats import Estimate, Interval, holm, holm_divisors
+from seqbench.sweeps.claims.measure import (RUN_STATUSES, _label, _measured, _threshold, metric_column,  # noqa: F401
+                                            metric_scale, seed_values, select)
+from seqbench.sweeps.claims.schema import ALPHA, Baseline, Claim, Rule, resolve_where
 
-HOLDS, FAILS, INCONCLUSIVE, MISSING, ERROR = "holds", "fails", "inconclusive", "missing", "error"
-RUN_STATUSES = ("completed", "diverged")
-
-
+HOLDS, FAILS, INCONCLUSIVE, MISSING, ERROR, INVALID = "holds", "fails", "inconclusive", "missing", "error", "invalid"
 @dataclass
 class RuleResult:
     rule: Rule
     verdict: str
     interval: Interval | None = None
-    thresholds: dict[str, float] = field(default_factory=dict)  # below/above after baseline scaling
+    thresholds: dict[str, float] = field(default_factory=dict)  # below/above/lo/hi after baseline scaling
     n_diverged: int = 0
     why: str = ""
     config: str = ""
+    estimate: Estimate | None = None
+    p_holds: float = math.nan  # one-sided p that the quantity is inside the thresholds
+    p_fails: float = math.nan  # ... that it is wholly outside
+    p_alone: float = math.nan  # two-sided p of the direction the data points to, this rule alone
+    p_adjusted: float = math.nan  # the same, Holm-adjusted over the claim's rules and controls
+    control: bool = False  # a control (must hold) rather than a claim rule
+    ratio: bool = False  # a minus: rule on the log scale: the estimate is a log ratio, shown as a ratio
+    beside: str = ""  # context shown after the measurement (cost: the FLOP count's exponent, fixed-cost share)
 
     def measured(self) -> str:
         """``mean [lo, hi] n=k`` plus what happened to diverged seeds; the reason when nothing was measured."""
@@ -48,12 +66,29 @@ class RuleResult:
             div = f" ({self.n_diverged} diverged" + (
                 ", left out" if d == "exclude" else ", as baseline" if d == "baseline" else
                 f", as {d}" if not isinstance(d, str) else "") + ")"
-        return self.interval.fmt() + div
+        p = f", p={self.p_adjusted:.2g}" if math.isfinite(self.p_adjusted) else ""
+        iv = self.interval
+        if self.ratio:  # estimated as a log ratio, shown as the ratio where/minus
+            iv = Interval(*(math.exp(v) for v in (iv.mean, iv.lo, iv.hi)), iv.n, iv.std, iv.level)
+        return ("ratio " if self.ratio else "") + iv.fmt() + div + p + (f"; {self.beside}" if self.beside
+                                                                                   else "")
 
     def threshold_text(self) -> str:
-        parts = [f"< {self.thresholds['below']:.4g}" if "below" in self.thresholds else "",
-                 f"> {self.thresholds['above']:.4g}" if "above" in self.thresholds else ""]
-        return " and ".join(p for p in parts if p)
+        t = {k: math.exp(v) if self.ratio else v for k, v in self.thresholds.items()}
+        if "lo" in t:
+            text = f"in [{t['lo']:.4g}, {t['hi']:.4g}]"
+        else:
+            text = " and ".join(p for p in [f"< {t['below']:.4g}" if "below" in t else "",
+                                            f"> {t['above']:.4g}" if "above" in t else ""] if p)
+        s = self.rule.success
+        if s is not None:
+            text = f"share of seeds with {self.rule.metric} {'<' if s.below is not None else '>'} " \
+                   f"{_fmt_thr(s.below if s.below is not None else s.above)}: {text}"
+        return text
+
+
+def _fmt_thr(t: Any) -> str:
+    return f"{t.baseline:g} x baseline" if isinstance(t, Baseline) else f"{t:.4g}"
 
 
 @dataclass
@@ -67,120 +102,90 @@ class ClaimResult:
     error: str = ""
     table: pd.DataFrame | None = None
     figure: Any = None  # a plotly figure, or a "skipped: why" line
+    controls: list[RuleResult] = field(default_factory=list)
+    looks: str = ""  # which look decided it: "look 2 of 3 (n=5)"
+    why: str = ""  # for invalid: which control
+
+    def verdict_text(self) -> str:
+        """``invalid (control: TCN learns)``, ``holds (look 2 of 3, n=5)``: what the CLI and the page print."""
+        detail = "; ".join(x for x in (self.why, self.looks) if x)
+        return f"{self.verdict} ({detail})" if detail else self.verdict
 
 
-def claim_verdict(rules: list[RuleResult]) -> str:
+def claim_verdict(rules: list[RuleResult], controls: list[RuleResult] = ()) -> tuple[str, str]:
+    """The claim's verdict and, for invalid, why."""
+    for c in controls:
+        if c.verdict == FAILS:
+            return INVALID, f"control: {c.rule.name}"
+    for r in rules:
+        if r.verdict == INVALID:
+            return INVALID, f"no control for rule {r.rule.name!r}"
     verdicts = {r.verdict for r in rules}
     if FAILS in verdicts:
-        return FAILS
+        return FAILS, ""
     if verdicts == {HOLDS}:
-        return HOLDS
-    return INCONCLUSIVE
-
-
-def _label(where: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in where.items()) or "(one configuration)"
-
-
-def select(table: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
-    """The runs (completed or diverged, each run once) of the configuration ``where``."""
-    if table.empty or "status" not in table.columns:
-        return table.iloc[0:0]
-    rows = table[table["status"].isin(RUN_STATUSES)]
-    for k, v in where.items():
-        col = "param." + k
-        if col not in rows.columns:
-            return rows.iloc[0:0]
-        rows = rows[rows[col].map(lambda x: _same(x, v))]
-    return rows.drop_duplicates("run_id", keep="last")
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
-        return math.isclose(float(a), float(b))
-    return a == b
-
-
-def metric_column(table: pd.DataFrame, metric: str) -> str | None:
-    for col in (metric if metric.startswith("best.") else f"final.{metric}", metric):
-        if col in table.columns:
-            return col
-    return None
-
-
-def seed_values(rows: pd.DataFrame, rule: Rule, col: str) -> tuple[dict[Any, float], int, bool]:
-    """seed -> value (diverged seeds per ``rule.diverged``); the diverged count; whether one is unresolved."""
-    base_col = "baseline." + rule.metric.removeprefix("best.")
-    out: dict[Any, float] = {}
-    n_div, unresolved = 0, False
-    for _, r in rows.iterrows():
-        if r["status"] == "diverged":
-            n_div += 1
-            d = rule.diverged
-            if d == "inconclusive":
-                unresolved = True
-            elif d == "baseline":
-                b = r.get(base_col, math.nan)
-                if b is None or not math.isfinite(b):
-                    unresolved = True
-                else:
-                    out[r["seed"]] = float(b)
-            elif not isinstance(d, str):
-                out[r["seed"]] = float(d)
-            continue
-        v = r.get(col, math.nan)
-        if v is not None and isinstance(v, (int, float)) and math.isfinite(v):
-            out[r["seed"]] = float(v)
-    return out, n_div, unresolved
-
-
-def _threshold(t: float | Baseline | None, rows: pd.DataFrame, metric: str) -> float | None:
-    if t is None or not isinstance(t, Baseline):
-        return t
-    col = "baseline." + metric.removeprefix("best.")
-    vals = pd.to_numeric(rows[col], errors="coerce").dropna() if col in rows.columns else pd.Series(dtype=float)
-    return t.baseline * float(vals.mean()) if len(vals) else math.nan
-
-
-def verdict_for(iv: Interval, below: float | None, above: float | None) -> tuple[str, str]:
-    if iv.n < 2 or math.isnan(iv.lo):
-        return INCONCLUSIVE, f"n={iv.n}: fewer than 2 replicates with a value, no interval"
-    checks = []
-    if below is not None:
-        checks.append(HOLDS if iv.hi < below else FAILS if iv.lo >= below else INCONCLUSIVE)
-    if above is not None:
-        checks.append(HOLDS if iv.lo > above else FAILS if iv.hi <= above else INCONCLUSIVE)
-    if FAILS in checks:
-        return FAILS, "the interval lies on the wrong side of the threshold"
-    if all(c == HOLDS for c in checks):
         return HOLDS, ""
-    return INCONCLUSIVE, "the interval contains the threshold"
+    return INCONCLUSIVE, ""
 
 
-def _measured(table: pd.DataFrame, where: dict[str, Any], metric: str) -> tuple[pd.DataFrame, str | None, str]:
-    """The runs of one configuration and the column holding ``metric`` (None, with why, when missing)."""
-    rows = select(table, where)
-    if rows.empty:
-        return rows, None, f"no completed run of {_label(where)}"
-    col = metric_column(rows, metric)
-    if col is None:
-        return rows, None, f"{metric} was not recorded by the runs of {_label(where)}"
-    return rows, col, ""
+def _beside(rows: pd.DataFrame, metric: str) -> str:
+    """For a measured time exponent: the exponent the FLOP count predicts over the same lengths and the
+    fixed-cost share (time at the shortest length / at the longest), means over replicates."""
+    if not metric.startswith("time_exponent"):
+        return ""
+    out = []
+    flops = FINAL + metric.replace("time_", "flops_").replace("_upper", "")
+    for col, text in ((flops, "FLOP count predicts {:.3g}"), (FINAL + "fixed_share", "fixed-cost share {:.0%}")):
+        v = pd.to_numeric(rows[col], errors="coerce").dropna() if col in rows.columns else pd.Series(dtype=float)
+        if len(v):
+            out.append(text.format(float(v.mean())))
+    return ", ".join(out)
 
 
-def judge_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]]) -> RuleResult:
+def _conditions(th: dict[str, float]) -> list[tuple[float, str]]:
+    """What "holds" means as (threshold, side) conditions that must all be true."""
+    if "lo" in th:
+        return [(th["lo"], "above"), (th["hi"], "below")]
+    return [(v, k) for k, v in th.items()]
+
+
+def judge_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], alpha: float = ALPHA) -> RuleResult:
+    """One rule on its own at ``alpha`` (no multiplicity correction: :func:`judge` applies Holm)."""
+    res = measure_rule(rule, table, swept)
+    if res.estimate is not None:
+        decide(res, alpha)
+    return res
+
+
+def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]]) -> RuleResult:
+    """The rule's seed values, estimate, thresholds and p-values; verdict only when nothing can be judged."""
     where = resolve_where(rule.where, swept, rule.name)
-    label = _label(where)
-    res = RuleResult(rule, MISSING, config=label)
+    res = RuleResult(rule, MISSING, config=_label(where))
     rows, col, res.why = _measured(table, where, rule.metric)
     if col is None:
         return res
     vals, n_div, unresolved = seed_values(rows, rule, col)
     res.n_diverged = n_div
-    below, above = _threshold(rule.below, rows, rule.metric), _threshold(rule.above, rows, rule.metric)
+    res.beside = _beside(rows, rule.metric)
+    scale, bounds = metric_scale(rule.metric)
+    if rule.scale != "auto":
+        scale = rule.scale
+    raw = {"below": rule.below, "above": rule.above}
+    if rule.between is not None:
+        raw = {"lo": rule.between[0], "hi": rule.between[1]}
+    th = {k: _threshold(v, rows, rule.metric) for k, v in raw.items() if v is not None}
+    if rule.success is not None:
+        s = rule.success
+        cut = _threshold(s.below if s.below is not None else s.above, rows, rule.metric)
+        if cut is None or math.isnan(cut):
+            res.why = f"no memoryless baseline of {rule.metric} recorded"
+            return res
+        vals = {k: float(v < cut if s.below is not None else v > cut) for k, v in vals.items()}
+    if rule.rate:
+        scale, bounds = "rate", (0.0, 1.0)
     if rule.minus is not None:
         other = resolve_where(rule.minus, swept, rule.name)
-        res.config = f"{label} minus {_label(other)}"
+        res.config = f"{res.config} minus {_label(other)}"
         rows_b, col_b, res.why = _measured(table, other, rule.metric)
         if col_b is None:
             return res
@@ -188,42 +193,124 @@ def judge_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]]) -> 
         res.n_diverged += n_div_b
         unresolved = unresolved or unresolved_b
         seeds = [s for s in vals if s in vals_b]
-        res.interval = paired([vals[s] for s in seeds], [vals_b[s] for s in seeds]).diff
+        res.ratio = scale == "log" and rule.scale == "log"
+        if res.ratio and all(vals[s] > 0 and vals_b[s] > 0 for s in seeds):
+            diffs = [math.log(vals[s]) - math.log(vals_b[s]) for s in seeds]
+            th = {k: math.log(v) for k, v in th.items()}
+        else:
+            res.ratio = False
+            diffs = [vals[s] - vals_b[s] for s in seeds]
+        values, scale, bounds = diffs, "linear", (-math.inf, math.inf)
+        if not all(math.isfinite(v) for v in values):
+            res.verdict, res.why = INCONCLUSIVE, f"a seed measured an infinite {rule.metric}: no paired difference"
+            return res
     else:
-        res.interval = mean_ci(list(vals.values()))
-    res.thresholds = {k: v for k, v in (("below", below), ("above", above)) if v is not None}
-    if any(isinstance(v, float) and math.isnan(v) for v in res.thresholds.values()):
-        res.verdict, res.why = MISSING, f"no memoryless baseline of {rule.metric} recorded"
+        values = list(vals.values())
+        if scale != "rate" and any(math.isinf(v) for v in values):
+            res.verdict = INCONCLUSIVE
+            res.why = (f"{sum(map(math.isinf, values))} seed(s) measured an infinite {rule.metric}: no mean; "
+                       "judge it per seed (success: {above: ...})")
+            return res
+        if scale == "log" and any(v <= 0 for v in values):
+            scale = "linear"  # a value of 0 has no log: linear, clipped to the metric's range
+    res.thresholds = th
+    if any(isinstance(v, float) and math.isnan(v) for v in th.values()):
+        res.why = f"no memoryless baseline of {rule.metric} recorded"
         return res
-    res.verdict, res.why = verdict_for(res.interval, below, above)
-    if unresolved and res.verdict != MISSING:
+    res.estimate = Estimate(tuple(values), scale, bounds)
+    res.interval = res.estimate.interval()
+    if unresolved:
         res.verdict = INCONCLUSIVE
         res.why = (f"{res.n_diverged} seed(s) diverged and the rule does not say what a diverged seed counts as "
                    "(diverged: exclude | baseline | <value>)")
+        res.estimate = None  # not judged: out of the Holm family
+        return res
+    if res.estimate.n < (1 if scale == "rate" else 2):
+        res.verdict, res.why = INCONCLUSIVE, (
+            "no value: an exponent is fitted over >= 4 measured lengths" if res.estimate.n == 0 and
+            "exponent" in rule.metric else f"n={res.estimate.n}: fewer than 2 replicates with a value, no interval")
+        res.estimate = None
+        return res
+    opposite = {"below": "above", "above": "below"}
+    conds = _conditions(th)
+    res.p_holds = max(res.estimate.p_value(t, side) for t, side in conds)  # every condition must hold
+    res.p_fails = min(res.estimate.p_value(t, opposite[side]) for t, side in conds)  # one broken suffices
+    res.p_alone = res.p_adjusted = min(1.0, 2 * min(res.p_holds, res.p_fails))  # two-sided: each side at alpha/2
     return res
 
 
-def judge(claim: Claim, table: pd.DataFrame, swept: dict[str, list[Any]], profile: str
+def decide(res: RuleResult, alpha: float, divisor: int = 1, adjusted: float | None = None, family: int = 1) -> None:
+    """Set the verdict at ``alpha`` (Holm: the adjusted p, the interval at alpha / divisor)."""
+    p = res.p_adjusted if adjusted is None else adjusted
+    res.p_adjusted = p
+    res.interval = res.estimate.interval(1 - alpha / divisor)
+    if p <= alpha:
+        res.verdict, res.why = (HOLDS, "") if res.p_holds <= res.p_fails else \
+            (FAILS, "the interval lies outside the thresholds")
+    else:
+        res.verdict = INCONCLUSIVE
+        res.why = "the interval contains the threshold" if res.p_alone > alpha else \
+            (f"decided alone (p={res.p_alone:.2g}) but not after Holm over {family} rules and controls "
+             f"(adjusted p={p:.2g} > {alpha:.3g})")
+
+
+def judge(claim: Claim, table: pd.DataFrame, swept: dict[str, list[Any]], profile: str, alpha: float = ALPHA
           ) -> tuple[str, list[RuleResult]]:
-    """The claim's verdict and each rule's result, for the rules that apply to ``profile``."""
-    rules = [judge_rule(r, table, swept) for r in claim.rules(profile)]
-    return claim_verdict(rules), rules
+    """The claim's verdict and each rule's result (controls: :func:`judge_all`)."""
+    verdict, rules, _, _ = judge_all(claim, table, swept, profile, alpha)
+    return verdict, rules
+
+
+def judge_all(claim: Claim, table: pd.DataFrame, swept: dict[str, list[Any]], profile: str, alpha: float = ALPHA
+              ) -> tuple[str, list[RuleResult], list[RuleResult], str]:
+    """Verdict, rules, controls and (for invalid) why, with Holm over rules + controls at ``alpha``."""
+    controls = [measure_rule(c, table, swept) for c in claim.controls_for(profile)]
+    for c in controls:
+        c.control = True
+    rules = [measure_rule(r, table, swept) for r in claim.rules(profile)]
+    family = [r for r in controls + rules if r.estimate is not None]
+    adj = holm([2 * min(r.p_holds, r.p_fails) for r in family])
+    div = holm_divisors([r.p_adjusted for r in family])
+    for r, p, d in zip(family, adj, div):
+        decide(r, alpha, d, min(1.0, p), len(family))
+    by_name = {c.rule.name: c for c in controls}
+    for r in rules:
+        names = r.rule.control_names
+        failed = [n for n in names if n in by_name and by_name[n].verdict == FAILS]
+        open_ = [n for n in names if n not in by_name or by_name[n].verdict != HOLDS]
+        if failed:
+            r.verdict, r.why = INVALID, f"control: {failed[0]} failed"
+        elif r.rule.needs_control and not names:
+            r.verdict, r.why = INVALID, ("no control: a rule that says a model did not learn or is worse names "
+                                         "a positive control (control:)")
+        elif open_ and r.verdict in (HOLDS, FAILS):
+            r.verdict, r.why = INCONCLUSIVE, f"control {open_[0]} is not shown to hold"
+    verdict, why = claim_verdict(rules, controls)
+    return verdict, rules, controls, why
+
+
+def decided(verdict: str, rules: list[RuleResult], controls: list[RuleResult]) -> bool:
+    """Nothing more seeds could change: invalid, or every rule and control holds or fails."""
+    return verdict == INVALID or all(r.verdict in (HOLDS, FAILS) for r in [*rules, *controls])
 
 
 def verdict_table(results: list[ClaimResult]) -> pd.DataFrame:
-    """One row per rule: claim | source | rule | configuration | paper | measured | needs | verdict (rule),
-    and the claim's verdict and wall time on each of its rows (what the CLI, verify.md and the page show)."""
+    """One row per rule (controls first, marked): claim | source | rule | configuration | paper | measured |
+    needs | verdict (rule), and the claim's verdict and wall time on each of its rows (what the CLI,
+    verify.md and the page show)."""
     rows = []
     for res in results:
         src = res.claim.source.cite
-        claim_cols = {"claim": res.claim.name, "source": src, "claim verdict": res.verdict,
+        claim_cols = {"claim": res.claim.name, "source": src, "claim verdict": res.verdict_text(),
                       "wall s": round(res.wall_s)}
         if not res.rules:
             rows.append({**claim_cols, "rule": "-", "configuration": "", "paper": "",
                          "measured (mean [95% CI] n)": res.error or "not judged", "needs": "", "verdict": res.verdict})
-        for r in res.rules:
-            rows.append({**claim_cols, "rule": r.rule.name, "configuration": r.config, "paper": r.rule.paper,
+        for r in [*res.controls, *res.rules]:
+            rows.append({**claim_cols, "rule": ("control: " if r.control else "") + r.rule.name,
+                         "configuration": r.config, "paper": r.rule.paper,
                          "measured (mean [95% CI] n)": f"{r.rule.metric}: {r.measured()}",
-                         "needs": r.threshold_text(), "verdict": r.verdict + (f" ({r.why})" if r.why and r.verdict
-                                                                              != HOLDS else "")})
+                         "needs": r.threshold_text() + (f" (no control: {r.rule.no_control})" if r.rule.no_control
+                                                        else ""),
+                         "verdict": r.verdict + (f" ({r.why})" if r.why and r.verdict != HOLDS else "")})
     return pd.DataFrame(rows)

@@ -14,16 +14,37 @@ A claim extends a sweep spec (``sweeps/spec.py``: ``base``, ``method``, ``metric
     profiles:                        # overrides deep-merged into the spec (lists replace)
       quick: {base: {train: {max_steps: 600}}, parameters: {task.length: {values: [50]}}, seeds: 3}
       paper: {base: {train: {max_steps: 16000, batch_size: 32}}, parameters: {task.length: {values: [600]}}}
+    looks: [3, 5, 8]                 # optional: verify judges at 3 seeds, adds seeds up to 5, then 8, and stops
+                                     # at the first look that decides every rule (alpha 0.05 / 3 per look)
+    controls:                        # rules that must hold for the claim to mean anything (a comparator trains)
+      - {name: GRU learns, where: {model.name: gru}, metric: val/mse, below: {baseline: 0.1}}
     expect:                          # rules over the measured metrics, judged over the seed replicates
       - {name: GRU solves it, where: {model.name: gru}, metric: val/mse, below: 0.01, paper: 5.3e-5 MSE}
-      - {name: RNN at the baseline, where: {model.name: rnn}, metric: val/mse, above: {baseline: 0.9}}
-      - {name: GRU beats RNN, where: {model.name: gru}, minus: {model.name: rnn}, metric: val/mse, below: 0}
+      - {name: RNN at the baseline, where: {model.name: rnn}, metric: val/mse,
+         between: [{baseline: 0.9}, {baseline: 1.1}], control: GRU learns}
+      - {name: GRU beats RNN, where: {model.name: gru}, minus: {model.name: rnn}, metric: val/mse, below: 0,
+         control: GRU learns}
+      - {name: TCN solves it on most seeds, where: {model.name: tcn}, metric: solved, above: 0.5}
+      - {name: share of seeds below 0.1 x baseline, where: {model.name: tcn}, metric: val/mse,
+         success: {below: {baseline: 0.1}}, above: 0.2}
     figure: length                   # which report figure shows the effect (see FIGURES)
     note: what we measured at the quick profile, and what we tried when it did not hold
 
+Rule features (``sweeps/claims/judge.py`` says how each is judged): ``below``/``above`` (a number
+or ``{baseline: x}``, x times the task's memoryless baseline), ``between: [lo, hi]`` (a two-sided
+band), ``success:`` or ``metric: solved`` (each seed succeeded or not; the thresholds apply to the
+share of seeds, exact binomial), ``scale:`` (auto | linear | log), ``control:`` (names in
+``controls:``, or one inline rule). A rule that says a model did not learn (``above``/``between`` a
+baseline multiple) or compares two configurations (``minus:``) names a control (or says why it needs
+none: ``no_control: reason``), else it is judged ``invalid``; a control that fails makes the claim ``invalid``. ``looks:`` may be set per profile;
+``seeds:`` then defaults to range(last look) and never changes the study name (``Claim.digest``).
+
 ``kind: cost`` claims measure instead with ``seqbench cost`` (``bench/commands/cost.py``): a ``cost:``
 block of its settings plus ``replicates``; their rows are models (``where: {model.name: lstm}``)
-and their metrics ``time_exponent`` / ``time_exponent_upper`` (one value per replicate).
+and their metrics ``time_exponent`` (all lengths), ``time_exponent_upper`` (upper half),
+``time_exponent_long`` (the 4 longest), ``flops_exponent``/``flops_exponent_long`` (the FLOP count's
+prediction at the same lengths) and ``fixed_share`` (time at the shortest length / at the longest),
+one value per replicate; a fit needs at least 4 lengths.
 
 A rule's ``where`` must fix every swept parameter of the profile (values may be ``max``/``min``,
 resolved per profile), so a rule never pools configurations by accident. Every profile is checked
@@ -34,66 +55,34 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
 from seqbench.bench.config import load_yaml
 from seqbench.bench.core.errors import UserError, format_validation_error
 from seqbench.bench.core.schema import Section
+from seqbench.bench.training.cost import CostConfig
+from seqbench.sweeps import shipped_claims as shipped
+from seqbench.sweeps.claims.rules import (  # noqa: F401
+    PROFILES,
+    Baseline,
+    ParamCount,
+    Published,
+    Rule,
+    Scalar,
+    Source,
+    Success,
+    Threshold,
+)
+from seqbench.sweeps.spec import parse_spec
 
-PROFILES = ("quick", "paper")
 FIGURES = ("length", "factors", "heatmap", "learning_curves", "through_time", "cost")
-CLAIM_KEYS = ("source", "profiles", "expect", "figure", "note", "kind", "cost")
-Scalar = Union[bool, int, float, str]
+CLAIM_KEYS = ("source", "profiles", "expect", "figure", "note", "kind", "cost", "controls", "looks")
+VERIFY_KEYS = ("seeds", "looks")  # what verify owns per look: left out of the digest (the study name)
+ALPHA = 0.05  # the stated error of a claim's verdict: 95%, spent over its looks
 COST_EXTRA = ("replicates",)
-
-
-class Published(Section):
-    what: str = Field(min_length=1, description="the configuration the number is for, e.g. GRU")
-    value: float = Field(description="the published number")
-    unit: str = Field(min_length=1, description="its unit or metric, e.g. MSE, bits/char, exact match")
-
-
-class Source(Section):
-    cite: str = Field(min_length=1, max_length=40, description="short citation for tables: Bai et al. 2018 Tab. 1")
-    paper: str = Field(min_length=1, description="authors, year, title")
-    where: str = Field(min_length=1, description="table or figure")
-    metric: str = Field(min_length=1, description="the metric the paper's numbers use, defined")
-    published: list[Published] = Field(min_length=1, description="the paper's numbers, with units")
-    differs: str = Field("", description="where our measurement differs from theirs")
-
-
-class Baseline(Section):
-    baseline: float = Field(description="this multiple of the task's memoryless baseline of the metric")
-
-
-Threshold = Union[float, Baseline]
-
-
-class Rule(Section):
-    name: str = Field(min_length=1, description="what the rule checks, in words")
-    where: dict[str, Scalar] = Field(description="the configuration: every swept key -> value (or max/min)")
-    metric: str = Field(min_length=1, description="results.json final key (val/mse), best.<key>, a diagnostics "
-                        "metric (diag/decay_rate@first) or a cost metric (time_exponent_upper)")
-    minus: dict[str, Scalar] | None = Field(None, description="judge where - minus, paired by seed")
-    below: Threshold | None = Field(None, description="the value (or difference) must be below this")
-    above: Threshold | None = Field(None, description="the value (or difference) must be above this")
-    diverged: Union[Literal["inconclusive", "exclude", "baseline"], float] = Field(
-        "inconclusive", description="what a diverged seed counts as: the rule becomes inconclusive, the seed is "
-        "left out, it counts as the memoryless baseline (did not train), or as this value")
-    paper: str = Field("", description="the paper's number for this quantity, with unit, shown beside ours")
-    profiles: list[Literal["quick", "paper"]] = Field(
-        default_factory=lambda: list(PROFILES), min_length=1,
-        description="profiles the rule applies to (a configuration only the paper profile runs)")
-
-    @model_validator(mode="after")
-    def _has_threshold(self) -> "Rule":
-        if self.below is None and self.above is None:
-            raise ValueError(f"expect: rule {self.name!r} needs below: and/or above:")
-        if self.minus is not None and (isinstance(self.below, Baseline) or isinstance(self.above, Baseline)):
-            raise ValueError(f"expect: rule {self.name!r}: a difference (minus:) takes numeric thresholds")
-        return self
+MIN_COST_LENGTHS = 4
 
 
 class Claim(Section):
@@ -106,6 +95,10 @@ class Claim(Section):
     kind: Literal["sweep", "cost"] = "sweep"
     profiles: dict[Literal["quick", "paper"], dict[str, Any]]
     expect: list[Rule] = Field(min_length=1)
+    controls: list[Rule] = Field(default_factory=list, description="rules that must hold for the claim to mean "
+                                 "anything (a comparator trains); one that fails makes the claim invalid")
+    looks: list[int] | None = Field(None, min_length=1, description="seed counts at which verify judges, "
+                                    "stopping at the first that decides every rule (alpha spent over them)")
     figure: Literal["length", "factors", "heatmap", "learning_curves", "through_time", "cost"]
     note: str = ""
     spec: dict[str, Any] = Field(default_factory=dict, description="the sweep spec (or the cost block)")
@@ -116,18 +109,75 @@ class Claim(Section):
         if missing:
             raise ValueError(f"profiles: needs {' and '.join(missing)} (quick: 2 CPU cores, ~5 min; paper: the "
                              "paper's settings)")
+        for r in self.expect:  # an inline control joins the claim's controls under its name
+            if isinstance(r.control, dict):
+                inline = Rule.model_validate(r.control)
+                if inline.name not in {c.name for c in self.controls}:
+                    self.controls.append(inline)
+        names = [c.name for c in self.controls]
+        if len(set(names)) != len(names):
+            raise ValueError(f"controls: names must be unique (got {names})")
+        for r in self.expect:
+            unknown = [c for c in r.control_names if c not in names]
+            if unknown:
+                raise ValueError(f"expect: rule {r.name!r}: control {unknown[0]!r} is not in controls: "
+                                 f"({', '.join(names) or 'none'})")
+        if self.kind == "cost" and (self.looks or any("looks" in v for v in self.profiles.values())):
+            raise ValueError("looks: only for sweep claims (a cost claim has replicates:)")
+        for p in PROFILES:
+            looks_of(self.looks if "looks" not in self.profiles.get(p, {}) else self.profiles[p]["looks"], p)
         return self
 
     def rules(self, profile: str) -> list[Rule]:
         return [r for r in self.expect if profile in r.profiles]
 
+    def controls_for(self, profile: str) -> list[Rule]:
+        return [r for r in self.controls if profile in r.profiles]
+
     def resolved(self, profile: str) -> dict[str, Any]:
-        """The sweep spec (or cost block) of ``profile``: the claim's, with the profile deep-merged."""
-        return deep_merge(self.spec, self.profiles[profile])  # type: ignore[index]
+        """The sweep spec (or cost block) of ``profile``: the claim's, with the profile deep-merged
+        (without ``looks``, which verify owns; see :meth:`looks_for`)."""
+        out = deep_merge(self.spec, self.profiles[profile])  # type: ignore[index]
+        out.pop("looks", None)
+        return out
+
+    def looks_for(self, profile: str) -> list[int] | None:
+        """The pre-registered seed counts of ``profile`` (a profile's ``looks:`` replaces the claim's)."""
+        prof = self.profiles[profile]  # type: ignore[index]
+        return looks_of(prof["looks"] if "looks" in prof else self.looks, profile)
+
+    def seeds_for(self, profile: str) -> list[int]:
+        """Every seed verify may use, in order: ``seeds:`` (a list or a count), default range(last look)."""
+        looks = self.looks_for(profile)
+        raw = self.resolved(profile).get("seeds")
+        if raw is None:
+            seeds = list(range(looks[-1] if looks else 1))
+        elif isinstance(raw, int) and not isinstance(raw, bool):
+            seeds = list(range(raw))
+        else:
+            seeds = [int(x) for x in raw]
+        if looks and len(seeds) < looks[-1]:
+            raise UserError(f"looks: the last look needs {looks[-1]} seeds; seeds: has "
+                            f"{len(seeds)} (drop seeds: for range({looks[-1]}))")
+        return seeds
 
     def digest(self, profile: str) -> str:
-        """Short hash of the resolved spec: a changed claim is a new study, an unchanged one resumes."""
-        return hashlib.sha256(json.dumps(self.resolved(profile), sort_keys=True, default=str).encode()).hexdigest()[:8]
+        """Short hash of the resolved spec without its seeds: a changed claim is a new study, an unchanged
+        one resumes, and adding seeds (a later look) continues the same study."""
+        d = {k: v for k, v in self.resolved(profile).items() if k not in VERIFY_KEYS}
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def looks_of(looks: Any, profile: str) -> list[int] | None:
+    """Validated looks: increasing seed counts >= 2 (a verdict needs replicates)."""
+    if looks is None:
+        return None
+    if not isinstance(looks, list) or not looks or not all(isinstance(n, int) and not isinstance(n, bool)
+                                                           for n in looks):
+        raise ValueError(f"looks: a list of seed counts, e.g. [3, 5, 8] (profile {profile}: got {looks!r})")
+    if looks[0] < 2 or any(b <= a for a, b in zip(looks, looks[1:])):
+        raise ValueError(f"looks: increasing seed counts, the first >= 2 (profile {profile}: got {looks})")
+    return list(looks)
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -139,10 +189,12 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 def _fields(loc: tuple) -> list[str] | None:
     classes: dict[tuple, type] = {(): Claim, ("source",): Source}
-    if len(loc) == 2 and loc[0] == "expect":
+    if len(loc) == 2 and loc[0] in ("expect", "controls"):
         return list(Rule.model_fields)
     if len(loc) == 3 and loc[:2] == ("source", "published"):
         return list(Published.model_fields)
+    if len(loc) == 3 and loc[:2] == ("source", "params"):
+        return ["where", "paper", "seqbench", "from"]
     cls = classes.get(tuple(loc))
     return [f for f in cls.model_fields if f not in ("name", "path", "spec")] if cls else None
 
@@ -170,7 +222,7 @@ def parse_claim(raw: dict[str, Any], name: str, path: str = "") -> Claim:
         try:
             check_profile(claim, profile, raw.get("question", ""))
         except UserError as e:
-            raise UserError(f"{pre}profile {profile}: {e}") from None
+            raise e.prefixed(f"{pre}profile {profile}: ") from None
     return claim
 
 
@@ -183,7 +235,7 @@ def check_profile(claim: Claim, profile: str, question: str = "") -> None:
     else:
         spec = sweep_spec(claim, profile, question)
         swept = {k: list(p.values or []) for k, p in spec.parameters.items()}
-    for rule in claim.rules(profile):
+    for rule in [*claim.rules(profile), *claim.controls_for(profile)]:
         for sel in (rule.where, rule.minus):
             if sel is not None:
                 resolve_where(sel, swept, rule.name)
@@ -191,9 +243,9 @@ def check_profile(claim: Claim, profile: str, question: str = "") -> None:
 
 def sweep_spec(claim: Claim, profile: str, question: str = ""):
     """The validated SweepSpec of ``profile`` (every run config built: a bad field fails here)."""
-    from seqbench.sweeps.spec import parse_spec
-
     raw = {"question": question or claim.question, **claim.resolved(profile)}
+    if claim.looks_for(profile) or "seeds" not in raw:
+        raw["seeds"] = claim.seeds_for(profile)
     spec = parse_spec(raw)
     if spec.method != "grid":
         raise UserError("method: claims judge fixed configurations; use method: grid")
@@ -201,17 +253,19 @@ def sweep_spec(claim: Claim, profile: str, question: str = ""):
 
 
 def cost_config(resolved: dict[str, Any]):
-    from seqbench.bench.training.cost import CostConfig
-
     d = {k: v for k, v in resolved.items() if k not in COST_EXTRA}
     reps = resolved.get("replicates", 3)
     if not isinstance(reps, int) or isinstance(reps, bool) or reps < 2:
         raise UserError(f"cost.replicates: at least 2 (the exponents' interval is over replicates), got {reps!r}")
     try:
-        return CostConfig.model_validate(d)
+        cfg = CostConfig.model_validate(d)
     except ValidationError as e:
         raise UserError("cost." + format_validation_error(
             e, tagged=frozenset(), allowed_fields=lambda loc: [*CostConfig.model_fields, *COST_EXTRA])) from None
+    if len(cfg.lengths) < MIN_COST_LENGTHS:
+        raise UserError(f"cost.lengths: at least {MIN_COST_LENGTHS} (an exponent fitted over fewer is mostly noise "
+                        f"and fixed cost), got {cfg.lengths}")
+    return cfg
 
 
 def resolve_where(where: dict[str, Any], swept: dict[str, list[Any]], rule: str) -> dict[str, Any]:
@@ -246,8 +300,6 @@ def load_claim(path: Path | str) -> Claim:
 
 
 def shipped_claims() -> list[Path]:
-    from seqbench.sweeps import shipped_claims as shipped  # package data through importlib.resources
-
     return [Path(str(c.resource)) for c in shipped()]
 
 

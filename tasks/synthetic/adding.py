@@ -21,7 +21,8 @@ import torchmetrics
 from pydantic import Field
 
 from seqbench.bench.core.registry import TASKS
-from seqbench.tasks.base import Batch, Goal, MetricDef, OutputKind, Task, TaskConfig, TaskFacts, TaskSpec
+from seqbench.bench.core.contract import Batch, Goal, MetricDef, OutputKind, TaskFacts, TaskSpec
+from seqbench.tasks.base import Task, TaskConfig
 from seqbench.tasks.synthetic.base import SyntheticTask
 
 SOLVED_MSE = 0.01

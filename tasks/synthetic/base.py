@@ -12,7 +12,8 @@ from typing import Iterator
 
 import torch
 
-from seqbench.tasks.base import Batch, Task, make_loader
+from seqbench.bench.core.contract import Batch
+from seqbench.tasks.base import Task, make_loader
 
 _SPLIT_ID = {"train": 0, "val": 1, "test": 2}
 _MASK = (1 << 62) - 1

@@ -23,7 +23,8 @@ import torch
 from pydantic import Field
 
 from seqbench.bench.core.registry import TASKS
-from seqbench.tasks.base import Batch, TaskSpec, TokenTask, TokenTaskConfig, positive_int
+from seqbench.bench.core.contract import Batch, TaskSpec
+from seqbench.tasks.base import TokenTask, TokenTaskConfig, positive_int
 from seqbench.tasks.synthetic.base import SyntheticTask
 
 

@@ -22,7 +22,8 @@ import torch
 from pydantic import Field, model_validator
 
 from seqbench.bench.core.registry import TASKS
-from seqbench.tasks.base import IGNORE, Batch, TaskSpec, TokenTask, TokenTaskConfig, positive_int
+from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
+from seqbench.tasks.base import TokenTask, TokenTaskConfig, positive_int
 from seqbench.tasks.synthetic.base import SyntheticTask
 
 

@@ -22,8 +22,8 @@ import torchmetrics
 from pydantic import Field
 from sacrebleu.metrics import BLEU
 
-from seqbench.tasks.base import (Batch, Goal, MetricDef, OutputKind, Task, TaskConfig, TaskFacts, TaskSpec,
-                                  TokenAccuracy, positive_int)
+from seqbench.bench.core.contract import Batch, Goal, MetricDef, OutputKind, TaskFacts, TaskSpec
+from seqbench.tasks.base import Task, TaskConfig, TokenAccuracy, positive_int
 from seqbench.tasks.synthetic.base import SyntheticTask
 
 PAD, SOS, EOS, FIRST_SYMBOL = 0, 1, 2, 3

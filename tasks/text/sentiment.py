@@ -30,8 +30,8 @@ from pydantic import Field
 
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import TASKS
-from seqbench.tasks.base import (Batch, Goal, MetricDef, OutputKind, Task, TaskFacts, TaskSpec, make_loader,
-                                 positive_int)
+from seqbench.bench.core.contract import Batch, Goal, MetricDef, OutputKind, TaskFacts, TaskSpec
+from seqbench.tasks.base import Task, make_loader, positive_int
 from seqbench.tasks.text import data
 from seqbench.tasks.text.common import TextTaskConfig
 from seqbench.tasks.text.tokenize import PAD, TextTokenizer

@@ -1,0 +1,173 @@
+"""The answer a report opens with, stated from the measured numbers before any table.
+
+``headline(table, objective)`` reads the report's run table (``reports.table``) and returns a few
+sentences: the best configuration (mean, 95% interval, n), which configurations stay at or below
+the task's memoryless baseline (grouped by architecture when architectures were compared), and the
+paired differences of the winner against each rival on the same seeds::
+
+    Best (tied): transformer at every task.delay, val/acc 1 [1, 1] n=3.
+    rnn stays at the memoryless baseline at every task.delay (0.219 at task.delay=12, 0.24 at task.delay=40 vs 0.25).
+    Above the baseline: lstm 0.996 at task.delay=12, 0.619 at task.delay=40.
+    Paired on the same seeds (val/acc, winner minus rival): transformer vs lstm at task.delay=12 +0.00434
+    [-0.00554, 0.0142] n=3 (a tie: the interval holds 0); transformer vs rnn at task.delay=12 +0.781 ...
+
+A pure function of the table, so the dashboard, summary.md and ``compare`` say the same thing.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from seqbench.bench.core.artifacts import PARAM
+from seqbench.bench.core.stats import Paired
+from seqbench.reports.comparisons import Comparison, comparisons, order_key, trial_baselines, versus_baseline
+from seqbench.reports.figures import ARCH_KEY, fmt_ci, label, per_trial, swept
+from seqbench.reports.table import Objective
+
+MAX_PAIRED = 4  # paired statements in the opening lines; the full list follows in its own section
+PARAM_ARCH = PARAM + ARCH_KEY
+
+
+def _num(v: Any) -> str:
+    return f"{v:.3g}"
+
+
+def _where(row: pd.Series, others: list[str]) -> str:
+    """`` at task.delay=40`` (the row's other swept keys), or nothing when there are none."""
+    return f" at {', '.join(f'{label(k)}={row[k]}' for k in others)}" if others else ""
+
+
+def _in_order(g: pd.DataFrame, others: list[str]) -> pd.DataFrame:
+    """Rows in the order of the other keys' levels (delay 12 before 40)."""
+    return g.iloc[sorted(range(len(g)), key=lambda i: [order_key(g.iloc[i][k]) for k in others])]
+
+
+def _setting(row: pd.Series, keys: list[str]) -> str:
+    """``lstm at task.delay=40``: the architecture by name, the other swept keys as key=value."""
+    name = str(row[PARAM_ARCH]) if PARAM_ARCH in keys else ""
+    rest = ", ".join(f"{label(k)}={row[k]}" for k in keys if k != PARAM_ARCH)
+    return " at ".join(p for p in (name, rest) if p) or "the study's one configuration"
+
+
+def _diff(p: Paired) -> str:
+    d = p.diff
+    if p.n < 2:
+        return f"{d.mean:+.3g} (n={p.n}: no interval)"
+    if not d.std > 0:
+        return f"{d.mean:+.3g} on each of n={p.n} seeds"
+    tie = " (a tie: the interval holds 0)" if d.lo <= 0 <= d.hi else ""
+    return f"{d.mean:+.3g} [{d.lo:.3g}, {d.hi:.3g}] n={p.n}{tie}"
+
+
+def _baseline_lines(t: pd.DataFrame, keys: list[str], obj: Objective) -> list[str]:
+    """Which configurations are no better than the memoryless baseline, grouped by architecture."""
+    have = t[t["versus"].notna()]
+    if have.empty:
+        return []
+    btext = " / ".join(_num(b) for b in sorted({round(b, 6) for b in have["baseline"]}))
+    low = have[have["versus"] != "above"]
+    if low.empty:
+        return [f"Every configuration is above the memoryless baseline ({obj.name} {btext})."]
+    others = [k for k in keys if k != PARAM_ARCH]
+    lines = []
+    for arch, g in (low.groupby(PARAM_ARCH, sort=False) if PARAM_ARCH in keys else [(None, low)]):
+        g = _in_order(g, others)
+        word = "below" if (g["versus"] == "below").all() else "at or below" if (g["versus"] == "below").any() else "at"
+        vals = ", ".join(_num(r["mean"]) + _where(r, others) for _, r in g.iterrows())
+        if arch is None:
+            lines.append(f"{word.capitalize()} the memoryless baseline: {vals} vs {btext}.")
+        elif len(g) == int((have[PARAM_ARCH] == arch).sum()):
+            every = f" at every {', '.join(label(k) for k in others)}" if others and len(g) > 1 else ""
+            lines.append(f"{arch} stays {word} the memoryless baseline{every} ({vals} vs {btext}).")
+        else:
+            lines.append(f"{arch} is {word} the memoryless baseline ({vals} vs {btext}) and above it elsewhere.")
+    return lines
+
+
+def headline(table: pd.DataFrame, obj: Objective, max_paired: int = MAX_PAIRED) -> list[str]:
+    """The opening sentences of a report for objective ``obj`` (see the module docstring); empty
+    when no run scored."""
+    t = per_trial(table, obj) if not table.empty else pd.DataFrame()
+    if t.empty or not np.isfinite(t["mean"].astype(float)).any():
+        return []
+    t = t[np.isfinite(t["mean"].astype(float))].copy()
+    keys = swept(table)
+    base = trial_baselines(table, obj)
+    t["baseline"] = [base.get(tr, math.nan) for tr in t["trial"]]
+    t["versus"] = [versus_baseline(float(m), float(lo), float(hi), b, obj.maximize)
+                   for m, lo, hi, b in zip(t["mean"], t["lo"], t["hi"], t["baseline"])]
+    t = t.sort_values("mean", ascending=not obj.maximize, kind="stable")
+    best = t.iloc[0]
+    tied = t[np.isclose(t["mean"].astype(float), float(best["mean"]))]
+    who = _who(tied, t, keys)
+    stat = fmt_ci(best["mean"], best["lo"], best["hi"], int(best["n"]))
+    if best["versus"] in ("at", "below"):
+        lines = [f"No configuration beats the memoryless baseline of {obj.name} {_num(best['baseline'])}: "
+                 f"the best, {who}, reaches {stat}."]
+    else:
+        lines = [f"Best{' (tied)' if len(tied) > 1 else ''}: {who}, {obj.name} {stat}."]
+        lines += _baseline_lines(t, keys, obj)
+        lines += _rest_line(t, tied, keys)
+    lines += _paired_line(table, obj, best, keys, max_paired)
+    return lines
+
+
+def _who(tied: pd.DataFrame, t: pd.DataFrame, keys: list[str]) -> str:
+    """The tied best configurations; an architecture best at every setting of the other keys is
+    named once ("transformer at every task.delay")."""
+    others = [k for k in keys if k != PARAM_ARCH]
+    parts = []
+    for arch, g in (tied.groupby(PARAM_ARCH, sort=False) if PARAM_ARCH in keys else [(None, tied)]):
+        if arch is not None and others and len(g) > 1 and len(g) == int((t[PARAM_ARCH] == arch).sum()):
+            parts.append(f"{arch} at every {', '.join(label(k) for k in others)}")
+        else:
+            parts += [_setting(r, keys) for _, r in g.iterrows()]
+    return " and ".join(parts)
+
+
+def _rest_line(t: pd.DataFrame, tied: pd.DataFrame, keys: list[str]) -> list[str]:
+    """The other architectures above the baseline, with their mean at each setting of the other keys."""
+    if PARAM_ARCH not in keys:
+        return []
+    others = [k for k in keys if k != PARAM_ARCH]
+    above = t[(t["versus"] == "above") | t["versus"].isna()]
+    parts = []
+    for arch, g in above.groupby(PARAM_ARCH, sort=False):
+        if arch in set(tied[PARAM_ARCH]) and len(g) == len(tied[tied[PARAM_ARCH] == arch]):
+            continue
+        rows = _in_order(g, others).iterrows()
+        parts.append(f"{arch} " + ", ".join(_num(r["mean"]) + _where(r, others) for _, r in rows))
+    head = "Above the baseline" if t["versus"].notna().any() else "The others"
+    return [f"{head}: {'; '.join(parts)}."] if parts else []
+
+
+def _pair_name(c: Comparison) -> str:
+    """``transformer vs lstm at task.delay=40`` (architectures), ``vs optim.lr=0.01`` (another key)."""
+    if c.key != ARCH_KEY:
+        return f"vs {c.key}={c.b}"
+    return f"{c.a} vs {c.b}" + (" at " + ", ".join(f"{k}={v}" for k, v in c.context) if c.context else "")
+
+
+def _paired_line(table: pd.DataFrame, obj: Objective, best: pd.Series, keys: list[str], limit: int) -> list[str]:
+    """Paired differences on the same seeds: where architectures were compared, the best architecture
+    at each setting of the other keys against each rival; otherwise the best configuration against
+    each rival that differs from it in one swept key."""
+    comps = comparisons(table, obj)
+    if PARAM_ARCH in keys:
+        first: dict[tuple, Any] = {}
+        for c in comps:
+            if c.key == ARCH_KEY:
+                first.setdefault(c.context, c.a)  # each context's first pair starts with its best level
+        mine = [c for c in comps if c.key == ARCH_KEY and c.a == first[c.context]]
+    else:
+        at_best = {label(k): best[k] for k in keys}
+        mine = [c for c in comps if str(at_best.get(c.key)) == str(c.a)
+                and all(str(at_best.get(k)) == str(v) for k, v in c.context)]
+    if not mine:
+        return []
+    parts = [f"{_pair_name(c)} {_diff(c.result)}" for c in mine[:limit]]
+    more = f"; {len(mine) - limit} more in the paired comparisons" if len(mine) > limit else ""
+    return [f"Paired on the same seeds ({obj.name}, winner minus rival): " + "; ".join(parts) + more + "."]

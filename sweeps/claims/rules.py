@@ -1,0 +1,142 @@
+"""The parts of a claim file (``sweeps/claims/schema.py`` has the whole file and its checks): the
+source with its published numbers and parameter counts, thresholds, and the rules that ``expect:``
+and ``controls:`` list (how each is judged: ``sweeps/claims/judge.py``)."""
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+from pydantic import Field, model_validator
+
+from seqbench.bench.core.schema import Section
+
+PROFILES = ("quick", "paper")
+Scalar = Union[None, bool, int, float, str]  # None: a swept null (e.g. optim.grad_clip: off)
+
+
+class Published(Section):
+    what: str = Field(min_length=1, description="the configuration the number is for, e.g. GRU")
+    value: float = Field(description="the published number")
+    unit: str = Field(min_length=1, description="its unit or metric, e.g. MSE, bits/char, exact match")
+
+
+class ParamCount(Section):
+    """The paper's parameter count beside seqbench's, for the paper-profile configurations ``where`` covers
+    (checked against build_model by tests/test_claims_profiles.py)."""
+
+    where: dict[str, Scalar] = Field(default_factory=dict, description="swept keys -> value, a subset ({} = all)")
+    paper: int | None = Field(gt=0, description="the paper's count; null where the paper has no comparable "
+                              "architecture (then from: says why)")
+    seqbench: int = Field(gt=0, description="what build_model counts for those configurations")
+    from_: str = Field(alias="from", min_length=1, description="where the paper states it, or 'derived: ...'")
+
+
+class Source(Section):
+    cite: str = Field(min_length=1, max_length=40, description="short citation for tables: Bai et al. 2018 Tab. 1")
+    paper: str = Field(min_length=1, description="authors, year, title")
+    where: str = Field(min_length=1, description="table or figure")
+    metric: str = Field(min_length=1, description="the metric the paper's numbers use, defined")
+    published: list[Published] = Field(min_length=1, description="the paper's numbers, with units")
+    differs: str = Field("", description="where our measurement differs from theirs")
+    params: list[ParamCount] = Field(default_factory=list, description="the paper's parameter counts beside "
+                                     "seqbench's, per group of paper-profile configurations")
+
+
+class Baseline(Section):
+    baseline: float = Field(description="this multiple of the task's memoryless baseline of the metric")
+
+
+Threshold = Union[float, Baseline]
+
+
+class Success(Section):
+    """When one seed counts as a success (the rule then judges the success rate, exact binomial)."""
+
+    below: Threshold | None = Field(None, description="the seed's value is below this")
+    above: Threshold | None = Field(None, description="the seed's value is above this")
+
+    @model_validator(mode="after")
+    def _one(self) -> "Success":
+        if (self.below is None) == (self.above is None):
+            raise ValueError("success: give exactly one of below: / above:")
+        return self
+
+
+class Rule(Section):
+    name: str = Field(min_length=1, description="what the rule checks, in words")
+    where: dict[str, Scalar] = Field(description="the configuration: every swept key -> value (or max/min)")
+    metric: str = Field(min_length=1, description="results.json final key (val/mse), best.<key>, solved (the "
+                        "run's solved flag), a diagnostics metric (diag/decay_rate@first) or a cost metric "
+                        "(time_exponent_long, flops_exponent_long, fixed_share)")
+    minus: dict[str, Scalar] | None = Field(None, description="judge where - minus, paired by seed")
+    below: Threshold | None = Field(None, description="the value (or difference) must be below this")
+    above: Threshold | None = Field(None, description="the value (or difference) must be above this")
+    between: list[Threshold] | None = Field(None, min_length=2, max_length=2, description="[lo, hi]: the "
+                                            "value must lie inside this band (two-sided: 'at the baseline')")
+    success: Success | None = Field(None, description="a seed succeeds when its value passes this; the "
+                                    "thresholds then apply to the success rate (exact binomial interval)")
+    scale: Literal["auto", "linear", "log"] = Field(
+        "auto", description="auto: log for positive skewed metrics (loss, mse, bpc, ppl), else linear; on a "
+        "minus: rule, log judges the paired ratio where/minus (thresholds are ratios)")
+    control: Union[str, list[str], dict[str, Any], None] = Field(
+        None, description="the positive control(s) this rule needs: names in controls: (or one inline rule)")
+    no_control: str = Field("", description="why this rule needs no positive control although it compares "
+                            "(e.g. measured at initialisation: nothing trains); shown beside the verdict")
+    diverged: Union[Literal["inconclusive", "exclude", "baseline"], float] = Field(
+        "inconclusive", description="what a diverged seed counts as: the rule becomes inconclusive, the seed is "
+        "left out, it counts as the memoryless baseline (did not train), or as this value")
+    paper: str = Field("", description="the paper's number for this quantity, with unit, shown beside ours")
+    profiles: list[Literal["quick", "paper"]] = Field(
+        default_factory=lambda: list(PROFILES), min_length=1,
+        description="profiles the rule applies to (a configuration only the paper profile runs)")
+
+    @model_validator(mode="after")
+    def _has_threshold(self) -> "Rule":
+        n = f"expect: rule {self.name!r}"
+        if self.below is None and self.above is None and self.between is None:
+            raise ValueError(f"{n} needs below:, above: or between:")
+        if self.between is not None and (self.below is not None or self.above is not None):
+            raise ValueError(f"{n}: between: is a band of its own; drop below:/above:")
+        if self.between is not None and all(isinstance(b, float) for b in self.between) \
+                and not self.between[0] < self.between[1]:
+            raise ValueError(f"{n}: between: [lo, hi] needs lo < hi (got {self.between})")
+        if self.minus is not None and any(isinstance(t, Baseline) for t in self._thresholds()):
+            raise ValueError(f"{n}: a difference (minus:) takes numeric thresholds")
+        if self.rate:
+            if self.minus is not None:
+                raise ValueError(f"{n}: a success rate (metric: solved or success:) cannot take minus:")
+            if self.success is not None and self.metric == "solved":
+                raise ValueError(f"{n}: metric: solved is already a success per seed; drop success:")
+            bad = [t for t in self._thresholds() if not (isinstance(t, float) and 0 < t < 1)]
+            if bad:
+                raise ValueError(f"{n}: a success rate's thresholds are numbers in (0, 1), got {bad[0]!r}")
+        if self.no_control and self.control is not None:
+            raise ValueError(f"{n}: control: and no_control: contradict each other; keep one")
+        if self.scale == "log":
+            bad = [t for t in self._thresholds() if isinstance(t, float) and t <= 0]
+            if bad:
+                raise ValueError(f"{n}: scale: log needs thresholds > 0 (on a minus: rule, ratios), got {bad[0]}")
+        return self
+
+    def _thresholds(self) -> list[Any]:
+        return [t for t in (self.below, self.above, *(self.between or [])) if t is not None]
+
+    @property
+    def rate(self) -> bool:
+        """Judged per seed as succeeded / not (exact binomial), not as a mean."""
+        return self.metric == "solved" or self.success is not None
+
+    @property
+    def needs_control(self) -> bool:
+        """A "did not learn" rule (above or inside a band of the baseline) or a comparison (minus:): it means
+        nothing unless something trained in the same setting (issue 19: invalid, never holds or fails)."""
+        at_baseline = isinstance(self.above, Baseline) or any(isinstance(b, Baseline) for b in self.between or [])
+        return (at_baseline or self.minus is not None) and not self.no_control
+
+    @property
+    def control_names(self) -> list[str]:
+        c = self.control
+        if c is None:
+            return []
+        if isinstance(c, dict):
+            return [str(c.get("name", ""))]
+        return [c] if isinstance(c, str) else list(c)

@@ -1,0 +1,66 @@
+"""Plain helpers the tests share: tiny settings for every registry entry and a CLI runner.
+
+Every test imports them one way, ``from tests.helpers import ...`` (like the other support modules:
+``tests.report_support``, ``tests.model_probe``, ``tests.pg_server``, ``tests.chromium``); ``conftest.py``
+holds only the session setup and fixtures, which pytest supplies by name.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Small but valid settings per task, so every (model, task) pair trains in milliseconds.
+# A task without an entry runs at its defaults (still correct, just slower): add one.
+TINY_TASK: dict[str, dict[str, Any]] = {
+    "copy": {"n_symbols": 2, "alphabet": 3, "delay": 4},
+    "adding": {"length": 8},
+    "selective_copy": {"length": 8, "n_symbols": 2, "alphabet": 3},
+    "assoc_recall": {"vocab": 16, "n_pairs": 2, "length": 8},
+    "reverse": {"length": 5, "vocab": 6},
+    "sort": {"length": 5, "vocab": 6},
+    "sentiment": {"max_len": 16, "vocab_size": 200},
+    "lm": {"length": 16, "sample_tokens": 8},
+}
+TINY_MODEL_FIELDS = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "n_levels": 2,
+                     "kernel_size": 2, "max_len": 64}
+
+
+def tiny_overrides(task: str, model: str, out_dir: Path | str, **extra: Any) -> list[str]:
+    """Dotted overrides for a tiny, fast run of (task, model)."""
+    from seqbench.bench.core.registry import MODELS
+
+    ovs = [f"task={task}", f"model={model}"]
+    ovs += [f"task.{k}={v}" for k, v in TINY_TASK.get(task, {}).items()]
+    fields = MODELS.get(model).config_cls.model_fields
+    ovs += [f"model.{k}={v}" for k, v in TINY_MODEL_FIELDS.items() if k in fields]
+    ovs += ["train.max_steps=2", "train.val_every=2", "train.val_batches=1", "train.batch_size=4",
+            "eval.test_batches=1", "tracking.wandb=off", f"out_dir={out_dir}"]
+    ovs += [f"{k}={v}" for k, v in extra.items()]
+    return ovs
+
+
+def compatible_pairs() -> list[tuple[str, str]]:
+    """Every (task, model) pair the config validator accepts."""
+    import seqbench.bench.config  # noqa: F401  (fills the registries)
+    from seqbench.bench.core.registry import MODELS, TASKS
+
+    pairs = []
+    for t in TASKS:
+        for m in MODELS:
+            kind_ok = t.config_cls.facts.output_kind in m.config_cls.supported_kinds
+            if kind_ok:
+                pairs.append((t.name, m.name))
+    return pairs
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300, env: dict | None = None
+            ) -> subprocess.CompletedProcess:
+    """``python -m bench ARGS`` in a subprocess (the way a user runs it)."""
+    e = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "seqbench", *args], cwd=cwd or REPO, capture_output=True,
+                          text=True, timeout=timeout, env=e)
