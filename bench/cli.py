@@ -34,6 +34,7 @@ COMMANDS = {
               "(a control failed)",
     "report": "static HTML dashboard of a study (opens from file://, no network)",
     "runs": "list the runs under an output folder (filter, sort)",
+    "eval": "evaluate trained runs again (new lengths, another split) without training",
     "cost": "time and memory of one training step against sequence length",
 }
 

@@ -20,7 +20,7 @@ import seqbench.models  # noqa: F401  (fills MODELS)
 import seqbench.tasks  # noqa: F401  (fills TASKS)
 from seqbench.bench.core.errors import UserError, validation_problems
 from seqbench.bench.core.registry import MODELS, TASKS
-from seqbench.bench.core.schema import NOT_IDENTITY, Section, identity
+from seqbench.bench.core.schema import ADDED_LATER, NOT_IDENTITY, Section, identity
 from seqbench.bench.core.settings import (comma_lists, leaves, load_yaml, parse_pairs, parse_value, safe_load,
                                           set_dotted)
 
@@ -43,11 +43,23 @@ class OptimConfig(Section):
     lr: float = Field(1e-3, gt=0, description="peak learning rate (after warmup)")
     weight_decay: float = Field(0.0, ge=0, description="L2 (adam/sgd/radam) or decoupled (adamw) decay")
     momentum: float = Field(0.9, ge=0, lt=1, description="sgd momentum")
+    # a list (not a tuple) so Section's bool guard sees its items: `optim.betas=[false, 0.98]` is refused
+    betas: list[Annotated[float, Field(ge=0, lt=1)]] = Field(
+        default_factory=lambda: [0.9, 0.999], min_length=2, max_length=2,
+        description="adam/adamw/radam (beta1, beta2), each in [0, 1); Vaswani et al. and Xiong et al. use "
+        "[0.9, 0.98]; sgd refuses them (it has optim.momentum)", json_schema_extra=ADDED_LATER)
     warmup_steps: int = Field(0, ge=0, description="linear warmup from 0 to lr over these steps")
     schedule: Literal["constant", "linear", "cosine", "inverse_sqrt"] = Field(
         "constant", description="shape after warmup")
     min_lr_ratio: float = Field(0.0, ge=0, le=1, description="floor of linear/cosine decay as a fraction of lr")
     grad_clip: float | None = Field(1.0, gt=0, description="clip the global gradient norm to this; null = off")
+
+    @model_validator(mode="after")
+    def _betas_need_adam(self) -> "OptimConfig":
+        if self.optimizer == "sgd" and self.betas != [0.9, 0.999]:
+            raise ValueError(f"optim.betas: {self.betas} has no effect on sgd (it uses optim.momentum); "
+                             "choose optim.optimizer from adam, adamw, radam or leave betas out")
+        return self
 
 
 class EarlyStopConfig(Section):

@@ -2,7 +2,8 @@
 
 ``load_runs(out_dir)`` is the notebook API (``seqbench.load_runs``): one row per run folder with the
 run columns of the report's table (``reports.table.run_fields``: status, diverged, ``final.*``,
-``best.*``, ``baseline.*``, steps, times, task, model ...) plus ``run_id``, ``run_dir``, ``seed``,
+``best.*``, ``baseline.*``, steps, times, task, model ...), the metrics of ``seqbench eval`` as
+``eval.<split>[@<length>]/<metric>`` (``eval.test@400/acc``), plus ``run_id``, ``run_dir``, ``seed``,
 ``config_hash``, ``started``, ``primary_metric``/``primary_goal`` and every resolved config field
 as ``config.<dotted key>`` (``config.task.delay``). A folder whose run has not finished (no
 results.json yet) is listed from its config.yaml with status ``incomplete``.
@@ -21,7 +22,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from seqbench.bench.core.artifacts import BEST, CONFIG, CONFIG_KEY, FINAL, RESULT_PARTS, runs_path
+from seqbench.bench.core.artifacts import BEST, CONFIG, CONFIG_KEY, EVAL, FINAL, RESULT_PARTS, runs_path
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.text import MISSING, duration, text_table
 from seqbench.reports.table import read_results, run_fields
@@ -79,7 +80,7 @@ def load_runs(out_dir: Path | str = "outputs") -> pd.DataFrame:
         return pd.DataFrame(columns=LEAD + ["run_dir"])
     df = pd.DataFrame(rows)
     lead = [c for c in LEAD if c in df.columns]
-    metrics = sorted(c for c in df.columns if c.split(".", 1)[0] in RESULT_PARTS)
+    metrics = sorted(c for c in df.columns if c.split(".", 1)[0] in (*RESULT_PARTS, EVAL[:-1]))
     config = [c for c in df.columns if c.startswith(CONFIG_KEY)]
     rest = [c for c in df.columns if c not in lead + metrics + config]
     return df[lead + metrics + rest + config]
@@ -167,7 +168,7 @@ def sort_runs(df: pd.DataFrame, key: str | None) -> pd.DataFrame:
         raise UserError(f"--sort: {key!r} is not a column of these runs; sort by {', '.join(metrics)}, "
                         "steps, time or a config key")
     ascending = True
-    if col.startswith((FINAL, BEST)):
+    if col.startswith((FINAL, BEST, EVAL)):  # a metric: best first, in its declared direction
         tasks = [t for t in df["task"].dropna().unique()]
         ascending = metric_goal_of(col.split(".", 1)[1], tasks) == "minimize"
     return df.sort_values(col, ascending=ascending, na_position="last", kind="stable")

@@ -10,7 +10,7 @@ disk), so anything a figure shows can be checked against the table. Columns:
   and retried trials, whose numbers stay in ``final.*``; ``trial_value:<metric>`` Optuna's value
 - ``status`` (results.json status: completed/diverged/interrupted; ``incomplete`` when the run
   folder has no results.json yet; ``not-started`` for a trial without runs), ``diverged``, ``solved``
-- ``final.<key>``, ``best.<key>``, ``baseline.<key>`` from results.json
+- ``final.<key>``, ``best.<key>``, ``baseline.<key>`` from results.json; ``eval.<key>`` from `seqbench eval` records
 - ``steps``, ``train_time_s``, ``wall_time_s``, ``n_params``, ``samples_per_s``, ``task``, ``model``,
   ``tokens_per_s``, ``model_flops_per_s``, ``mfu`` (throughput; absent in older runs)
 - ``trial_wall_s``, ``fail_reason`` (or the prune reason)
@@ -30,8 +30,8 @@ import optuna
 import pandas as pd
 from optuna.trial import TrialState
 
-from seqbench.bench.core.artifacts import (FINAL, OBJECTIVE, PARAM, RESULT_PARTS, TRIAL_VALUE, read_metrics,
-                                           read_results, runs_path)
+from seqbench.bench.core.artifacts import (EVAL, FINAL, OBJECTIVE, PARAM, RESULT_PARTS, TRIAL_VALUE, eval_metrics,
+                                           read_metrics, read_results, runs_path)
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.liveness import superseded
 
@@ -156,6 +156,7 @@ def run_fields(run_dir: Path, res: dict[str, Any] | None) -> dict[str, Any]:
         for part in RESULT_PARTS:
             row.update({f"{part}.{k}": _num(v) for k, v in (res.get(part) or {}).items()})
         row.update({k: res.get(k) for k in _RUN_SCALARS})
+    row.update({EVAL + k: _num(v) for k, v in eval_metrics(run_dir).items()})  # `seqbench eval` records
     row["diverged"] = row["status"] == "diverged"
     return row
 

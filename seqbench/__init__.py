@@ -12,6 +12,7 @@ cheap and pulls in torch only when a name that needs it is used)::
     seqbench.report("demo")               # ReportResult: index.html of a study
     seqbench.cost(["models=lstm,transformer", "lengths=64,128,256"])  # CostResult: rows, exponents
     runs = seqbench.load_runs("outputs")  # every run folder as one pandas frame (the report's columns)
+    model = seqbench.load_model(run_id)   # the trained SeqModule (eval mode); model.cfg is its RunConfig
 
 The installed package is ``seqbench`` alone; its parts are ``seqbench.bench`` (config, training,
 commands, CLI), ``seqbench.tasks``, ``seqbench.models``, ``seqbench.sweeps`` and ``seqbench.reports``.
@@ -47,6 +48,9 @@ _API = {
     "RunsResult": ("seqbench.bench.commands.runs", "RunsResult"),
     "load_runs": ("seqbench.reports.runs", "load_runs"),
     "UserError": ("seqbench.bench.core.errors", "UserError"),
+    "evaluate": ("seqbench.bench.commands.eval", "evaluate"),
+    "EvalResult": ("seqbench.bench.commands.eval", "EvalResult"),
+    "load_model": ("seqbench.bench.training.trained", "load_model"),
 }
 
 __all__ = ["__version__", *_API]

@@ -18,12 +18,13 @@ import optuna
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import FrozenTrial, TrialState
 
-from seqbench.bench.core.artifacts import TrialAttrs, check_trial_attrs
+from seqbench.bench.core.artifacts import TrialAttrs, check_trial_attrs, wandb_group
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.liveness import Heartbeat, requeue
 from seqbench.sweeps.optuna_adapter import frozen, set_trial_flag
 from seqbench.sweeps.pruning import PruningCallback
 from seqbench.sweeps.spec import SweepSpec, trial_config
+from seqbench.sweeps.storage import journal_path, redact
 from seqbench.sweeps.study import Job
 
 
@@ -66,7 +67,8 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
         try:
             params = suggest(trial, spec)
             _set(trial, {"seeds": list(spec.seeds)})
-            extra: dict[str, Any] = {"out_dir": job.out_dir, "tracking.group": job.study,
+            group = wandb_group(job.study, str(journal_path(job.storage, job.out_dir) or redact(job.storage)))
+            extra: dict[str, Any] = {"out_dir": job.out_dir, "tracking.group": group,
                                      "tracking.tags": _tags(spec, trial, params)}
             if job.threads:
                 extra["train.threads"] = job.threads

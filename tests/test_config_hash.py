@@ -48,6 +48,13 @@ def test_what_leaves_the_hash_is_declared_on_the_fields():
 def test_every_other_field_changes_the_hash():
     base = build_config({})
     changed = {"optim.lr": 0.002, "train.max_steps": 7, "train.val_every": 3, "eval.test": False, "seed": 1,
-               "model.d_model": 64, "task.delay": 9, "train.precision": "bf16-mixed"}
+               "model.d_model": 64, "task.delay": 9, "train.precision": "bf16-mixed", "optim.betas": [0.9, 0.98]}
     hashes = {k: build_config({}, [f"{k}={v}"]).config_hash() for k, v in changed.items()}
     assert base.config_hash() not in hashes.values() and len(set(hashes.values())) == len(hashes)
+
+
+def test_a_field_added_later_keeps_old_hashes_and_counts_once_set():
+    """``optim.betas`` came after runs were recorded (ADDED_LATER): at its default the hash is the old
+    one; set to anything else (even back-and-forth through a file) it is a new experiment."""
+    assert build_config({}, ["optim.betas=[0.9, 0.999]"]).config_hash() == "1ca4de0cca99"
+    assert build_config({}, ["optim.betas=[0.9, 0.98]"]).config_hash() != "1ca4de0cca99"

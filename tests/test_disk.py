@@ -19,7 +19,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-import pytorch_lightning.loggers as pl_loggers
+import wandb
 from optuna.trial import TrialState
 
 import seqbench.bench.training.tracking
@@ -92,8 +92,7 @@ def test_wandb_write_failures_mid_sweep_warn_once_and_trials_complete(tmp_path, 
     monkeypatch.delenv("WANDB_MODE", raising=False)
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.setattr(seqbench.bench.training.tracking, "_warned", set())
-    monkeypatch.setattr(pl_loggers.WandbLogger, "log_metrics", full)
-    monkeypatch.setattr(pl_loggers.WandbLogger, "log_hyperparams", full)
+    monkeypatch.setattr(wandb.Run, "log", full)
     out = tmp_path / "out"
     p = write_spec(tmp_path, base={**TINY_BASE, "tracking": {"wandb": "offline"}},
                    parameters={"model.name": {"values": ["rnn", "gru"]}})

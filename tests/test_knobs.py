@@ -106,3 +106,43 @@ def test_optimizer_choice_and_hyperparameters(name, cls):
     assert type(opt) is cls and opt.param_groups[0]["weight_decay"] == 0.01
     if name == "sgd":
         assert opt.param_groups[0]["momentum"] == 0.5
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw", "radam"])
+def test_betas_reach_the_optimizer(name):
+    m = module_for(f"optim.optimizer={name}", "optim.betas=[0.5, 0.98]")
+    opt = m.configure_optimizers()["optimizer"]
+    assert opt.param_groups[0]["betas"] == (0.5, 0.98)
+    default = module_for(f"optim.optimizer={name}").configure_optimizers()["optimizer"]
+    assert default.param_groups[0]["betas"] == (0.9, 0.999)
+
+
+def test_beta2_changes_the_update():
+    # the same two gradients give a different second Adam step under beta2 0.5 and 0.999
+    # (Adam's step is m_hat / sqrt(v_hat); v_hat weighs the newer, larger gradient by beta2)
+    moved = []
+    for b2 in (0.5, 0.999):
+        p = nn.Parameter(torch.zeros(1))
+        m = module_for("optim.optimizer=adam", f"optim.betas=[0.0, {b2}]", "optim.lr=1.0")
+        m.net = nn.Module()
+        m.net.p = p
+        opt = m.configure_optimizers()["optimizer"]
+        for g in (1.0, 10.0):
+            p.grad = torch.tensor([g])
+            opt.step()
+        moved.append(p.item())
+    assert moved[0] != pytest.approx(moved[1], rel=0.05)
+
+
+@pytest.mark.parametrize("bad", ["[0.9, 1.0]", "[-0.1, 0.9]", "[0.9]", "[0.9, 0.98, 0.9]", "[false, 0.98]", "0.9"])
+def test_betas_refused_out_of_range(bad):
+    from seqbench.bench.core.errors import UserError
+    with pytest.raises(UserError, match="optim.betas"):
+        module_for(f"optim.betas={bad}")
+
+
+def test_betas_refused_for_sgd():
+    from seqbench.bench.core.errors import UserError
+    with pytest.raises(UserError, match="optim.betas.*sgd"):
+        module_for("optim.optimizer=sgd", "optim.betas=[0.9, 0.98]")
+    module_for("optim.optimizer=sgd")  # the default betas are not the user's

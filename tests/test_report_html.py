@@ -53,11 +53,11 @@ def test_trials_csv_is_the_table_and_summary_md_has_the_tables(report):
     assert "| model.name | lstm | 0.965 [0.901, 1.03] n=2 | 0.007071 | 2 |" in md  # best LSTM: delay 5, warmup 100, seeds .96/.97
 
 
-def test_publish_preflight_fails_fast_with_one_line(monkeypatch):
+def test_publish_preflight_fails_fast_with_one_line(monkeypatch, tmp_path):
     with pytest.raises(UserError, match=r"^--publish-wandb: W&B is offline"):
         wandb_report.preflight({"WANDB_MODE": "offline", "WANDB_API_KEY": "x" * 40})
-    with pytest.raises(UserError, match=r"^--publish-wandb: no WANDB_API_KEY"):
-        wandb_report.preflight({})
+    with pytest.raises(UserError, match=r"^--publish-wandb: no W&B API key: run `wandb login` or set WANDB_API_KEY"):
+        wandb_report.preflight({"NETRC": str(tmp_path / "none")})
     # with a key and the package, an unreachable server is a fast one-line error, not a retry loop
     fake = types.ModuleType("wandb_workspaces.reports.v2")
     for name in ("wandb_workspaces", "wandb_workspaces.reports", "wandb_workspaces.reports.v2"):
@@ -96,3 +96,48 @@ def test_cli_end_to_end(tmp_path, capsys):
         assert msg in capsys.readouterr().err
     assert main(["report", "ld_demo", "--out-dir", str(tmp_path / "empty")]) == 2
     assert "no study journal" in capsys.readouterr().err
+
+
+def test_a_key_saved_by_wandb_login_counts(monkeypatch, tmp_path):
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1\n  login user\n  password " + "k" * 40 + "\n")
+    netrc.chmod(0o600)
+    fake = types.ModuleType("wandb_workspaces.reports.v2")
+    for name in ("wandb_workspaces", "wandb_workspaces.reports", "wandb_workspaces.reports.v2"):
+        monkeypatch.setitem(sys.modules, name, fake)
+    # no WANDB_API_KEY: the netrc key for the server's host passes the key check (and the next one fails)
+    with pytest.raises(UserError, match=r"cannot reach the W&B server"):
+        wandb_report.preflight({"NETRC": str(netrc), "WANDB_BASE_URL": "http://127.0.0.1:9"})
+    with pytest.raises(UserError, match=r"no W&B API key"):  # a key for another host does not count
+        wandb_report.preflight({"NETRC": str(netrc), "WANDB_BASE_URL": "http://localhost:9"})
+
+
+def test_wandb_report_builds_offline_with_the_study_group_step_axis_and_seeds_aggregated(report, monkeypatch):
+    import wandb_workspaces.reports.v2 as wr
+    from wandb_workspaces import expr
+
+    from seqbench.bench.core.artifacts import wandb_group
+
+    r = wandb_report.build(report.info, report.table, "my-team", "proj")
+    grid = r.blocks[-1]
+    runset = grid.runsets[0]
+    assert (r.entity, r.project, runset.entity, runset.project) == ("my-team", "proj", "my-team", "proj")
+    f = expr.expr_to_filters(runset.filters)  # what the saved report will send
+    assert (f.key.section, f.key.name, f.op, f.value) == ("run", "group", "=", wandb_group("ld_demo", report.info.storage))
+    assert runset.groupby == ["config.config_hash"]  # one line per configuration: its seeds aggregated
+    lines = [p for p in grid.panels if isinstance(p, wr.LinePlot)]
+    assert [p.y for p in lines] == [["val/acc"], ["train/loss"]]
+    assert {(p.x, p.groupby_aggfunc, p.groupby_rangefunc) for p in lines} == {("trainer/global_step", "mean", "stderr")}
+    scatter = [p.x.name for p in grid.panels if isinstance(p, wr.ScatterPlot)]
+    assert sorted(scatter) == ["model.name", "optim.warmup_steps", "task.delay"]
+    assert any(isinstance(p, wr.ParameterImportancePlot) for p in grid.panels)
+
+    # no entity given: W&B's default entity (what `wandb login` belongs to), never ""
+    import wandb_workspaces.reports.v2.interface as wi
+
+    monkeypatch.setattr(wi, "_get_api", lambda: types.SimpleNamespace(default_entity="me"))
+    r = wandb_report.build(report.info, report.table, None, "proj")
+    assert r.entity == r.blocks[-1].runsets[0].entity == "me"
+    # the project the runs went to: the spec's tracking.project, else WANDB_PROJECT, else seqbench
+    assert wandb_report.project_of(report.info, {"WANDB_PROJECT": "env-proj"}) == "env-proj"
+    assert wandb_report.project_of(report.info, {}) == "seqbench"

@@ -54,14 +54,18 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path):
         proc.wait()
     run_dir = dirs[0]
     assert not (run_dir / "results.json").exists()
-    ckpt_step = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)["global_step"]
-    assert 0 < ckpt_step < 300
+    killed = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)
+    assert 0 < killed["global_step"] < 300
 
     resumed = run(build_config({}, OVERRIDES + [f"out_dir={out}", "resume=true"]), progress=False)
     assert resumed["run_id"] == run_dir.name and resumed["status"] == "completed" and resumed["steps"] == 300
     # training time carries the killed process's share (kept in the checkpoint) on top of this one's
-    carried = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)["callbacks"]["TrainClock"]
+    carried = killed["callbacks"]["TrainClock"]
     assert 0 < carried["train_s"] < resumed["train_time_s"] <= resumed["wall_time_s"]
+    # the final checkpoint is the last step, with the whole run's clock
+    final = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)
+    assert final["global_step"] == 300
+    assert final["callbacks"]["TrainClock"]["train_s"] == pytest.approx(resumed["train_time_s"], abs=1e-2)
     assert resumed["final"]["time/train_s"] == pytest.approx(resumed["train_time_s"], abs=1e-3)
     drop = "time/train_s"
     assert {k: v for k, v in resumed["final"].items() if k != drop} == \
@@ -116,7 +120,7 @@ def test_checkpoints_load_with_weights_only(tmp_path):
                                               "tracking.wandb=off", f"out_dir={tmp_path}"]), progress=False)
     ckpt = tmp_path / "runs" / r["run_id"] / "checkpoints" / "last.ckpt"
     state = torch.load(ckpt, weights_only=True)  # raises if the file needs pickled code
-    assert state["global_step"] == 2 and "seqbench" in state
+    assert state["global_step"] == 4 and "seqbench" in state  # every 2 steps and the last
 
 
 def test_sigterm_stops_gracefully_and_resume_finishes_the_run(tmp_path):

@@ -66,7 +66,7 @@ def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--out", help="report folder; default <out-dir>/reports/NAME/")
     sp.add_argument("--color-by", help="swept key that colours the learning curves, e.g. model.name")
     sp.add_argument("--publish-wandb", action="store_true",
-                    help="also publish a W&B Report (online, WANDB_API_KEY, the [publish] extra)")
+                    help="also publish a W&B Report (online; `wandb login` or WANDB_API_KEY; the [publish] extra)")
     sp.set_defaults(func=cmd_report)
 
 

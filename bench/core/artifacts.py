@@ -8,7 +8,8 @@ A run folder ``<out_dir>/runs/<run_id>/`` holds:
 - ``metrics.csv``       one ``MetricsRow`` per validation
 - ``results.json``      one ``Results``
 - ``diagnostics.json``  typed in ``bench.diagnostics_format`` (with ``diagnostics.gradients=true``)
-- ``checkpoints/last.ckpt``
+- ``checkpoints/last.ckpt``  the trained state at the last step (and every ``train.checkpoint_every``)
+- ``evals/<n>.json``    one ``EvalRecord`` per ``seqbench eval`` of the trained run (n = 1, 2, ...)
 
 Paths come from ``runs_path(out_dir)`` / ``run_path(out_dir, run_id)`` and the file names below; the
 column names of the tidy tables read from these files (``param.``, ``final.`` ...) are defined here too.
@@ -19,6 +20,7 @@ only the standard library, so reading results (``seqbench report``) never loads 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -32,6 +34,7 @@ CONFIG = "config.yaml"
 METRICS = "metrics.csv"
 RESULTS = "results.json"
 CHECKPOINT = Path("checkpoints") / "last.ckpt"
+EVALS = "evals"
 
 
 def runs_path(out_dir: Path | str) -> Path:
@@ -51,6 +54,7 @@ CONFIG_KEY = "config."  # a resolved config field (load_runs): config.task.delay
 FINAL = "final."  # results.json ``final``: final.val/acc, final.test@40/acc
 BEST = "best."  # results.json ``best``
 BASELINE = "baseline."  # results.json ``baseline`` (the memoryless baseline): baseline.val/acc
+EVAL = "eval."  # `seqbench eval` records (evals/<n>.json), the latest per key: eval.test@400/acc
 RESULT_PARTS = ("final", "best", "baseline")  # the results.json mappings that become FINAL/BEST/BASELINE columns
 OBJECTIVE = "objective:"  # the run's objective value: objective:val/acc
 TRIAL_VALUE = "trial_value:"  # Optuna's value of the run's trial
@@ -153,6 +157,73 @@ def read_results(run_dir: Path) -> Results | None:
     return data if isinstance(data, dict) else None
 
 
+# -- evals/<n>.json: ``seqbench eval`` of a trained run -------------------------------------------
+
+class EvalRecord(TypedDict, total=False):
+    """One evaluation of a trained run's checkpoint, with what was asked. The run's config (and its
+    hash), metrics.csv and results.json are left as they were; readers (``load_runs``) show the
+    metrics as ``eval.<key>`` columns, a later evaluation's value winning."""
+
+    n: int  # the file's number: evaluations of a run in the order they were made
+    created: str  # local time, ISO 8601
+    split: str  # "test" or "val"
+    lengths: list[int | None]  # sequence lengths asked (None: the training length)
+    batches: int  # batches per length (eval.test_batches)
+    step: int  # the checkpoint's global step (the run's last step unless it stopped between saves)
+    metrics: dict[str, float]  # ``<split>/<metric>`` at the training length, ``<split>@<length>/<metric>``
+    eval_s: float  # wall seconds of the evaluation (model loading included)
+    argv: list[str]
+    versions: dict[str, str]
+    git_sha: str | None
+
+
+def write_eval(run_dir: Path, record: EvalRecord) -> Path:
+    """``<run_dir>/evals/<n>.json`` with the next free number (claimed with O_EXCL, so two
+    evaluations at once never write the same file); sets ``record["n"]``."""
+    folder = Path(run_dir) / EVALS
+    folder.mkdir(exist_ok=True)
+    n = 1 + max((int(p.stem) for p in folder.glob("*.json") if p.stem.isdigit()), default=0)
+    while True:
+        path = folder / f"{n}.json"
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666 & ~_UMASK))
+            break
+        except FileExistsError:
+            n += 1
+    record = {**record, "n": n}
+    _check_keys(EvalRecord, record)
+    atomic_write(path, json.dumps(record, indent=2, default=_json_default) + "\n")
+    return path
+
+
+def read_evals(run_dir: Path) -> list[EvalRecord]:
+    """The run's evaluations, oldest first (an unreadable or still empty file is skipped)."""
+    paths = sorted((p for p in (Path(run_dir) / EVALS).glob("*.json") if p.stem.isdigit()), key=lambda p: int(p.stem))
+    return [d for d in map(_read_json, paths) if isinstance(d, dict)]
+
+
+def eval_metrics(run_dir: Path) -> dict[str, float]:
+    """The metrics of all the run's evaluations, a later evaluation of the same key winning."""
+    out: dict[str, float] = {}
+    for rec in read_evals(run_dir):
+        out.update(rec.get("metrics") or {})
+    return out
+
+
+def find_run_dir(run: str | Path, out_dir: str | Path = "outputs") -> Path:
+    """A run folder named by its path or by its id under ``<out_dir>/runs``; ValueError naming the
+    known ids otherwise."""
+    p = Path(run)
+    for d in (p, Path(out_dir) / "runs" / str(run)):
+        if (d / CONFIG).is_file():
+            return d
+    runs = Path(out_dir) / "runs"
+    known = sorted(q.parent.name for q in runs.glob(f"*/{CONFIG}"))
+    shown = ", ".join(known[-6:]) + (f" (+{len(known) - 6} older)" if len(known) > 6 else "")
+    raise ValueError(f"no run {str(run)!r} (neither a run folder nor an id under {runs}); "
+                     + (f"known: {shown}" if known else f"{runs} holds no runs"))
+
+
 # -- metrics.csv --------------------------------------------------------------------------------
 
 # One row per validation: ``step`` (int), ``wall_s`` (seconds since the run started), ``lr``,
@@ -224,6 +295,18 @@ class TrialAttrs(TypedDict, total=False):
     retried: bool  # a FAIL whose configuration was queued again (dead worker, Ctrl-C)
     retry_of: int  # on the retry: the trial it redoes
     resume_run_ids: list[str]  # on the retry: runs to continue from their checkpoints
+
+
+# -- the W&B group of a sweep's runs (the runner sets it, the published W&B Report filters on it) -------
+
+def wandb_group(study: str, storage: str) -> str:
+    """The W&B group of a sweep's runs: the study name and a short hash of where the study lives
+    (a resolved journal path, or a database URL with its password redacted), so a study named
+    ``demo`` in another output folder or database is another group."""
+    key = storage
+    if "://" not in storage or storage.startswith("journal://"):
+        key = str(Path(storage.removeprefix("journal://")).expanduser().resolve())
+    return f"{study}-{hashlib.sha256(key.encode()).hexdigest()[:6]}"
 
 
 def check_study_attrs(attrs: Mapping[str, Any]) -> StudyAttrs:

@@ -16,6 +16,10 @@ INT_LIMIT = 2**31 - 1  # sizes, steps and lengths beyond this are typos, not exp
 # there are replicates of one experiment). Declared on the field, so a new field is in the hash unless
 # it says otherwise; it also shows as ``"identity": false`` in the JSON schema.
 NOT_IDENTITY: dict[str, Any] = {"identity": False}
+# ``Field(default, json_schema_extra=ADDED_LATER)``: a field added after runs were recorded enters the
+# hash only when it differs from its default, so every config written before it existed keeps its
+# hash (old run folders resume, old studies continue) and a run that sets it is a new experiment.
+ADDED_LATER: dict[str, Any] = {"identity": "when-set"}
 
 
 def in_identity(field: FieldInfo) -> bool:
@@ -29,7 +33,9 @@ def identity(section: BaseModel) -> dict[str, Any]:
     the config hash is taken of."""
     d = section.model_dump(mode="json")
     for name, field in type(section).model_fields.items():
-        if not in_identity(field):
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        if not in_identity(field) or (extra.get("identity") == "when-set"
+                                      and getattr(section, name) == field.get_default(call_default_factory=True)):
             del d[name]
         elif isinstance(value := getattr(section, name), BaseModel):
             d[name] = identity(value)

@@ -226,8 +226,10 @@ class DivergenceStop(RunStopper):
 
 
 class AtomicCheckpoint(pl.Callback):
-    """``last.ckpt`` every ``every`` steps, written to a temp file and renamed into place,
-    so a kill mid-write never leaves a truncated checkpoint."""
+    """``last.ckpt`` every ``every`` steps and at the last step (as Lightning users expect of
+    ``last.ckpt``; ``seqbench eval`` and ``seqbench.load_model`` read the trained weights from it),
+    written to a temp file and renamed into place, so a kill mid-write never leaves a truncated
+    checkpoint."""
 
     def __init__(self, path, every: int | None):
         self.path, self.every = path, every
@@ -236,6 +238,12 @@ class AtomicCheckpoint(pl.Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         step = trainer.global_step
         if self.every and step % self.every == 0 and step < trainer.max_steps:
+            self.save(trainer)
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        # the final step (max_steps, an early stop, a divergence): a run shorter than ``every``
+        # steps, or one ending between two saves, still leaves its trained state (null: never)
+        if self.every:
             self.save(trainer)
 
     def save(self, trainer: pl.Trainer) -> None:

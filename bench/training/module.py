@@ -103,6 +103,7 @@ class SeqModule(pl.LightningModule):
         self.eval_metrics = nn.ModuleDict({s: nn.ModuleDict(task.metrics()) for s in SPLITS})
         self.eval_loss = nn.ModuleDict({s: torchmetrics.MeanMetric() for s in SPLITS})
         self._test_length: int | None = None  # set only inside ``evaluate_at``
+        self._test_split = "test"  # the split ``evaluate_at`` reads ("val" for ``seqbench eval --split val``)
         self._state: Any = None  # recurrent state carried across batches (stateful tasks)
         self.train_loss = LossMeter()
 
@@ -117,7 +118,7 @@ class SeqModule(pl.LightningModule):
                                 rank=self.global_rank, world_size=self.trainer.world_size)
 
     def test_dataloader(self):
-        return self.task.loader("test", self.cfg.train.batch_size, length=self._test_length,
+        return self.task.loader(self._test_split, self.cfg.train.batch_size, length=self._test_length,
                                 n_batches=self.cfg.eval.test_batches, rank=self.global_rank,
                                 world_size=self.trainer.world_size)
 
@@ -155,15 +156,15 @@ class SeqModule(pl.LightningModule):
     def _eval_start(self) -> None:
         self._saved_state, self._state = self._state, None
 
-    def evaluate_at(self, trainer: pl.Trainer, length: int | None) -> dict[str, float]:
-        """Test metrics at sequence ``length`` (None: the training length), keyed ``test/...`` or
+    def evaluate_at(self, trainer: pl.Trainer, length: int | None, split: str = "test") -> dict[str, float]:
+        """Metrics of ``split`` at sequence ``length`` (None: the training length), keyed ``test/...`` or
         ``test@<length>/...``."""
-        self._test_length = length
+        self._test_length, self._test_split = length, split
         try:
             trainer.test(self, verbose=False)
         finally:
-            self._test_length = None
-        prefix = self._prefix("test", length)
+            self._test_length, self._test_split = None, "test"
+        prefix = self._prefix(split, length)
         return {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith(prefix + "/")}
 
     @staticmethod
@@ -171,7 +172,7 @@ class SeqModule(pl.LightningModule):
         return split if length is None else f"{split}@{length}"
 
     def _eval_end(self, split: str) -> None:
-        prefix = self._prefix(split, self._test_length if split == "test" else None)
+        prefix = self._prefix(self._test_split, self._test_length) if split == "test" else split
         values = {f"{prefix}/loss": self.eval_loss[split].compute()}
         for name, m in self.eval_metrics[split].items():
             values[f"{prefix}/{name}"] = m.compute()
@@ -217,12 +218,13 @@ class SeqModule(pl.LightningModule):
     def configure_optimizers(self):
         o = self.cfg.optim
         params = self.net.parameters()
+        betas = (o.betas[0], o.betas[1])
         if o.optimizer == "adam":
-            opt = torch.optim.Adam(params, lr=o.lr, weight_decay=o.weight_decay)
+            opt = torch.optim.Adam(params, lr=o.lr, betas=betas, weight_decay=o.weight_decay)
         elif o.optimizer == "adamw":
-            opt = torch.optim.AdamW(params, lr=o.lr, weight_decay=o.weight_decay)
+            opt = torch.optim.AdamW(params, lr=o.lr, betas=betas, weight_decay=o.weight_decay)
         elif o.optimizer == "radam":
-            opt = torch.optim.RAdam(params, lr=o.lr, weight_decay=o.weight_decay)
+            opt = torch.optim.RAdam(params, lr=o.lr, betas=betas, weight_decay=o.weight_decay)
         else:
             opt = torch.optim.SGD(params, lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay)
         max_steps = self.cfg.train.max_steps

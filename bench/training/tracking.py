@@ -7,17 +7,25 @@ Every run writes ``<out_dir>/runs/<run_id>/`` (formats, reader and writer: ``ben
 - ``diagnostics.json`` with ``diagnostics.gradients=true`` (written by ``bench/training/diagnostics.py``)
 These are the source of truth for reports (W&B offline runs have no readable summary).
 This is the only module that imports wandb, and a W&B failure never stops training.
+
+W&B follows its own conventions where seqbench's fields were left unset (``wandb_target``):
+``WANDB_MODE`` (``disabled``: W&B is not even imported, nothing is written), ``WANDB_PROJECT``,
+``WANDB_ENTITY`` and ``WANDB_DIR`` (else ``<out_dir>/wandb``); a ``tracking.*`` field the user set
+wins. W&B's history is metrics.csv row for row, plotted against ``trainer/global_step`` (the row's
+step); the summary holds the final and best metrics, the memoryless baseline, the parameter count
+and the throughput of results.json.
 """
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import sys
 import tempfile
 import time
-import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from seqbench.bench.core import artifacts
 from seqbench.bench.core.artifacts import Results, atomic_write
@@ -91,6 +99,7 @@ class RunTracker:
         self.started = time.time()
         self.checkpoint = self.dir / artifacts.CHECKPOINT
         self.resumed = resumed is not None
+        self.wandb: WandbRun | None = None  # started by ``start_wandb`` on the process that writes the files
         if not self.resumed:
             atomic_write(self.dir / artifacts.CONFIG, cfg.to_yaml())
 
@@ -112,6 +121,8 @@ class RunTracker:
     def log_eval(self, row: artifacts.MetricsRow) -> None:
         self.rows.append(row)
         artifacts.write_metrics(self.dir, self.rows)
+        if self.wandb is not None:
+            self.wandb.log_row(row)
 
     def provenance(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "config_hash": self.cfg.config_hash(), "seed": self.cfg.seed,
@@ -122,15 +133,17 @@ class RunTracker:
         return artifacts.write_results(self.dir, results)
 
     # -- W&B ----------------------------------------------------------------------------
-    def wandb_logger(self) -> Any | None:
-        mode = self.cfg.tracking.wandb
-        if mode == "off":
+    def start_wandb(self, config_extra: Mapping[str, Any] | None = None) -> WandbRun | None:
+        """Open this run's W&B run (None when W&B is off or fails to start: training goes on)."""
+        target = wandb_target(self.cfg)
+        if target.mode == "off":
             return None
         try:
-            return _make_wandb_logger(self.cfg, self.run_id, mode)
+            self.wandb = WandbRun(self.cfg, self.run_id, target, resumed=self.resumed, config_extra=config_extra)
         except Exception as e:  # noqa: BLE001 - tracking must never stop training
             _warn_once(f"W&B disabled for this run: {type(e).__name__}: {e}")
-            return None
+            self.wandb = None
+        return self.wandb
 
 
 _warned: set[str] = set()
@@ -142,72 +155,111 @@ def _warn_once(msg: str) -> None:
         print(f"warning: {msg}", file=sys.stderr)
 
 
-def _make_wandb_logger(cfg: RunConfig, run_id: str, mode: str) -> Any:
-    os.environ.setdefault("WANDB_SILENT", "true")
-    os.environ.setdefault("WANDB_CONSOLE", "off")
-    from pytorch_lightning.loggers import WandbLogger
+# -- where and how W&B writes -------------------------------------------------------------------
 
-    class SafeWandbLogger(WandbLogger):
-        """WandbLogger whose failures warn once and switch it off instead of raising."""
-
-        _broken = False
-
-        def _safe(self, fn, *args, **kwargs):
-            if self._broken:
-                return None
-            try:
-                return fn(*args, **kwargs)
-            except Exception as e:  # noqa: BLE001
-                self._broken = True
-                _warn_once(f"W&B logging failed, continuing without it: {type(e).__name__}: {e}")
-                return None
-
-        def log_metrics(self, metrics, step=None):
-            self._safe(super().log_metrics, metrics, step)
-
-        def log_hyperparams(self, params, *args, **kwargs):
-            self._safe(super().log_hyperparams, params, *args, **kwargs)
-
-        def finalize(self, status):
-            self._safe(super().finalize, status)
-
-        def after_save_checkpoint(self, checkpoint_callback):
-            self._safe(super().after_save_checkpoint, checkpoint_callback)
-
-    save_dir = Path(cfg.out_dir)
-    (save_dir / "wandb").mkdir(parents=True, exist_ok=True)
-    t = cfg.tracking
-    logger = SafeWandbLogger(name=run_id, id=run_id, project=t.project, group=t.group, tags=list(t.tags) or None,
-                             save_dir=str(save_dir), offline=(mode == "offline"),
-                             config={**cfg.to_dict(), "config_hash": cfg.config_hash()}, log_model=False)
-    logger._wandb_init.pop("anonymous", None)  # Lightning always passes it; W&B warns it has no effect
-    return logger
+_MODES = {"disabled": "off", "offline": "offline", "dryrun": "offline", "online": "online", "run": "online"}
+STEP = "trainer/global_step"  # W&B's x axis: the trainer step of metrics.csv (Lightning's own name for it)
 
 
-def wandb_log_summary(logger: Any, summary: dict[str, Any], text: dict[str, str] | None = None) -> None:
-    """Final metrics into the W&B run summary (no-op when W&B is off or broken)."""
-    if logger is None or getattr(logger, "_broken", False):
+@dataclass(frozen=True)
+class WandbTarget:
+    mode: str  # off | offline | online
+    project: str
+    entity: str | None  # None: W&B's default entity (the one `wandb login` belongs to)
+    root: Path  # W&B writes <root>/wandb/offline-run-* (its own layout under WANDB_DIR)
+    group: str | None
+
+
+def wandb_target(cfg: RunConfig, env: Mapping[str, str] | None = None) -> WandbTarget:
+    """Mode, project, entity, directory and group of a run's W&B run: a ``tracking.*`` field the
+    user set wins, then W&B's own variables (``WANDB_MODE``, ``WANDB_PROJECT``, ``WANDB_ENTITY``,
+    ``WANDB_DIR``), then seqbench's defaults (offline, project ``seqbench``, ``<out_dir>/wandb``)."""
+    env = os.environ if env is None else env
+    t, typed = cfg.tracking, cfg.tracking.model_fields_set
+    mode = t.wandb
+    wanted = env.get("WANDB_MODE", "").strip().lower()
+    if "wandb" not in typed and wanted:
+        if wanted in _MODES:
+            mode = _MODES[wanted]
+        else:
+            _warn_once(f"WANDB_MODE={wanted!r} is not one of {', '.join(_MODES)}; using tracking.wandb={t.wandb}")
+    project = t.project if "project" in typed else (env.get("WANDB_PROJECT", "").strip() or t.project)
+    root = Path(env["WANDB_DIR"]) if env.get("WANDB_DIR", "").strip() else Path(cfg.out_dir)
+    return WandbTarget(mode, project, env.get("WANDB_ENTITY", "").strip() or None, root, t.group)
+
+
+def _skip_unused_launch_import(wandb: Any) -> None:
+    """``wandb.init`` imports W&B Launch (``wandb.sdk.launch``: the public API's pydantic models,
+    half of a process's first offline init, measured with cProfile) only to apply inputs staged by
+    ``wandb.sdk.launch.manage_config_file``/``manage_wandb_config``, which a process can only have
+    staged after importing that module; until it is imported the step has nothing to apply and is
+    skipped. (A W&B version without the hook is left as it is.)"""
+    hook = getattr(getattr(wandb, "Run", None), "_detect_and_apply_job_inputs", None)
+    if hook is None or getattr(hook, "_seqbench", False):
         return
-    try:
-        run = logger.experiment
-        for k, v in summary.items():
-            run.summary[k] = v
-        for k, v in (text or {}).items():
-            run.summary[k] = v
-    except Exception as e:  # noqa: BLE001
-        _warn_once(f"W&B summary failed: {type(e).__name__}: {e}")
+
+    def detect_and_apply_job_inputs(run: Any) -> None:
+        if "wandb.sdk.launch" in sys.modules:
+            hook(run)
+
+    detect_and_apply_job_inputs._seqbench = True  # type: ignore[attr-defined]
+    wandb.Run._detect_and_apply_job_inputs = detect_and_apply_job_inputs
 
 
-def wandb_finish(logger: Any) -> None:
-    if logger is None:
-        return
-    try:
+class WandbRun:
+    """One W&B run fed by the harness: each metrics.csv row (``log_row``), then the results summary.
+
+    Created only on the process that writes the run's files. Each call is guarded: the first
+    failure warns once and switches W&B off for the rest of the run.
+    """
+
+    def __init__(self, cfg: RunConfig, run_id: str, target: WandbTarget, *, resumed: bool = False,
+                 config_extra: Mapping[str, Any] | None = None):
+        os.environ.setdefault("WANDB_SILENT", "true")
         import wandb
 
-        if wandb.run is not None:
-            wandb.finish()
-    except Exception as e:  # noqa: BLE001
-        _warn_once(f"W&B finish failed: {type(e).__name__}: {e}")
+        _skip_unused_launch_import(wandb)
+        (target.root / "wandb").mkdir(parents=True, exist_ok=True)
+        self.broken = False
+        self.run = wandb.init(
+            id=run_id, name=run_id, project=target.project, entity=target.entity, group=target.group,
+            tags=list(cfg.tracking.tags) or None, dir=str(target.root), mode=target.mode,
+            resume="allow" if resumed else None, reinit="create_new",
+            config={**cfg.to_dict(), "config_hash": cfg.config_hash(), **(config_extra or {})},
+            # the harness records code, versions and console itself (results.json, the terminal)
+            settings=wandb.Settings(console="off", save_code=False, x_save_requirements=False))
+        self.run.define_metric(STEP)
+        self.run.define_metric("*", step_metric=STEP)
 
+    def _guard(self, what: str, fn, *args, **kwargs) -> None:
+        if self.broken:
+            return
+        try:
+            fn(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001 - tracking must never stop training
+            self.broken = True
+            _warn_once(f"W&B {what} failed, continuing without it: {type(e).__name__}: {e}")
 
-warnings.filterwarnings("ignore", message=".*wandb.*", category=UserWarning)
+    def log_row(self, row: Mapping[str, Any]) -> None:
+        """One metrics.csv row at its trainer step (NaN cells, e.g. no train loss yet, left out)."""
+        data = {k: v for k, v in row.items() if k != "step" and not (isinstance(v, float) and math.isnan(v))}
+        self._guard("logging", self.run.log, {STEP: int(row["step"]), **data})
+
+    def summary(self, results: Mapping[str, Any]) -> None:
+        """What results.json says, as W&B summary keys: final and best metrics, baseline, status,
+        parameter count, throughput and where it trained."""
+        keys = ("status", "solved", "steps", "n_params", "samples_per_s", "tokens_per_s", "model_flops_per_s",
+                "mfu", "train_time_s", "wall_time_s", "device", "device_name", "precision", "world_size")
+        out: dict[str, Any] = {k: results[k] for k in keys if results.get(k) is not None}
+        out.update(results.get("final") or {})
+        out.update({f"best/{k}": v for k, v in (results.get("best") or {}).items()})
+        out.update({f"baseline/{k}": v for k, v in (results.get("baseline") or {}).items()})
+        out.update({f"extras/{k}": str(v) for k, v in (results.get("extras") or {}).items()})
+        self._guard("summary", self.run.summary.update, out)
+
+    def finish(self, exit_code: int = 0) -> None:
+        """Close the run, even after a failure switched logging off (a sweep worker starts the next
+        run in this process)."""
+        self.broken = False
+        self._guard("finish", self.run.finish, exit_code=exit_code)
+        self.broken = True

@@ -29,7 +29,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.training.flops import flops_per_token, peak_flops
 from seqbench.bench.training.module import CHECK_EVERY, SeqModule
 from seqbench.bench.core.registry import TASKS
-from seqbench.bench.training.tracking import RunTracker, wandb_finish, wandb_log_summary
+from seqbench.bench.training.tracking import RunTracker
 from seqbench.tasks.base import Task
 
 
@@ -134,23 +134,30 @@ def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.C
         raise
     module = SeqModule(cfg, task)
     compile_net(cfg, module)
-    wandb_logger = tracker.wandb_logger()
-    trainer, parts = build_trainer(cfg, tracker, module, task, callbacks, progress, strategy, wandb_logger)
-    if ckpt is not None and progress:
-        print(f"[{cfg.task.name}/{cfg.model.name}] resuming {tracker.run_id} from {ckpt}")
-    fitted = fit(trainer, module, parts, ckpt)
-    test: dict[str, float] = {}
-    if fitted.status != "interrupted":
-        if parts.writer.last_step != fitted.steps:  # make the last step's validation the final one
-            trainer.validate(module, verbose=False)
-        if cfg.eval.test and fitted.status == "completed":
-            test = evaluate(trainer, module, [None, *cfg.eval.lengths])
-    results = assemble_results(cfg, tracker, task, module, fitted, test)
-    if trainer.global_rank == 0:
-        tracker.finish(results)
-        wandb_log_summary(wandb_logger, {**results["final"], "status": fitted.status, "solved": results["solved"]},
-                          text={f"extras/{k}": str(v) for k, v in results["extras"].items()})
-    wandb_finish(wandb_logger)
+    trainer, parts = build_trainer(cfg, tracker, module, task, callbacks, progress, strategy)
+    if trainer.global_rank == 0:  # the process that writes the run's files feeds W&B
+        tracker.start_wandb({"n_params": n_params(module),
+                             "baseline": {f"val/{k}": v for k, v in task.baseline().items()}})
+    fitted: Fitted | None = None
+    try:
+        if ckpt is not None and progress:
+            print(f"[{cfg.task.name}/{cfg.model.name}] resuming {tracker.run_id} from {ckpt}")
+        fitted = fit(trainer, module, parts, ckpt)
+        test: dict[str, float] = {}
+        if fitted.status != "interrupted":
+            if parts.writer.last_step != fitted.steps:  # make the last step's validation the final one
+                trainer.validate(module, verbose=False)
+            if cfg.eval.test and fitted.status == "completed":
+                test = evaluate(trainer, module, [None, *cfg.eval.lengths])
+        results = assemble_results(cfg, tracker, task, module, fitted, test)
+        if trainer.global_rank == 0:
+            tracker.finish(results)
+            if tracker.wandb is not None:
+                tracker.wandb.summary(results)
+    finally:  # a crash too closes the W&B run (a sweep worker starts the next one in this process)
+        if tracker.wandb is not None:
+            crashed = sys.exc_info()[0] is not None or fitted is None or fitted.status == "interrupted"
+            tracker.wandb.finish(exit_code=1 if crashed else 0)
     if fitted.status == "interrupted":
         raise KeyboardInterrupt
     return results
@@ -182,8 +189,7 @@ class Parts:
 
 
 def build_trainer(cfg: RunConfig, tracker: RunTracker, module: SeqModule, task: Task,
-                  callbacks: Sequence[pl.Callback], progress: bool, strategy: str,
-                  logger: Any | None) -> tuple[pl.Trainer, Parts]:
+                  callbacks: Sequence[pl.Callback], progress: bool, strategy: str) -> tuple[pl.Trainer, Parts]:
     t = cfg.train
     clock = TrainClock(process_start=time.perf_counter() - (time.time() - tracker.started))  # setup included
     facts = DeviceFacts()
@@ -206,7 +212,7 @@ def build_trainer(cfg: RunConfig, tracker: RunTracker, module: SeqModule, task: 
         num_sanity_val_steps=0, accelerator=t.accelerator, devices=t.devices, strategy=strategy,
         num_nodes=t.num_nodes, precision=t.precision, deterministic=t.deterministic,
         gradient_clip_val=cfg.optim.grad_clip, gradient_clip_algorithm="norm",
-        logger=logger if logger is not None else False, callbacks=cbs,
+        logger=False, callbacks=cbs,  # W&B is fed from the metrics.csv rows (tracking.WandbRun)
         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
         use_distributed_sampler=False, log_every_n_steps=min(CHECK_EVERY, t.val_every),
         default_root_dir=str(tracker.dir))
@@ -303,11 +309,15 @@ def assemble_results(cfg: RunConfig, tracker: RunTracker, task: Task, module: Se
         "primary_metric": f"val/{cfg.task.facts.primary}", "primary_goal": cfg.task.facts.primary_goal.value,
         "steps": fitted.steps, "wall_time_s": round(fitted.clock.wall_s, 3), "train_time_s": round(train_s, 3),
         **speed, **_utilisation(cfg, task.spec, speed.get("tokens_per_s"), facts),
-        "n_params": sum(p.numel() for p in module.net.parameters()),
+        "n_params": n_params(module),
         **facts,
         "extras": extras,
         "config": cfg.to_dict(),
     }
+
+
+def n_params(module: SeqModule) -> int:
+    return sum(p.numel() for p in module.net.parameters())
 
 
 def _si(x: float) -> str:

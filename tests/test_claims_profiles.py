@@ -1,0 +1,75 @@
+"""Each shipped claim's paper profile runs models of the paper's size.
+
+A claim's ``source.params`` states, per group of paper-profile configurations, the paper's parameter
+count (stated in the paper, or derived from its stated architecture) and seqbench's. This test builds
+every paper-profile grid point's model (no training) and checks that each is covered by an entry,
+that its count is the ``seqbench`` number the YAML states, and that it is within 10% of the paper's.
+``paper: null`` is allowed only where the paper states no count and its architecture has no counterpart
+here (``from: "not comparable: ..."``). The claim files are read raw (not through ``Claim``) so this
+checks sizes whatever else the schema adds.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seqbench.bench.config import build_config, load_yaml
+from seqbench.bench.training.train import build_task
+from seqbench.models.base import build_model
+from seqbench.sweeps.claims.schema import CLAIM_KEYS, deep_merge, shipped_claims
+from seqbench.sweeps.spec import parse_spec
+
+# claim-level keys that are not part of the sweep spec (judge's controls/looks included)
+NOT_SPEC = set(CLAIM_KEYS) | {"question", "controls", "looks"}
+TOLERANCE = 0.10
+
+
+def paper_points(raw: dict[str, Any]) -> list[tuple[dict[str, Any], int]]:
+    """(grid point, parameter count) for every configuration the paper profile runs."""
+    spec_raw = {k: v for k, v in raw.items() if k not in NOT_SPEC}
+    profile = {k: v for k, v in raw["profiles"]["paper"].items() if k != "looks"}
+    spec = parse_spec({"question": raw["question"], **deep_merge(spec_raw, profile)})
+    out = []
+    for point in spec.grid():
+        cfg = build_config(spec.config_dict(point, seed=0))
+        net = build_model(cfg.model, build_task(cfg).spec)
+        out.append((point, sum(p.numel() for p in net.parameters())))
+    return out
+
+
+def matches(where: dict[str, Any], point: dict[str, Any]) -> bool:
+    return all(k in point and point[k] == v for k, v in where.items())
+
+
+SWEEP_CLAIMS = [p for p in shipped_claims() if load_yaml(p).get("kind", "sweep") == "sweep"]
+
+
+@pytest.mark.parametrize("path", SWEEP_CLAIMS, ids=lambda p: p.stem)
+def test_paper_profile_parameter_counts_match_the_paper(path: Path):
+    raw = load_yaml(path)
+    entries = raw["source"].get("params")
+    assert entries, f"{path.stem}: source.params must state the paper's and seqbench's parameter counts"
+    for point, n in paper_points(raw):
+        covering = [e for e in entries if matches(e["where"], point)]
+        assert covering, f"{path.stem}: no source.params entry covers the paper-profile configuration {point}"
+        for e in covering:
+            assert e["from"].strip(), f"{path.stem}: {e['where']}: say where the paper's count comes from"
+            assert n == e["seqbench"], f"{path.stem}: {point} builds {n:,} parameters, the YAML says {e['seqbench']:,}"
+            if e["paper"] is None:  # no count in the paper and no counterpart architecture: say so
+                assert e["from"].startswith(("not comparable:", "not in the paper:")), (
+                    f"{path.stem}: {e['where']}: paper: null needs from: 'not comparable: <why>'")
+                continue
+            assert abs(n - e["paper"]) <= TOLERANCE * e["paper"], (
+                f"{path.stem}: {point}: seqbench {n:,} vs paper {e['paper']:,} parameters (more than 10% apart)")
+
+
+def test_a_count_off_by_more_than_ten_percent_is_caught():
+    # the tcn_adding paper profile before issue 19 (repository default 30 channels, kernel 7: 96K
+    # against the paper's 70K) must fail the same arithmetic the test above applies
+    raw = load_yaml(next(p for p in SWEEP_CLAIMS if p.stem == "tcn_adding"))
+    raw = deep_merge(raw, {"profiles": {"paper": {"base": {"model": {"d_model": 30}},
+                                                  "per_model": {"tcn": {"model.kernel_size": 7}}}}})
+    counts = {p["model.name"]: n for p, n in paper_points(raw)}
+    assert counts["tcn"] == 96001 and abs(counts["tcn"] - 70000) > TOLERANCE * 70000
