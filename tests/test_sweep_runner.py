@@ -16,6 +16,7 @@ import yaml
 from optuna.trial import TrialState
 
 from seqbench.bench.cli import main
+from seqbench.bench.core.artifacts import wandb_group
 from seqbench.sweeps.liveness import reap_stale
 from seqbench.sweeps.optuna_adapter import set_trial_flag
 from seqbench.sweeps.storage import open_storage, redact
@@ -77,7 +78,8 @@ def test_grid_study_keeps_the_report_contract_and_resume_reruns_nothing(tmp_path
             cfg = res["config"]
             assert res["seed"] == seed and res["final"]["val/acc"] == pytest.approx(u["per_seed"][seed])
             assert cfg["model"]["name"] == t.params["model.name"] and cfg["task"]["delay"] == t.params["task.delay"]
-            assert cfg["tracking"]["group"] == "tiny" and f"trial-{t.number}" in cfg["tracking"]["tags"]
+            assert cfg["tracking"]["group"] == wandb_group("tiny", str(out / "optuna.journal"))
+            assert f"trial-{t.number}" in cfg["tracking"]["tags"]
             assert cfg["model"].get("forget_bias", 2.0) == 2.0  # the per_model block reached the lstm
             if seed == 0:
                 assert res["config_hash"] == u["config_hash"]
