@@ -3,6 +3,7 @@
     python benchmarks/sweep_throughput.py                          # workers 1,2,4,8 (capped, see below)
     python benchmarks/sweep_throughput.py --workers 1,2 --trials 6 --steps 30
     python benchmarks/sweep_throughput.py --workers 1,4,8,16 --devices 0   # GPU: all on cuda:0
+    python benchmarks/sweep_throughput.py --workers 1,2 --steps 300 --repeat 5  # median of 5 per row
 
 Each worker count runs the same grid from scratch (a fresh out dir and journal) through the real
 command, ``seqbench sweep SPEC --workers K``, exactly as a user would: wall time includes starting
@@ -12,7 +13,9 @@ On a GPU machine the workers land round-robin on the visible GPUs (``--devices``
 
 trials/hour = completed trials / wall seconds * 3600; speed-up is against the 1-worker row. The
 1-minute load average before and after each row is printed: on a shared machine other processes
-take cores too, and a row is only as clean as its load.
+take cores too, and a row is only as clean as its load. With ``--repeat N`` every worker count runs
+N times, the counts taking turns (1, 2, 1, 2, ...) so a change in the machine's load hits each
+alike; a row shows the median wall time, its range, and the load averages over its runs.
 
 Default worker counts above 2 x the CPU cores are skipped (they only oversubscribe the cores with
 one intra-op thread each); counts passed explicitly with ``--workers`` always run.
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -101,6 +105,7 @@ def main() -> None:
     ap.add_argument("--d-model", type=int, default=32)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--devices", help="passed to seqbench sweep --devices (GPU machines)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per worker count; a row is their median")
     args = ap.parse_args()
     if args.workers:
         try:
@@ -115,20 +120,31 @@ def main() -> None:
         if skipped:
             print(f"skipping {','.join(map(str, skipped))} workers on {cores()} cores "
                   f"(pass --workers {','.join(map(str, DEFAULT_WORKERS))} to run them anyway)")
-    if args.trials < 1 or args.steps < 1:
-        raise SystemExit("error: --trials and --steps must be >= 1")
+    if args.trials < 1 or args.steps < 1 or args.repeat < 1:
+        raise SystemExit("error: --trials, --steps and --repeat must be >= 1")
     spec = grid_spec(args.model, args.d_model, args.trials, args.steps, args.batch_size)
     print(f"{device_line(args.devices)}; grid: {args.trials} trials of {args.model} d_model={args.d_model}, "
           f"{args.steps} steps, batch {args.batch_size}")
-    print(f"speed-up against the {counts[0]}-worker row")
-    print(f"{'workers':>7} {'wall s':>8} {'trials':>6} {'trials/h':>9} {'speed-up':>8}   load avg (1 min) before -> after")
+    print(f"speed-up against the {counts[0]}-worker row" + (f"; median of {args.repeat} runs" if args.repeat > 1 else ""))
+    runs: dict[int, list[dict]] = {k: [] for k in counts}
+    for _ in range(args.repeat):
+        for k in counts:
+            runs[k].append(one_row(spec, k, args.devices))
+            if args.repeat > 1:
+                r = runs[k][-1]
+                print(f"  ({k} worker(s): {r['wall_s']:.1f} s, load {r['load0']:.2f} -> {r['load1']:.2f})", flush=True)
+    print(f"{'workers':>7} {'wall s':>8} {'range s':>11} {'trials':>6} {'trials/h':>9} {'speed-up':>8}   "
+          "load avg (1 min) before -> after")
     base = None
     for k in counts:
-        row = one_row(spec, k, args.devices)
-        rate = row["trials"] / row["wall_s"] * 3600
+        walls = sorted(r["wall_s"] for r in runs[k])
+        wall = statistics.median(walls)
+        trials = min(r["trials"] for r in runs[k])
+        rate = trials / wall * 3600
         base = base or rate
-        print(f"{k:>7} {row['wall_s']:>8.1f} {row['trials']:>6} {rate:>9.0f} {rate / base if base else 0:>7.2f}x   "
-              f"{row['load0']:.2f} -> {row['load1']:.2f}", flush=True)
+        loads = (statistics.mean(r["load0"] for r in runs[k]), statistics.mean(r["load1"] for r in runs[k]))
+        print(f"{k:>7} {wall:>8.1f} {walls[0]:>5.1f}-{walls[-1]:<5.1f} {trials:>6} {rate:>9.0f} "
+              f"{rate / base if base else 0:>7.2f}x   {loads[0]:.2f} -> {loads[1]:.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from optuna.trial import TrialState
 from seqbench.bench.core.artifacts import (EVAL, FINAL, OBJECTIVE, PARAM, RESULT_PARTS, TRIAL_VALUE, eval_metrics,
                                            read_metrics, read_results, runs_path)
 from seqbench.bench.core.errors import UserError
+from seqbench.sweeps.liveness import superseded
 
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
 _RUN_SCALARS = ("steps", "train_time_s", "wall_time_s", "n_params", "samples_per_s", "task", "model",
@@ -164,7 +165,9 @@ def build_table(study: optuna.Study, runs: Path) -> pd.DataFrame:
     """One row per run of every trial (see the module docstring for the columns)."""
     objectives = objectives_of(study)
     rows: list[dict[str, Any]] = []
-    for t in study.get_trials(deepcopy=False):
+    trials = study.get_trials(deepcopy=False)
+    gone = superseded(trials)  # failed trials whose configuration was queued again
+    for t in trials:
         ua = t.user_attrs
         base: dict[str, Any] = {"trial": t.number, "state": t.state.name,
                                 "config_hash": ua.get("config_hash"),
@@ -176,7 +179,7 @@ def build_table(study: optuna.Study, runs: Path) -> pd.DataFrame:
             base[o.trial_column] = _num(values[k]) if k < len(values) else math.nan
         # seeds of COMPLETE trials, and the surviving seeds of FAIL trials (one diverged seed fails a
         # trial, and those cells matter most); a pruned, running or retried run is not comparable
-        scored = t.state in (TrialState.COMPLETE, TrialState.FAIL) and not ua.get("retried")
+        scored = t.state in (TrialState.COMPLETE, TrialState.FAIL) and t.number not in gone
         run_ids = list(ua.get("run_ids") or [])
         seeds = list(ua.get("seeds") or [])
         if not run_ids:

@@ -13,6 +13,7 @@ from typing import Any
 from optuna.trial import FrozenTrial, TrialState
 
 from seqbench.bench.core.text import duration, text_table
+from seqbench.sweeps.liveness import superseded
 
 
 @dataclass
@@ -82,8 +83,9 @@ def best_trials(trials: list[FrozenTrial], spec, k: int = 10) -> list[FrozenTria
 def summary(trials: list[FrozenTrial], spec) -> str:
     metrics = spec.metrics()
     by: dict[str, int] = {}
+    gone = superseded(trials)
     for t in trials:
-        name = "retried" if t.state == TrialState.FAIL and t.user_attrs.get("retried") else t.state.name.lower()
+        name = "retried" if t.number in gone else t.state.name.lower()
         by[name] = by.get(name, 0) + 1
     lines = [f"{len(trials)} trials: " + ", ".join(f"{n} {s}" for s, n in sorted(by.items()))]
     best = best_trials(trials, spec)

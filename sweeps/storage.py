@@ -6,31 +6,27 @@
 - sqlite:///p:            RDBStorage too, but it loses trials under concurrent writers ("database is
                           locked" in our check): a warning says to use the journal file instead
 
-Liveness: Optuna 5's JournalStorage has no heartbeat, and the RDB heartbeat fails a stale trial
-without a way to say why, so seqbench keeps its own for every storage: a worker stamps its
-RUNNING trial's ``heartbeat`` system attr every ``interval`` seconds (``Heartbeat``), and any
-worker fails a RUNNING trial whose stamp is older than the grace period (``reap_stale``).
+A journal file whose last write was torn (a crash or a full disk mid-write) is repaired when
+opened (``repair_journal``). Liveness of RUNNING trials is ``sweeps/liveness.py``.
 """
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
 import sys
-import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
 
 import optuna
-from optuna.exceptions import UpdateFinishedTrialError
 from optuna.storages import JournalStorage, RDBStorage
-from optuna.storages.journal import JournalFileBackend
-from optuna.trial import FrozenTrial, TrialState
+from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 
-from seqbench.bench.core.artifacts import check_trial_attrs
 from seqbench.bench.core.errors import UserError
 
 _RDB_SCHEMES = ("postgresql", "postgres", "mysql", "sqlite")
-HEARTBEAT_ATTR = "heartbeat"
 
 
 def redact(url: str) -> str:
@@ -56,6 +52,7 @@ def open_storage(url: str | None, out_dir: str | Path = "outputs") -> optuna.sto
     if path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            repair_journal(path)
             return JournalStorage(JournalFileBackend(str(path)))
         except OSError as e:
             raise UserError(f"--storage: cannot use journal file {path} ({e.strerror})") from None
@@ -110,83 +107,84 @@ def describe(url: str | None, out_dir: str | Path) -> str:
     return f"journal {path}" if path is not None else redact(str(url))
 
 
-# -- liveness --------------------------------------------------------------------------------
+# -- a torn journal ---------------------------------------------------------------------------
+# Optuna appends each operation as one JSON line, under a lock. A write cut short leaves a line
+# without its newline; Optuna's reader skips it, but the next append glues onto it and from then
+# on every reader dies with a JSONDecodeError: the study's completed trials become unreachable.
 
-class Heartbeat:
-    """Context manager: stamps the trial's ``heartbeat`` system attr every ``interval`` seconds.
-
-    ``lost`` turns true when the stamp cannot be written because another worker already failed
-    the trial as stale (it will be retried; this worker's result is dropped).
-    """
-
-    def __init__(self, storage: optuna.storages.BaseStorage, trial_id: int, interval: float):
-        self.storage, self.trial_id, self.interval = storage, trial_id, interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="seqbench-heartbeat", daemon=True)
-        self.lost = False
-
-    def _beat(self) -> None:
-        try:
-            self.storage.set_trial_system_attr(self.trial_id, HEARTBEAT_ATTR, time.time())
-        except UpdateFinishedTrialError:
-            self.lost = True
-            self._stop.set()
-        except Exception as e:  # noqa: BLE001 - a storage hiccup must not kill the trial; retry next beat
-            print(f"warning: heartbeat failed: {type(e).__name__}: {e}", file=sys.stderr)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self._beat()
-
-    def __enter__(self) -> "Heartbeat":
-        self._beat()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+_RECORD = b'{"op_code"'  # how every record begins (json.dumps escapes quotes inside strings)
 
 
-def last_beat(t: FrozenTrial) -> float:
-    stamp = t.system_attrs.get(HEARTBEAT_ATTR)
-    if stamp is not None:
-        return float(stamp)
-    return t.datetime_start.timestamp() if t.datetime_start else time.time()
+def _whole(line: bytes) -> bool:
+    """A complete record: the cheap test first (one record start, a closing brace), then JSON."""
+    if line.startswith(_RECORD) and line.count(_RECORD) == 1 and line.endswith(b"}"):
+        return True
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
-def trial_params(t: FrozenTrial) -> dict[str, Any]:
-    """A trial's parameters, including enqueued ones it had not suggested yet when it died."""
-    return {**t.system_attrs.get("fixed_params", {}), **t.params}
+def _salvage(line: bytes) -> bytes | None:
+    """The record glued onto a torn one (the earliest record start whose rest parses), or None."""
+    start = line.find(_RECORD, 1)
+    while start != -1:
+        if _whole(line[start:]):
+            return line[start:]
+        start = line.find(_RECORD, start + 1)
+    return None
 
 
-def reap_stale(study: optuna.Study, grace: float, on_reaped: Callable[[FrozenTrial], None] | None = None
-               ) -> list[FrozenTrial]:
-    """Fail RUNNING trials with no heartbeat for ``grace`` seconds and enqueue each once again.
-
-    Several workers may reap at once: only the one whose FAIL lands first re-enqueues
-    (the storage refuses to finish a finished trial), so a configuration is retried once.
-    """
-    storage, now, reaped = study._storage, time.time(), []
-    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        quiet = now - last_beat(t)
-        if quiet <= grace:
+def repaired(data: bytes) -> bytes | None:
+    """Journal bytes ``data`` without torn records (a glued record is kept), None when none is torn."""
+    lines = data.split(b"\n")
+    tail = lines.pop()  # what follows the last newline: empty unless the last write was torn
+    kept, changed = [], False
+    for line in lines:
+        if _whole(line):
+            kept.append(line)
             continue
+        changed = True
+        rest = _salvage(line)
+        if rest is not None:
+            kept.append(rest)
+    if tail:
+        changed = True
+        rest = tail if _whole(tail) else _salvage(tail)  # a record cut just before its newline is whole
+        if rest is not None:
+            kept.append(rest)
+    return b"".join(line + b"\n" for line in kept) if changed else None
+
+
+def repair_journal(path: Path) -> Path | None:
+    """Cut the torn records out of journal ``path``, keeping the original beside it as
+    ``<name>.torn-<UTC time>``; one warning line on stderr. Returns the backup (None: nothing torn)."""
+    try:
+        if not path.is_file() or repaired(path.read_bytes()) is None:
+            return None
+    except OSError:
+        return None  # unreadable: opening it reports why
+    lock = JournalFileSymlinkLock(str(path))  # Optuna's own lock: no writer appends meanwhile
+    lock.acquire()
+    try:
+        data = path.read_bytes()
+        fixed = repaired(data)  # again, under the lock: what looked torn may have been a write in flight
+        if fixed is None:
+            return None
+        backup = path.with_name(f"{path.name}.torn-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}")
         try:
-            storage.set_trial_user_attr(t._trial_id, "fail_reason",
-                                        f"worker lost: no heartbeat for {quiet:.0f}s (killed or stalled); retried")
-            storage.set_trial_user_attr(t._trial_id, "retried", True)
-            storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
-        except UpdateFinishedTrialError:
-            continue  # finished meanwhile, or another worker reaped it first
-        requeue(study, t)
-        reaped.append(t)
-        if on_reaped is not None:
-            on_reaped(t)
-    return reaped
-
-
-def requeue(study: optuna.Study, t: FrozenTrial) -> None:
-    """Enqueue a failed trial's configuration again; its runs continue from their checkpoints."""
-    study.enqueue_trial(trial_params(t), user_attrs=check_trial_attrs({
-        "retry_of": t.user_attrs.get("retry_of", t.number), "resume_run_ids": t.user_attrs.get("run_ids", [])}))
+            shutil.copyfile(path, backup)
+            if data.startswith(fixed):
+                os.truncate(path, len(fixed))  # only the tail goes: needs no free space
+            else:
+                tmp = path.with_name(path.name + ".repair")
+                tmp.write_bytes(fixed)
+                os.replace(tmp, path)
+        except OSError as e:
+            raise UserError(f"--storage: journal {path} has a torn record (a crash or a full disk mid-write) "
+                            f"and cannot be repaired ({e.strerror}); free space and run again") from None
+    finally:
+        lock.release()
+    print(f"warning: journal {path} had a torn record (a crash or a full disk mid-write): cut "
+          f"{len(data) - len(fixed)} bytes; the original is kept as {backup.name}", file=sys.stderr)
+    return backup

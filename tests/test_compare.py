@@ -14,7 +14,7 @@ import seqbench
 from seqbench.bench.cli import main
 from seqbench.reports.table import build_table
 from seqbench.bench.commands.compare import build_spec, study_name
-from seqbench.sweeps.runner import _key
+from seqbench.sweeps.study import grid_key as _key
 from seqbench.sweeps.spec import load_spec
 from seqbench.sweeps.storage import open_storage
 from tests.helpers import TINY_TASK

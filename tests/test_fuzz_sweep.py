@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import seqbench.bench.training.train
-import seqbench.sweeps.runner
+import seqbench.sweeps.processes
+import seqbench.sweeps.worker
 from seqbench.bench.cli import main
 from seqbench.sweeps.spec import load_spec
 from tests.helpers import TINY_TASK
@@ -179,7 +180,7 @@ def _invalid(path: Path, argv: list[str]) -> bool:
 def no_training(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("an invalid sweep reached a worker or a training run")
-    for mod, name in ((seqbench.sweeps.runner, "worker"), (seqbench.sweeps.runner, "run_workers"), (seqbench.sweeps.runner, "run_trial"),
+    for mod, name in ((seqbench.sweeps.worker, "worker"), (seqbench.sweeps.processes, "run_workers"), (seqbench.sweeps.worker, "run_trial"),
                       (seqbench.bench.training.train, "run")):
         monkeypatch.setattr(mod, name, refuse)
 

@@ -8,7 +8,7 @@ import torch
 
 from seqbench.bench.cli import main
 from seqbench.bench.core.errors import UserError
-from seqbench.sweeps import runner
+from seqbench.sweeps import processes as runner
 from tests.helpers import run_cli
 
 
@@ -76,9 +76,19 @@ def test_explicit_placement_reaches_the_workers(popen, tmp_path):
     assert [e["CUDA_VISIBLE_DEVICES"] for e in popen] == ["1", "1"]
 
 
-def test_cpu_workers_inherit_the_environment_unchanged(popen, tmp_path, monkeypatch):
+def test_cpu_workers_are_forked_from_this_process_not_started_afresh(popen, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "visible_cuda_devices", lambda: [])
+    forked = []
+    monkeypatch.setattr(runner, "fork_workers", lambda job, n: forked.append(n) or 0)
+    monkeypatch.setattr(runner, "can_fork", lambda: True)
+    assert runner.run_workers(job(tmp_path), 2) == 0
+    assert forked == [2] and popen == []  # no interpreter started: nobody imports torch again
+
+
+def test_cpu_workers_started_afresh_inherit_the_environment_unchanged(popen, tmp_path, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(runner, "visible_cuda_devices", lambda: [])
+    monkeypatch.setattr(runner, "can_fork", lambda: False)  # e.g. another thread runs here
     assert runner.run_workers(job(tmp_path), 2) == 0
     assert len(popen) == 2 and all("CUDA_VISIBLE_DEVICES" not in e for e in popen)
 

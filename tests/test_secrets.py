@@ -13,6 +13,7 @@ import optuna
 import pytest
 import yaml
 
+from seqbench.sweeps.optuna_adapter import storage_of, study_id
 from seqbench.sweeps.storage import open_storage, redact
 from tests.helpers import REPO
 from tests.pg_server import postgres_or_skip
@@ -52,7 +53,7 @@ def leaks(out: Path, texts: list[str], study: optuna.Study, secrets: list[str]) 
         found += [f"{p.relative_to(out)}: {s}" for s in secrets if s.encode() in data]
     for i, text in enumerate(texts):
         found += [f"output {i}: {s}" for s in secrets if s in text]
-    attrs = [study.user_attrs, study._storage.get_study_system_attrs(study._study_id)] + [a for t in study.get_trials()
+    attrs = [study.user_attrs, storage_of(study).get_study_system_attrs(study_id(study))] + [a for t in study.get_trials()
                                                       for a in (t.user_attrs, t.system_attrs)]
     blob = json.dumps(attrs, default=str)
     found += [f"study/trial attrs: {s}" for s in secrets if s in blob]
@@ -115,7 +116,7 @@ def test_postgres_password_and_key_never_leak(tmp_path, secret_pg_url):
 
 def test_worker_processes_do_not_carry_the_storage_url_on_their_command_line(tmp_path, monkeypatch):
     """``ps`` shows every user a process's arguments: the job (with its storage URL) goes by environment."""
-    import seqbench.sweeps.runner as runner
+    import seqbench.sweeps.processes as runner
 
     seen = []
 
@@ -129,7 +130,7 @@ def test_worker_processes_do_not_carry_the_storage_url_on_their_command_line(tmp
     monkeypatch.setattr(runner.subprocess, "Popen", FakePopen)
     job = runner.Job(spec={}, spec_path="x.yaml", study="s", storage=f"postgresql://u:{PASSWORD}@h/db",
                      out_dir=str(tmp_path), argv=["seqbench", "sweep", "--storage", f"postgresql://u:{PASSWORD}@h/db"])
-    assert runner.run_workers(job, 2) == 0
+    assert runner.exec_workers(job, [None, None]) == 0  # forked workers (CPU) have no command line at all
     assert len(seen) == 2
     for args, env in seen:
         assert PASSWORD not in " ".join(args)

@@ -40,9 +40,9 @@ from seqbench.bench.training.tracking import check_writable
 from seqbench.reports.comparisons import comparisons, ranked
 from seqbench.reports.headline import headline
 from seqbench.reports.runs import metric_goal_of
-from seqbench.sweeps.runner import comparable
 from seqbench.sweeps.spec import parse_spec
 from seqbench.sweeps.storage import check_scheme
+from seqbench.sweeps.study import comparable
 
 ALIASES = {"task": "task.name", "model": "model.name"}
 _REFUSED = {"seed": "compare runs every setting on seeds=N replicates (or seeds=0,1,2); set seeds=",

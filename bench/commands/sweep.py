@@ -32,18 +32,11 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.training.tracking import check_writable
 from seqbench.sweeps import spec_path
 from seqbench.sweeps.progress import summary
-from seqbench.sweeps.runner import (
-    Job,
-    counts_as_done,
-    open_study,
-    optuna_quiet,
-    placement,
-    run_workers,
-    visible_cuda_devices,
-    worker,
-)
+from seqbench.sweeps.processes import placement, run_workers, visible_cuda_devices
 from seqbench.sweeps.spec import resolve_spec
 from seqbench.sweeps.storage import check_scheme, describe, redact
+from seqbench.sweeps.study import Job, n_done, open_study, optuna_quiet, requeue_failed
+from seqbench.sweeps.worker import worker
 
 
 def register(sp: argparse.ArgumentParser) -> None:
@@ -62,6 +55,8 @@ def register(sp: argparse.ArgumentParser) -> None:
                     "base.out_dir, else outputs)")
     sp.add_argument("--heartbeat", type=float, default=10.0, help="seconds between liveness stamps; a "
                     "trial silent for 6 of them is failed and retried")
+    sp.add_argument("--retry-failed", action="store_true", help="queue again the trials that failed for a reason "
+                    "outside the experiment (no space left, out of memory, killed); diverged trials stay")
     sp.add_argument("--print-config", action="store_true", help="print the resolved spec (its base with the "
                     "overrides applied, --trials included) as YAML and exit")
     sp.set_defaults(func=cmd_sweep)
@@ -108,13 +103,14 @@ class SweepResult:
 def sweep(spec: str | Path, overrides: Sequence[str] = (), *, trials: int | None = None, workers: int = 1,
           devices: list[int] | None = None, storage: str | None = None, study: str | None = None,
           out_dir: str | Path | None = None, heartbeat: float = 10.0, argv: Sequence[str] | None = None,
-          quiet_summary: bool = False) -> SweepResult:
+          quiet_summary: bool = False, retry_failed: bool = False) -> SweepResult:
     """Run (or continue) the study of sweep spec ``spec`` (a path or a shipped name) with ``overrides``
     applied to its base: the one entry behind ``seqbench sweep``, ``compare`` and ``verify``.
 
     ``argv`` is the command line recorded as provenance (default: the equivalent ``seqbench sweep``
     command); storage passwords are redacted from it. Prints progress (a line per trial started and
-    finished) and, unless ``quiet_summary``, the best-configurations table.
+    finished) and, unless ``quiet_summary``, the best-configurations table. ``retry_failed``: run again
+    the trials that failed for a reason outside the experiment (``sweeps.study.requeue_failed``).
     """
     if workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {workers})")
@@ -142,7 +138,11 @@ def sweep(spec: str | Path, overrides: Sequence[str] = (), *, trials: int | None
     check_scheme(storage)
     check_writable(Path(out))  # one line now, not a failed trial per configuration later
     st = open_study(job, resolved, coordinator=True)
-    done = sum(1 for t in st.get_trials(deepcopy=False) if counts_as_done(t))
+    if retry_failed:
+        again = requeue_failed(st)
+        print(f"--retry-failed: {len(again)} trial(s) that failed outside the experiment queued again"
+              + (f" ({', '.join(str(t.number) for t in again)})" if again else ""), flush=True)
+    done = n_done(st.get_trials(deepcopy=False))
     print(f"study {job.study}: {resolved.method}, {resolved.budget()} configurations x {len(resolved.seeds)} "
           f"seed(s), {done} done; {workers} worker(s)" + (f", {threads} torch thread(s) each" if threads else "")
           + f"; storage {describe(storage, out)}", flush=True)
@@ -171,7 +171,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     r = sweep(args.spec, args.overrides, trials=args.trials, workers=args.workers, devices=args.devices,
               storage=args.storage, study=args.study, out_dir=args.out_dir, heartbeat=args.heartbeat,
-              argv=args.command_line[2:])
+              argv=args.command_line[2:], retry_failed=args.retry_failed)
     print(f"runs under {runs_path(r.out_dir)}; dashboard: {report_hint(r.study, str(r.out_dir), r.storage)}")
     return r.status
 

@@ -269,7 +269,7 @@ def read_metrics(run_dir: Path) -> list[MetricsRow]:
 # -- diagnostics.json: typed in bench/core/diagnostics_format.py (pydantic: the writer validates each record,
 # the reader checks the format version), the one definition bench.diagnostics and reports share.
 
-# -- Optuna study and trial attributes (sweeps.runner writes, reports read) -----------------------
+# -- Optuna study and trial attributes (sweeps.trial writes, reports read) -----------------------
 
 class StudyAttrs(TypedDict, total=False):
     spec: dict[str, Any]  # the validated sweep spec

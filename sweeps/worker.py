@@ -1,0 +1,88 @@
+"""The worker loop: take a trial, run it, until the study's budget is met.
+
+Grid workers pop WAITING trials (the creator enqueued every grid point); tpe/random/nsga2 workers
+ask the sampler. Finished trials are never re-run. Before each trial a worker fails the RUNNING
+trials of dead workers (no heartbeat for the grace period) and queues their configurations again.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from seqbench.sweeps.liveness import reap_stale, superseded
+from seqbench.sweeps.optuna_adapter import claim_waiting
+from seqbench.sweeps.progress import Progress, start_line, trial_line
+from seqbench.sweeps.spec import SweepSpec, parse_spec
+from seqbench.sweeps.storage import redact
+from seqbench.sweeps.study import Job, counts_as_done, n_done, open_study, optuna_quiet
+from seqbench.sweeps.trial import run_trial, suggest
+
+
+def _pop_waiting(study: optuna.Study) -> optuna.Trial | None:
+    """Take one WAITING trial; the storage lets exactly one worker win each."""
+    for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+        trial = claim_waiting(study, t)
+        if trial is not None:
+            return trial
+    return None
+
+
+def next_trial(study: optuna.Study, spec: SweepSpec) -> optuna.Trial | None | bool:
+    """A trial to run, None to wait (others still running), False when the budget is met."""
+    trials = study.get_trials(deepcopy=False)
+    gone = superseded(trials)
+    waiting = [t for t in trials if t.state == TrialState.WAITING]
+    running = [t for t in trials if t.state == TrialState.RUNNING]
+    done = [t for t in trials if counts_as_done(t, gone)]
+    if spec.method == "grid":
+        if waiting:
+            return _pop_waiting(study)
+    elif waiting or len(done) + len(running) < spec.budget():
+        return study.ask()
+    return None if running else False
+
+
+def worker(job: Job, study: optuna.Study | None = None, *, max_trials: int | None = None,
+           timeout: float | None = None) -> int:
+    """Run trials until the study's budget is met; returns how many this worker finished."""
+    optuna_quiet()
+    # W&B records this process's sys.argv in every run's metadata; a worker running in the command's
+    # own process (or a copy of it) has the command line there, storage password included
+    sys.argv[:] = [redact(a) for a in sys.argv]
+    spec = parse_spec(job.spec, source=job.spec_path)
+    study = study or open_study(job, spec, coordinator=False)
+    timeout = timeout if timeout is not None else spec.timeout
+    t0, finished = time.time(), 0
+    poll = max(0.2, min(2.0, job.heartbeat / 2))
+    progress = Progress(spec.budget(), n_done(study.get_trials(deepcopy=False)))
+    while max_trials is None or finished < max_trials:
+        if timeout is not None and time.time() - t0 > timeout:
+            break
+        reap_stale(study, job.grace, on_reaped=lambda t: print(
+            f"trial {t.number:>4} FAIL     worker lost (no heartbeat for {job.grace:.0f}s); "
+            "its configuration is queued again", flush=True))
+        trial = next_trial(study, spec)
+        if trial is False:
+            break
+        if trial is None:
+            time.sleep(poll)
+            continue
+        print(start_line(trial.number, _params_or_none(trial, spec)), flush=True)
+        frozen = run_trial(study, trial, spec, job)
+        finished += 1
+        if frozen is not None:
+            print(trial_line(frozen, spec.metrics(), progress.tag(n_done(study.get_trials(deepcopy=False)))),
+                  flush=True)
+    return finished
+
+
+def _params_or_none(trial: optuna.Trial, spec: SweepSpec) -> dict[str, Any]:
+    """The trial's configuration for its start line (suggesting is idempotent: run_trial gets the same)."""
+    try:
+        return suggest(trial, spec)
+    except Exception:  # noqa: BLE001 - run_trial reports a sampling failure as the trial's FAIL
+        return {}
