@@ -22,6 +22,7 @@ from urllib.parse import urlparse
 
 from seqbench.bench.core.artifacts import wandb_group
 from seqbench.bench.core.errors import UserError
+from seqbench.reports import figures as F
 
 if TYPE_CHECKING:  # preflight stays import-light so that a refusal is immediate
     import pandas as pd
@@ -91,10 +92,9 @@ def project_of(info: "StudyInfo", env: Mapping[str, str]) -> str:
 def build(info: "StudyInfo", df: "pd.DataFrame", entity: str | None, project: str) -> "wr.Report":
     """The Report object (no network when ``entity`` is given; None: W&B's default entity, which
     the Report API looks up online)."""
-    import wandb_workspaces.reports.v2 as wr
-    from wandb_workspaces import expr
+    import wandb_workspaces.reports.v2 as wr  # here: an optional extra (seqbench[publish]), checked by preflight
+    from wandb_workspaces import expr  # the same optional extra
 
-    from seqbench.reports import figures as F
 
     obj = info.objectives[0]
     params = F.swept(df)

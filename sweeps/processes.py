@@ -22,6 +22,8 @@ import threading
 import time
 from dataclasses import asdict
 
+import torch
+
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.study import Job
 from seqbench.sweeps.worker import worker
@@ -36,8 +38,6 @@ def visible_cuda_devices() -> list[str]:
     Entries of an inherited ``CUDA_VISIBLE_DEVICES`` (indices, UUIDs or MIG ids) are kept as they are,
     so a worker handed entry i sees the same device this process calls ``cuda:i``. [] without CUDA.
     """
-    import torch
-
     n = torch.cuda.device_count()
     if not n:
         return []
@@ -111,10 +111,8 @@ def exec_workers(job: Job, devices: list[str | None]) -> int:
 
 def fork_workers(job: Job, n: int) -> int:
     """``n - 1`` forked copies of this process and this process itself work on the study."""
-    # what a trial imports, imported once here so every copy shares it (the ~4 s each would pay)
-    import seqbench.bench.training.tracking  # noqa: F401
-    import seqbench.bench.training.train  # noqa: F401
-
+    # what a trial needs (training, torch, Lightning) is imported at this module's top, through
+    # sweeps.worker -> sweeps.trial: every copy shares it instead of paying the ~4 s import again
     sys.stdout.flush()  # a buffer not yet written would be written once by each copy
     sys.stderr.flush()
     children = []

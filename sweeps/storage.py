@@ -11,6 +11,7 @@ opened (``repair_journal``). Liveness of RUNNING trials is ``sweeps/liveness.py`
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -94,7 +95,6 @@ def _with_driver(url: str) -> str:
     scheme, rest = url.split("://", 1)
     if scheme not in ("postgresql", "postgres"):
         return url
-    import importlib.util
 
     for module, driver in (("psycopg", "psycopg"), ("psycopg2", "psycopg2")):
         if importlib.util.find_spec(module) is not None:

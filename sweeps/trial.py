@@ -20,6 +20,8 @@ from optuna.trial import FrozenTrial, TrialState
 
 from seqbench.bench.core.artifacts import TrialAttrs, check_trial_attrs, wandb_group
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.training import train  # train.run looked up per call (tests replace it)
+from seqbench.bench.training.tracking import RunTracker
 from seqbench.sweeps.liveness import Heartbeat, requeue
 from seqbench.sweeps.optuna_adapter import frozen, set_trial_flag
 from seqbench.sweeps.pruning import PruningCallback
@@ -52,9 +54,6 @@ def one_line(e: BaseException) -> str:
 
 def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Job) -> FrozenTrial | None:
     """All seed replicates of one configuration; tells the study COMPLETE, PRUNED or FAIL."""
-    from seqbench.bench.training.tracking import RunTracker
-    from seqbench.bench.training.train import run
-
     t0 = time.perf_counter()
     metrics = spec.metrics()
     per_seed: list[Any] = []
@@ -87,7 +86,7 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
                 if len(metrics) == 1:
                     watch = "val/" + metrics[0].name.split("/", 1)[1]
                     cbs.append(PruningCallback(trial, watch, step_offset=i * cfg.train.max_steps))
-                r = run(cfg, argv=job.argv or None, callbacks=cbs, progress=False, tracker=tracker)
+                r = train.run(cfg, argv=job.argv or None, callbacks=cbs, progress=False, tracker=tracker)
                 if r["status"] == "diverged":
                     n_div += 1
                     reasons.append(f"seed {seed} diverged: {r['reason']}")

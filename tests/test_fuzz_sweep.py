@@ -200,8 +200,10 @@ def problems(code: int, out: str, err: str, token: str | tuple | None, tmp: Path
     if lines and not lines[0].startswith("error: "):
         found.append("first line does not start with 'error: '")
     alternatives = () if token is None else token if isinstance(token, tuple) else (token,)
-    if lines and alternatives and not any(t in lines[0] for t in alternatives):
-        found.append(f"first line names none of {alternatives}")
+    # every problem is listed, one per line (two mistakes, two lines): the injected one must be among them
+    errors = [line for line in lines if line.startswith("error: ")]
+    if errors and alternatives and not any(t in line for t in alternatives for line in errors):
+        found.append(f"no error line names any of {alternatives}")
     written = {str(p.relative_to(tmp)) for d in ("out", "outputs") for p in (tmp / d).rglob("*")}
     written |= {str(p.relative_to(tmp)) for p in tmp.rglob("*.journal")}
     if (tmp / "out").exists() or (tmp / "outputs").exists() or written:
@@ -214,7 +216,7 @@ def test_the_refusal_check_can_fail(tmp_path):
     assert problems(0, "", "", None, tmp_path) == ["exit code 0, not 2", "0 stderr lines"]
     assert "a traceback" in problems(2, "", "error: x\nTraceback (most recent call last):\n", None, tmp_path)
     assert problems(2, "", "error: seeds: bad\n", "parameters", tmp_path) == \
-        ["first line names none of ('parameters',)"]
+        ["no error line names any of ('parameters',)"]
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "optuna.journal").write_text("")
     assert problems(2, "", "error: x: y\n", None, tmp_path) == ["files written: ['out/optuna.journal']"]

@@ -27,9 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+import torch
+
+from seqbench.bench.config import RunConfig, load_config
 from seqbench.bench.core import artifacts
 from seqbench.bench.core.artifacts import Results, atomic_write
-from seqbench.bench.config import RunConfig
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.provenance import git_sha, versions
 
@@ -64,8 +66,6 @@ def find_resumable(cfg: RunConfig) -> Path | None:
     for d in runs.glob(f"*/{artifacts.CONFIG}"):
         run_dir = d.parent
         try:
-            from seqbench.bench.config import load_config
-
             if load_config(d).config_hash() != want:
                 continue
         except UserError:
@@ -112,8 +112,6 @@ class RunTracker:
         """The checkpoint to continue from, after dropping metrics rows logged past it."""
         if not (self.resumed and self.checkpoint.exists()):
             return None
-        import torch
-
         step = torch.load(self.checkpoint, map_location="cpu", weights_only=True)["global_step"]
         self.rows = [r for r in artifacts.read_metrics(self.dir) if r["step"] <= step]
         return self.checkpoint
@@ -216,7 +214,7 @@ class WandbRun:
     def __init__(self, cfg: RunConfig, run_id: str, target: WandbTarget, *, resumed: bool = False,
                  config_extra: Mapping[str, Any] | None = None):
         os.environ.setdefault("WANDB_SILENT", "true")
-        import wandb
+        import wandb  # here: a run with W&B off or WANDB_MODE=disabled never imports it (0.35 s)
 
         _skip_unused_launch_import(wandb)
         (target.root / "wandb").mkdir(parents=True, exist_ok=True)

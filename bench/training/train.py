@@ -166,7 +166,7 @@ def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.C
 def compile_net(cfg: RunConfig, module: SeqModule) -> None:
     if not cfg.train.compile:
         return
-    import torch._dynamo as dynamo
+    import torch._dynamo as dynamo  # here: only train.compile=true pays for importing the compiler stack
 
     # torch.compile is lazy: backend failures (e.g. no C++ compiler for inductor on CPU) surface at
     # the first forward; with this they fall back to eager with a warning instead of ending the run

@@ -57,7 +57,7 @@ def import_datasets() -> Any:
                           ("datasets.config", "HF_DATASETS_OFFLINE")):
             if mod in sys.modules:  # imported before HF_HUB_OFFLINE was set: flip the frozen flag
                 setattr(sys.modules[mod], attr, True)
-    import datasets
+    import datasets  # here, after HF_HUB_OFFLINE is set: datasets reads it when imported
 
     datasets.disable_progress_bars()
     datasets.logging.set_verbosity_error()
