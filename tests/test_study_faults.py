@@ -14,7 +14,7 @@ from optuna.trial import TrialState
 from seqbench.bench.cli import main
 from seqbench.sweeps.storage import open_storage, repaired
 from seqbench.sweeps.study import failed_outside
-from tests.test_sweep_runner import TINY_BASE, write_spec
+from tests.test_sweep_runner import lr_by_width_spec, write_spec
 
 TORN = b'{"op_code":5,"worker_id":"w","trial_id":1,"param_na'  # a write cut short (crash, full disk)
 
@@ -85,11 +85,7 @@ def test_retry_failed_reruns_a_trial_failed_by_a_full_disk_and_not_a_diverged_on
 
     monkeypatch.setattr(seqbench.bench.training.train, "run", disk_full)
     out = tmp_path / "out"
-    base = {**TINY_BASE, "task": {"name": "adding", "length": 8}, "model": {"name": "irnn", "d_model": 16},
-            "optim": {"optimizer": "sgd", "grad_clip": None},
-            "train": {**TINY_BASE["train"], "max_steps": 30, "val_every": 10, "diverge_loss": 5}}
-    p = write_spec(tmp_path, base=base, metric={"name": "val/mse", "goal": "minimize"},
-                   parameters={"optim.lr": {"values": [1e4, 1e-3]}, "model.d_model": {"values": [16, 12]}})
+    p = lr_by_width_spec(tmp_path, max_steps=30)
     assert main(["sweep", str(p), "--out-dir", str(out)]) == 0
     first = {(t.params["optim.lr"], t.params["model.d_model"]): t for t in load(out).get_trials()}
     assert first[(1e4, 16)].user_attrs["n_diverged"] == 1 and first[(1e4, 16)].state == TrialState.FAIL

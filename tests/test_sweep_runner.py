@@ -94,6 +94,16 @@ def test_grid_study_keeps_the_report_contract_and_resume_reruns_nothing(tmp_path
     assert "--study" in capsys.readouterr().err
 
 
+def lr_by_width_spec(tmp_path, max_steps: int):
+    """A 2x2 grid on adding with an SGD IRNN and no clipping: lr 1e4 diverges (a result), and d_model 12 is
+    the configuration a test makes fail for a reason outside the experiment."""
+    base = {**TINY_BASE, "task": {"name": "adding", "length": 8}, "model": {"name": "irnn", "d_model": 16},
+            "optim": {"optimizer": "sgd", "grad_clip": None},
+            "train": {**TINY_BASE["train"], "max_steps": max_steps, "val_every": 10, "diverge_loss": 5}}
+    return write_spec(tmp_path, base=base, metric={"name": "val/mse", "goal": "minimize"},
+                      parameters={"optim.lr": {"values": [1e4, 1e-3]}, "model.d_model": {"values": [16, 12]}})
+
+
 def test_divergence_and_exceptions_fail_their_trial_and_the_study_goes_on(tmp_path, monkeypatch, capsys):
     import seqbench.bench.training.train
 
@@ -106,11 +116,7 @@ def test_divergence_and_exceptions_fail_their_trial_and_the_study_goes_on(tmp_pa
 
     monkeypatch.setattr(seqbench.bench.training.train, "run", flaky_run)
     out = tmp_path / "out"
-    base = {**TINY_BASE, "task": {"name": "adding", "length": 8}, "model": {"name": "irnn", "d_model": 16},
-            "optim": {"optimizer": "sgd", "grad_clip": None},
-            "train": {**TINY_BASE["train"], "max_steps": 50, "val_every": 10, "diverge_loss": 5}}
-    p = write_spec(tmp_path, base=base, metric={"name": "val/mse", "goal": "minimize"},
-                   parameters={"optim.lr": {"values": [1e4, 1e-3]}, "model.d_model": {"values": [16, 12]}})
+    p = lr_by_width_spec(tmp_path, max_steps=50)
     assert main(["sweep", str(p), "--out-dir", str(out)]) == 0
     trials = {(t.params["optim.lr"], t.params["model.d_model"]): t for t in load(out, "tiny").get_trials()}
     diverged = trials[(1e4, 16)]
