@@ -165,13 +165,38 @@ class ResultsWriter(pl.Callback):
 class ProgressPrinter(pl.Callback):
     """One line per validation: step, the mean training loss since the previous line (the value
     metrics.csv holds), validation metrics, the memoryless baseline, this process's training
-    steps/s (validation excluded) and an ETA at this process's overall pace."""
+    steps/s (validation excluded) and an ETA at this process's overall pace.
+
+    In a terminal, a live status line (step, steps/s, ETA; redrawn at most every ``redraw_s``) sits
+    under them, so a long run shows it is moving between validations. Nothing live is written when
+    the stream is not a terminal (logs, pipes, sweeps), and the live line reads no loss: a loss on
+    the device would cost a synchronisation per redraw."""
 
     def __init__(self, label: str, max_steps: int, baseline: dict[str, float], writer: ResultsWriter,
-                 clock: TrainClock, stream=None):
+                 clock: TrainClock, stream=None, redraw_s: float = 0.2):
         self.label, self.max_steps, self.baseline = label, max_steps, baseline
         self.writer, self.clock = writer, clock
         self.stream = stream or sys.stdout
+        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.redraw_s, self._drawn = redraw_s, 0.0
+
+    def _pace(self, step: int) -> list[str]:
+        done = step - self.clock.process_first_step
+        train_s, wall_s = self.clock.this_process_train_s, time.perf_counter() - self.clock.process_start
+        if done > 0 and train_s > 0:
+            return [f"{done / train_s:.1f} steps/s", f"ETA {duration((self.max_steps - step) * wall_s / done)}"]
+        return []
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: Any, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        now = time.perf_counter()
+        if not self.live or trainer.global_rank != 0 or now - self._drawn < self.redraw_s:
+            return
+        self._drawn = now
+        step = trainer.global_step
+        line = "  ".join([f"[{self.label}] step {step:>6}/{self.max_steps}", *self._pace(step)])
+        self.stream.write(f"\r{line}\033[K")  # redraw in place; \033[K clears what a longer line left
+        self.stream.flush()
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: Any) -> None:
         if trainer.sanity_checking or trainer.global_rank != 0:
@@ -182,12 +207,13 @@ class ProgressPrinter(pl.Callback):
                  f"train/loss(mean) {row.get('train/loss', float('nan')):.4f}"]
         parts += [f"{k} {v:.4f}" for k, v in row.items() if k.startswith("val/")]
         parts.append("baseline " + " ".join(f"{k} {v:.4f}" for k, v in self.baseline.items()))
-        done = step - self.clock.process_first_step
-        train_s, wall_s = self.clock.this_process_train_s, time.perf_counter() - self.clock.process_start
-        if done > 0 and train_s > 0:
-            parts.append(f"{done / train_s:.1f} steps/s")
-            parts.append(f"ETA {duration((self.max_steps - step) * wall_s / done)}")
-        print("  ".join(parts), file=self.stream, flush=True)
+        parts += self._pace(step)
+        print(("\r\033[K" if self.live else "") + "  ".join(parts), file=self.stream, flush=True)
+
+    def on_train_end(self, trainer: pl.Trainer, pl_module: Any) -> None:
+        if self.live and trainer.global_rank == 0:
+            self.stream.write("\r\033[K")  # the live line goes; the closing summary follows
+            self.stream.flush()
 
 
 class DivergenceStop(RunStopper):
