@@ -11,6 +11,7 @@ cheap and pulls in torch only when a name that needs it is used)::
     c = seqbench.compare(["model=lstm,gru", "task=copy", "seeds=3"])  # CompareResult: table, report
     seqbench.report("demo")               # ReportResult: index.html of a study
     seqbench.cost(["models=lstm,transformer", "lengths=64,128,256"])  # CostResult: rows, exponents
+    seqbench.verify(["vanishing_gradients"])  # VerifyResult: each claim's verdict, the table, the page
     runs = seqbench.load_runs("outputs")  # every run folder as one pandas frame (the report's columns)
     model = seqbench.load_model(run_id)   # the trained SeqModule (eval mode); model.cfg is its RunConfig
 
@@ -46,6 +47,8 @@ _API = {
     "CostResult": ("seqbench.bench.commands.cost", "CostResult"),
     "runs": ("seqbench.bench.commands.runs", "runs"),
     "RunsResult": ("seqbench.bench.commands.runs", "RunsResult"),
+    "verify": ("seqbench.bench.commands.verify", "verify"),
+    "VerifyResult": ("seqbench.bench.commands.verify", "VerifyResult"),
     "load_runs": ("seqbench.reports.runs", "load_runs"),
     "UserError": ("seqbench.bench.core.errors", "UserError"),
     "evaluate": ("seqbench.bench.commands.eval", "evaluate"),

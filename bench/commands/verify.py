@@ -22,8 +22,9 @@ import json
 import math
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 import yaml
@@ -61,25 +62,47 @@ def register(sp: argparse.ArgumentParser) -> None:
     sp.set_defaults(func=cmd_verify)
 
 
-def cmd_verify(args: argparse.Namespace) -> int:
-    if args.workers < 1:
-        raise UserError(f"--workers: must be >= 1 (got {args.workers})")
-    claims = [load_claim(p) for p in find_claims(args.claims)]  # every file and profile checked first
-    out_dir = Path(args.out_dir)
+@dataclass(frozen=True)
+class VerifyResult:
+    """What ``verify()`` returns: each claim's judged result, the verdict table and the page."""
+
+    results: list[Any]  # ClaimResult per claim (verdict, rules, controls, table, wall_s, error)
+    table: pd.DataFrame  # the verdict table printed by the command (one row per rule and control)
+    index: Path  # <out_dir>/verify/index.html (verify.md beside it)
+
+    @property
+    def ok(self) -> bool:
+        """Every claim ran (whatever its verdict)."""
+        return not any(r.verdict == ERROR or r.error for r in self.results)
+
+
+def verify(claims: Sequence[str] = (), *, profile: str = "quick", workers: int = 1, storage: str | None = None,
+           out_dir: str | Path = "outputs", progress: bool = True) -> VerifyResult:
+    """Run and judge ``claims`` (names or files; default every shipped claim) at ``profile``: the entry
+    behind ``seqbench verify``. Every claim file and profile is checked before anything trains."""
+    if workers < 1:
+        raise UserError(f"--workers: must be >= 1 (got {workers})")
+    loaded = [load_claim(p) for p in find_claims(list(claims))]
+    out = Path(out_dir)
     results = []
-    for i, claim in enumerate(claims):
-        print(f"[verify {i + 1}/{len(claims)}] {claim.name} ({args.profile}): {claim.question}", flush=True)
-        results.append(run_claim(claim, args.profile, out_dir, args.workers, args.storage))
-        res = results[-1]
-        print(f"[verify {i + 1}/{len(claims)}] {claim.name}: {res.verdict_text()} in {res.wall_s:.0f}s"
-              + (f"; could not run: {res.error}" if res.error else ""), flush=True)
-    table = verdict_table(results)
-    print(format_table(table))
-    index = write_verify(results, out_dir / "verify")
-    print(f"verify: {', '.join(f'{r.claim.name} {r.verdict_text()}' for r in results)} -> {index} (+ verify.md)")
-    if any(r.verdict == ERROR or r.error for r in results):
+    for i, claim in enumerate(loaded):
+        if progress:
+            print(f"[verify {i + 1}/{len(loaded)}] {claim.name} ({profile}): {claim.question}", flush=True)
+        res = run_claim(claim, profile, out, workers, storage)
+        results.append(res)
+        if progress:
+            print(f"[verify {i + 1}/{len(loaded)}] {claim.name}: {res.verdict_text()} in {res.wall_s:.0f}s"
+                  + (f"; could not run: {res.error}" if res.error else ""), flush=True)
+    return VerifyResult(results, verdict_table(results), write_verify(results, out / "verify"))
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    r = verify(args.claims, profile=args.profile, workers=args.workers, storage=args.storage, out_dir=args.out_dir)
+    print(format_table(r.table))
+    print(f"verify: {', '.join(f'{c.claim.name} {c.verdict_text()}' for c in r.results)} -> {r.index} (+ verify.md)")
+    if not r.ok:
         return 1
-    return 1 if args.strict and any(r.verdict in (FAILS, INVALID) for r in results) else 0
+    return 1 if args.strict and any(c.verdict in (FAILS, INVALID) for c in r.results) else 0
 
 
 def format_table(t: pd.DataFrame) -> str:
