@@ -290,3 +290,18 @@ def test_diagnostics_metrics_per_run():
     assert m["diag/last_layer_grad_norm@first"] == 1.6  # layer 11, not the lexically last "2"
     assert m["diag/global_grad_norm@first"] == 2.0 and m["diag/global_grad_norm@max"] == math.inf
     assert math.isnan(m["diag/decay_rate@first"]) and all(math.isnan(v) for v in diag_metrics([]).values())
+
+
+def test_a_trial_failed_only_by_diverged_seeds_is_a_result_and_any_other_failure_is_reported():
+    """Read from the runs' own statuses, not the fail reason's wording."""
+    import pandas as pd
+
+    from seqbench.bench.commands.verify import failed_trials
+
+    table = pd.DataFrame([
+        {"trial": 0, "state": "FAIL", "status": "diverged", "fail_reason": "anything at all"},
+        {"trial": 0, "state": "FAIL", "status": "completed", "fail_reason": "anything at all"},
+        {"trial": 1, "state": "FAIL", "status": "not-started", "fail_reason": "RuntimeError: boom"},
+        {"trial": 2, "state": "COMPLETE", "status": "completed", "fail_reason": None},
+    ])
+    assert failed_trials(table) == ["trial 1 failed: RuntimeError: boom"]

@@ -43,11 +43,10 @@ from seqbench.bench.training.flops import forward_macs
 from seqbench.reports.table import Objective, build_table, load_study, runs_root
 from seqbench.reports.verify_html import claim_figure, cost_figure, verdict_figure, write_verify
 from seqbench.sweeps.claims.judge import ERROR, FAILS, INVALID, ClaimResult, decided, judge_all, verdict_table
+from seqbench.sweeps.claims.measure import RUN_STATUSES
 from seqbench.sweeps.claims.schema import ALPHA, cost_config, find_claims, load_claim, sweep_spec, swept_values
 from seqbench.sweeps.claims.schema import MIN_COST_LENGTHS as MIN_FIT_LENGTHS
 from seqbench.sweeps.storage import open_storage
-
-_DIVERGED_ONLY = re.compile(r"^\d+/\d+ seeds diverged")  # the runner's fail_reason when seeds only diverged
 
 
 def register(sp: argparse.ArgumentParser) -> None:
@@ -197,9 +196,10 @@ def failed_trials(table: pd.DataFrame) -> list[str]:
         return []
     out = []
     for trial, g in table[table["state"] == "FAIL"].groupby("trial"):
-        why = str(g["fail_reason"].iloc[0] or "")
-        if not _DIVERGED_ONLY.match(why):
-            out.append(f"trial {trial} failed: {why}")
+        # from the runs' own results, not the reason's text: every seed ran to an end, one or more diverged
+        diverged_only = g["status"].isin(RUN_STATUSES).all() and (g["status"] == "diverged").any()
+        if not diverged_only:
+            out.append(f"trial {trial} failed: {g['fail_reason'].iloc[0] or ''}")
     return out
 
 
