@@ -56,3 +56,14 @@ def test_a_wrong_import_breaks_a_contract(tmp_path, module, line, broken):
     r = lint(tmp_path)
     assert r.returncode != 0
     assert "1 broken" in r.stdout and broken in r.stdout, r.stdout
+
+
+if __name__ == "__main__":  # `make lint-imports`: the same check outside pytest, with import-linter's report
+    import sys as _sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        installed_layout(Path(tmp))
+        result = lint(Path(tmp))
+        print(result.stdout + result.stderr, end="")
+        _sys.exit(result.returncode)
