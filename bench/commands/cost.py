@@ -52,7 +52,7 @@ class PointProgress:
         print(f"{tag} {point_line(p.row)}", flush=True)
 
 
-def cost_config(settings: Sequence[str] = (), out_dir: str | Path | None = None) -> Any:
+def config_with_out_dir(settings: Sequence[str] = (), out_dir: str | Path | None = None) -> Any:
     """The ``CostConfig`` of ``key=value`` settings; ``out_dir`` (``--out-dir``) wins over the default,
     and typed as well as ``out_dir=`` with another folder is refused."""
     c = parse_cost_config(list(settings))
@@ -66,7 +66,7 @@ def cost_config(settings: Sequence[str] = (), out_dir: str | Path | None = None)
 def cost(config: Any = (), *, progress: bool = True) -> CostResult:
     """Measure ``config`` (a ``CostConfig``, or ``key=value`` settings such as ``["models=rnn,lstm"]``) and
     write its files under ``config.out_dir``; prints ``[k/N, ETA]`` per point unless ``progress`` is off."""
-    c = config if isinstance(config, CostConfig) else cost_config(config)
+    c = config if isinstance(config, CostConfig) else config_with_out_dir(config)
     result = sweep(c, PointProgress(len(c.models), c.lengths) if progress else (lambda p: None))
     paths = write_outputs(result, Path(c.out_dir))
     return CostResult(c, result["rows"], result["summary"], result["meta"], paths)
@@ -84,7 +84,7 @@ def register(sp: argparse.ArgumentParser) -> None:
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    c = cost_config(args.settings, args.out_dir)
+    c = config_with_out_dir(args.settings, args.out_dir)
     if args.print_config:
         print(yaml.safe_dump(c.model_dump(mode="json"), sort_keys=False), end="")
         return 0
