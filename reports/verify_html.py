@@ -29,11 +29,11 @@ from seqbench.sweeps.claims.judge import (
     RuleResult,
     metric_column,
     metric_scale,
-    seed_values,
+    rule_values,
     select,
     verdict_table,
 )
-from seqbench.sweeps.claims.schema import resolve_where
+from seqbench.sweeps.claims.schema import largest_swept, resolve_where
 
 _COLORS = {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700", "error": "#6e7781",
            "invalid": "#8250df"}
@@ -96,12 +96,16 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
             continue
         metric = r.rule.metric
         base = _baseline(table, metric) if not r.rule.rate and r.rule.minus is None else None
+        if r.rule.largest is not None:  # the panel shows values of the swept key, not of the metric
+            metric, base = r.threshold_text().split(":")[0], None
         if r.rule.rate:
             title = f"share of seeds: {r.threshold_text().split(':')[0]}" if r.rule.success else "share of seeds solved"
         elif r.rule.minus is not None:
             title = f"{'ratio' if r.ratio else 'difference'} of {metric}"
             for where in (r.rule.where, r.rule.minus):  # both compared configurations, drawn separately
-                _add_side(cell(metric, metric_scale(metric)[0] == "log", _baseline(table, metric)), table, r, where)
+                side_base = _baseline(table, metric) if r.rule.largest is None else None
+                log = r.rule.largest is None and metric_scale(metric)[0] == "log"
+                _add_side(cell(metric, log, side_base), table, r, where)
         else:
             title = metric
         p = cell(title, (r.estimate is not None and r.estimate.scale == "log") or r.ratio, base)
@@ -183,16 +187,16 @@ def _add_side(panel: dict[str, Any], table: pd.DataFrame, r: RuleResult, where: 
     swept = {k[len("param."):]: sorted(table[k].dropna().unique().tolist(), key=str)
              for k in table.columns if k.startswith("param.")}
     try:
-        resolved = resolve_where(where, swept, r.rule.name)
+        resolved = resolve_where(where, largest_swept(r.rule, swept), r.rule.name)
     except UserError:
         return
     rows = select(table, resolved)
     col = metric_column(rows, r.rule.metric) if not rows.empty else None
     if col is None:
         return
-    vals, _, _ = seed_values(rows, r.rule, col)
+    vals, _, _ = rule_values(rows, r.rule, col, swept)  # largest: the largest passing value per seed
     v = [x for x in vals.values() if math.isfinite(x)]
-    scale, bounds = metric_scale(r.rule.metric)
+    scale, bounds = metric_scale(r.rule.metric) if r.rule.largest is None else ("linear", (0.0, math.inf))  # steps
     if scale == "log" and any(x <= 0 for x in v):
         scale = "linear"
     label = ", ".join(f"{k}={x}" for k, x in resolved.items())

@@ -33,9 +33,9 @@ import pandas as pd
 
 from seqbench.bench.core.artifacts import FINAL
 from seqbench.bench.core.stats import Estimate, Interval, holm, holm_divisors
-from seqbench.sweeps.claims.measure import (RUN_STATUSES, _label, _measured, _threshold, metric_column,  # noqa: F401
-                                            metric_scale, seed_values, select)
-from seqbench.sweeps.claims.schema import ALPHA, Baseline, Claim, Rule, resolve_where
+from seqbench.sweeps.claims.measure import (RUN_STATUSES, _label, _measured, _threshold,  # noqa: F401
+                                            largest_values, metric_column, metric_scale, seed_values, select)
+from seqbench.sweeps.claims.schema import ALPHA, Baseline, Claim, Rule, largest_swept, resolve_where
 
 HOLDS, FAILS, INCONCLUSIVE, MISSING, ERROR, INVALID = "holds", "fails", "inconclusive", "missing", "error", "invalid"
 @dataclass
@@ -80,6 +80,11 @@ class RuleResult:
         else:
             text = " and ".join(p for p in [f"< {t['below']:.4g}" if "below" in t else "",
                                             f"> {t['above']:.4g}" if "above" in t else ""] if p)
+        lg = self.rule.largest
+        if lg is not None:
+            side = "<" if lg.below is not None else ">"
+            text = f"grid step of the largest {lg.over} per seed with {self.rule.metric} {side} " \
+                   f"{_fmt_thr(lg.below if lg.below is not None else lg.above)}: {text}"
         s = self.rule.success
         if s is not None:
             text = f"share of seeds with {self.rule.metric} {'<' if s.below is not None else '>'} " \
@@ -159,15 +164,17 @@ def judge_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], alp
 
 def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]]) -> RuleResult:
     """The rule's seed values, estimate, thresholds and p-values; verdict only when nothing can be judged."""
-    where = resolve_where(rule.where, swept, rule.name)
+    fixed = largest_swept(rule, swept)  # a largest: rule ranges over one swept key
+    where = resolve_where(rule.where, fixed, rule.name)
     res = RuleResult(rule, MISSING, config=_label(where))
     rows, col, res.why = _measured(table, where, rule.metric)
     if col is None:
         return res
-    vals, n_div, unresolved = seed_values(rows, rule, col)
+    vals, n_div, unresolved = rule_values(rows, rule, col, swept)
     res.n_diverged = n_div
     res.beside = _beside(rows, rule.metric)
-    scale, bounds = metric_scale(rule.metric)
+    scale, bounds = metric_scale(rule.metric) if rule.largest is None else \
+        ("linear", (0.0, float(len(swept[rule.largest.over]))))  # grid steps
     if rule.scale != "auto":
         scale = rule.scale
     raw = {"below": rule.below, "above": rule.above}
@@ -184,12 +191,12 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]]) -
     if rule.rate:
         scale, bounds = "rate", (0.0, 1.0)
     if rule.minus is not None:
-        other = resolve_where(rule.minus, swept, rule.name)
+        other = resolve_where(rule.minus, fixed, rule.name)
         res.config = f"{res.config} minus {_label(other)}"
         rows_b, col_b, res.why = _measured(table, other, rule.metric)
         if col_b is None:
             return res
-        vals_b, n_div_b, unresolved_b = seed_values(rows_b, rule, col_b)
+        vals_b, n_div_b, unresolved_b = rule_values(rows_b, rule, col_b, swept)
         res.n_diverged += n_div_b
         unresolved = unresolved or unresolved_b
         seeds = [s for s in vals if s in vals_b]
@@ -237,6 +244,14 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]]) -
     res.p_fails = min(res.estimate.p_value(t, opposite[side]) for t, side in conds)  # one broken suffices
     res.p_alone = res.p_adjusted = min(1.0, 2 * min(res.p_holds, res.p_fails))  # two-sided: each side at alpha/2
     return res
+
+
+def rule_values(rows: pd.DataFrame, rule: Rule, col: str, swept: dict[str, list[Any]]
+                ) -> tuple[dict[Any, float], int, bool]:
+    """Seed -> value of one configuration: the metric, or (largest:) the largest passing value of a swept key."""
+    if rule.largest is None:
+        return seed_values(rows, rule, col)
+    return largest_values(rows, rule, col, swept[rule.largest.over])
 
 
 def decide(res: RuleResult, alpha: float, divisor: int = 1, adjusted: float | None = None, family: int = 1) -> None:
@@ -294,6 +309,10 @@ def decided(verdict: str, rules: list[RuleResult], controls: list[RuleResult]) -
     return verdict == INVALID or all(r.verdict in (HOLDS, FAILS) for r in [*rules, *controls])
 
 
+def _quantity(rule: Rule) -> str:
+    return rule.metric if rule.largest is None else f"grid step of the largest {rule.largest.over}"
+
+
 def verdict_table(results: list[ClaimResult]) -> pd.DataFrame:
     """One row per rule (controls first, marked): claim | source | rule | configuration | paper | measured |
     needs | verdict (rule), and the claim's verdict and wall time on each of its rows (what the CLI,
@@ -309,7 +328,7 @@ def verdict_table(results: list[ClaimResult]) -> pd.DataFrame:
         for r in [*res.controls, *res.rules]:
             rows.append({**claim_cols, "rule": ("control: " if r.control else "") + r.rule.name,
                          "configuration": r.config, "paper": r.rule.paper,
-                         "measured (mean [95% CI] n)": f"{r.rule.metric}: {r.measured()}",
+                         "measured (mean [95% CI] n)": f"{_quantity(r.rule)}: {r.measured()}",
                          "needs": r.threshold_text() + (f" (no control: {r.rule.no_control})" if r.rule.no_control
                                                         else ""),
                          "verdict": r.verdict + (f" ({r.why})" if r.why and r.verdict != HOLDS else "")})

@@ -114,3 +114,29 @@ def _measured(table: pd.DataFrame, where: dict[str, Any], metric: str) -> tuple[
     if col is None:
         return rows, None, f"{metric} was not recorded by the runs of {_label(where)}"
     return rows, col, ""
+
+
+def largest_values(rows: pd.DataFrame, rule: Rule, col: str, grid: list[Any]
+                   ) -> tuple[dict[Any, float], int, bool]:
+    """``largest:`` rules: seed -> the grid step of the largest value of ``rule.largest.over`` at which the
+    seed's run passes the threshold (1 = the smallest value in ``grid``, len(grid) = the largest, 0 = none
+    passes), over the runs of one configuration. Steps, not the values themselves, so that "one step
+    lower" is a difference of -1 on any grid and a tie (0) is decidable against a threshold of -0.5.
+    A seed without a run at every value is left out (its largest passing value is not known); the
+    diverged count and whether a diverged seed is unresolved, as :func:`seed_values`."""
+    lg = rule.largest
+    over = PARAM + lg.over
+    cut = _threshold(lg.below if lg.below is not None else lg.above, rows, rule.metric)
+    if over not in rows.columns or cut is None or math.isnan(cut):
+        return {}, 0, False
+    passed: dict[Any, dict[float, bool]] = {}
+    n_div, unresolved = 0, False
+    for value, at in rows.groupby(over):
+        vals, d, u = seed_values(at, rule, col)
+        n_div, unresolved = n_div + d, unresolved or u
+        for seed, v in vals.items():
+            passed.setdefault(seed, {})[float(value)] = v < cut if lg.below is not None else v > cut
+    steps = {v: i + 1 for i, v in enumerate(sorted(float(x) for x in grid))}
+    out = {s: float(max([steps[x] for x, ok in p.items() if ok], default=0))
+           for s, p in passed.items() if set(p) == set(steps)}
+    return out, n_div, unresolved

@@ -61,6 +61,25 @@ class Success(Section):
         return self
 
 
+class Largest(Section):
+    """The rule's quantity per seed: the largest value of the swept key ``over`` (e.g. optim.lr) at which
+    that seed's run passes ``below``/``above`` on the rule's metric (it trained), as a grid step: 1 for
+    the smallest swept value, 2 for the next ..., 0 where it passes at none (so "one step lower" is
+    ``minus: ..., below: -0.5`` on any grid, and a tie fails it). A seed counts only when it has a run
+    at every value of ``over``; a diverged run counts as the rule's ``diverged:`` says (``baseline``:
+    did not train)."""
+
+    over: str = Field(min_length=1, description="the swept key whose largest passing value is the quantity")
+    below: Threshold | None = Field(None, description="a run passes when its metric is below this")
+    above: Threshold | None = Field(None, description="a run passes when its metric is above this")
+
+    @model_validator(mode="after")
+    def _one(self) -> "Largest":
+        if (self.below is None) == (self.above is None):
+            raise ValueError("largest: give exactly one of below: / above:")
+        return self
+
+
 class Rule(Section):
     name: str = Field(min_length=1, description="what the rule checks, in words")
     where: dict[str, Scalar] = Field(description="the configuration: every swept key -> value (or max/min)")
@@ -74,6 +93,9 @@ class Rule(Section):
                                             "value must lie inside this band (two-sided: 'at the baseline')")
     success: Success | None = Field(None, description="a seed succeeds when its value passes this; the "
                                     "thresholds then apply to the success rate (exact binomial interval)")
+    largest: Largest | None = Field(None, description="judge, per seed, the grid step (1 = smallest) of the "
+                                    "largest value of a swept key (largest.over, left out of where:) at which the "
+                                    "run passes a threshold; 0 = none passes")
     scale: Literal["auto", "linear", "log"] = Field(
         "auto", description="auto: log for positive skewed metrics (loss, mse, bpc, ppl), else linear; on a "
         "minus: rule, log judges the paired ratio where/minus (thresholds are ratios)")
@@ -109,6 +131,8 @@ class Rule(Section):
             bad = [t for t in self._thresholds() if not (isinstance(t, float) and 0 < t < 1)]
             if bad:
                 raise ValueError(f"{n}: a success rate's thresholds are numbers in (0, 1), got {bad[0]!r}")
+        if self.largest is not None:
+            self._check_largest(n)
         if self.no_control and self.control is not None:
             raise ValueError(f"{n}: control: and no_control: contradict each other; keep one")
         if self.scale == "log":
@@ -116,6 +140,19 @@ class Rule(Section):
             if bad:
                 raise ValueError(f"{n}: scale: log needs thresholds > 0 (on a minus: rule, ratios), got {bad[0]}")
         return self
+
+    def _check_largest(self, n: str) -> None:
+        """largest: judges a value of the swept key: numeric thresholds, not a per-seed success rate."""
+        if self.rate:
+            raise ValueError(f"{n}: largest: is a value per seed; it cannot take metric: solved or success:")
+        if any(isinstance(t, Baseline) for t in self._thresholds()):
+            raise ValueError(f"{n}: largest: compares grid steps of {self.largest.over}: numeric "
+                             "thresholds")
+        if self.scale == "log":
+            raise ValueError(f"{n}: largest: is a grid step (0 where no value passes): no log; use scale: linear")
+        if self.largest.over in self.where or self.largest.over in (self.minus or {}):
+            raise ValueError(f"{n}: largest.over ({self.largest.over}) is what the rule ranges over; drop it "
+                             "from where:/minus:")
 
     def _thresholds(self) -> list[Any]:
         return [t for t in (self.below, self.above, *(self.between or [])) if t is not None]
@@ -129,6 +166,8 @@ class Rule(Section):
     def needs_control(self) -> bool:
         """A "did not learn" rule (above or inside a band of the baseline) or a comparison (minus:): it means
         nothing unless something trained in the same setting (issue 19: invalid, never holds or fails)."""
+        if self.largest is not None:  # "does not train at the larger rate" or a comparison: both negative
+            return not self.no_control
         at_baseline = isinstance(self.above, Baseline) or any(isinstance(b, Baseline) for b in self.between or [])
         return (at_baseline or self.minus is not None) and not self.no_control
 

@@ -236,9 +236,10 @@ def check_profile(claim: Claim, profile: str, question: str = "") -> None:
         spec = sweep_spec(claim, profile, question)
         swept = {k: list(p.values or []) for k, p in spec.parameters.items()}
     for rule in [*claim.rules(profile), *claim.controls_for(profile)]:
+        sw = largest_swept(rule, swept)
         for sel in (rule.where, rule.minus):
             if sel is not None:
-                resolve_where(sel, swept, rule.name)
+                resolve_where(sel, sw, rule.name)
 
 
 def sweep_spec(claim: Claim, profile: str, question: str = ""):
@@ -286,6 +287,19 @@ def resolve_where(where: dict[str, Any], swept: dict[str, list[Any]], rule: str)
             raise UserError(f"expect: rule {rule!r}: {k}={v!r} is not among the swept values {values}")
         out[k] = v
     return out
+
+
+def largest_swept(rule: Rule, swept: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """The swept keys a rule's where: must fix: all but ``largest.over``, which must be swept over >= 2
+    numbers (the rule ranges over it)."""
+    if rule.largest is None:
+        return swept
+    over = rule.largest.over
+    values = swept.get(over, [])
+    if len(values) < 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise UserError(f"expect: rule {rule.name!r}: largest.over: {over} must be swept over at least 2 numbers "
+                        f"(got {values or 'not swept'})")
+    return {k: v for k, v in swept.items() if k != over}
 
 
 def swept_values(claim: Claim, profile: str) -> dict[str, list[Any]]:
