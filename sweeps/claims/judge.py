@@ -7,6 +7,8 @@ fits few seeds (``bench.core.stats.Estimate``):
   (Clopper-Pearson) interval and test;
 - a positive skewed metric (loss, MSE, bpc; ``scale: auto``): geometric mean, Student-t on log values,
   so the interval stays positive;
+- ``largest:``: per seed, the grid step of the largest swept value (e.g. learning rate) at which the
+  run passes a threshold (``measure.largest_values``), then as a linear quantity (mean, Student-t);
 - otherwise the mean with a Student-t interval clipped to the metric's range; a difference
   ``where - minus`` pairs seeds (``scale: log``: the paired ratio).
 

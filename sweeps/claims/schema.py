@@ -33,7 +33,9 @@ A claim extends a sweep spec (``sweeps/spec.py``: ``base``, ``method``, ``metric
 Rule features (``sweeps/claims/judge.py`` says how each is judged): ``below``/``above`` (a number
 or ``{baseline: x}``, x times the task's memoryless baseline), ``between: [lo, hi]`` (a two-sided
 band), ``success:`` or ``metric: solved`` (each seed succeeded or not; the thresholds apply to the
-share of seeds, exact binomial), ``scale:`` (auto | linear | log), ``control:`` (names in
+share of seeds, exact binomial), ``largest: {over: optim.lr, below: {baseline: 0.85}}`` (per seed, the
+grid step of the largest swept value at which the run passes; where: leaves ``over`` out; "one step
+lower" is ``minus: ..., below: -0.5``), ``scale:`` (auto | linear | log), ``control:`` (names in
 ``controls:``, or one inline rule). A rule that says a model did not learn (``above``/``between`` a
 baseline multiple) or compares two configurations (``minus:``) names a control (or says why it needs
 none: ``no_control: reason``), else it is judged ``invalid``; a control that fails makes the claim ``invalid``. ``looks:`` may be set per profile;
