@@ -98,3 +98,20 @@ def test_largest_rules_are_checked_when_the_claim_loads(change, message):
         return
     with pytest.raises(UserError, match=message):
         claim([rule])
+
+
+def test_the_verdict_figure_shows_each_sides_largest_rate_and_the_step_threshold():
+    from seqbench.reports.verify_html import verdict_figure
+
+    c = claim([FALLS])
+    t = table({("post", 2): [2, 2, 2], ("post", 6): [1, 1, 1]})
+    _, rules, controls, _ = judge_all(c, t, SWEPT, "quick")
+    fig = verdict_figure(t, [*controls, *rules])
+    titles = [a.text for a in fig.layout.annotations]
+    side = "grid step of the largest optim.lr per seed with val/bpc < 0.85 x baseline"
+    assert side in titles and f"difference of {side}" in titles
+    by_name = {tr.name: tr for tr in fig.data}
+    # each compared configuration on its own, with its per-seed grid steps (not a learning rate, not bpc)
+    assert list(by_name["model.norm_position=post, model.n_layers=2: seeds"].y) == [2, 2, 2]
+    assert list(by_name["model.norm_position=post, model.n_layers=6: seeds"].y) == [1, 1, 1]
+    assert f"{FALLS['name']}: below -0.5" in by_name
