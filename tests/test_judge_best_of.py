@@ -129,3 +129,13 @@ def test_a_difference_takes_each_sides_own_best_paired_by_seed():
 def test_best_of_mistakes_are_refused_at_load(rule, message):
     with pytest.raises(UserError, match=message):
         claim([rule])
+
+
+def test_the_terminal_line_names_the_rates_picked():
+    rule = {"name": "lstm falls with pairs", "where": {"model.name": "lstm", "task.n_pairs": 2},
+            "minus": {"model.name": "lstm", "task.n_pairs": 8}, "best_of": "optim.lr", "metric": "val/acc",
+            "above": 0.3, "no_control": "test"}
+    t = full([HIGH] * 3, [LOW, [0.3, 0.35, 0.32], LOW], lstm2=[LOW, LOW, HIGH])
+    _, rules, _, _ = judge_all(claim([rule]), t, SWEPT, "quick")
+    text = rules[0].measured()
+    assert "best optim.lr: 0.01 x3 minus 0.003 x3" in text

@@ -178,14 +178,16 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], g
         if not goal:
             raise ValueError(f"rule {rule.name!r}: best_of needs a goal (schema.best_goal)")
         rows, res.picked, left_out = best_rows(rows, rule, col, goal, swept)
-        res.config += "; " + picks_text(res.picked, rule.free, swept)
-        res.beside = left_out
+        res.config += "; " + picks_text(res.picked, rule.free, swept)  # the page and the figure
+        picks = picks_text(res.picked, rule.free)  # and the measured text (terminal, verify.md)
         if rows.empty:
             res.why = f"no seed has a run at every {'/'.join(rule.free)} value"
             return res
+    else:
+        picks = left_out = ""
     vals, n_div, unresolved = seed_values(rows, rule, col)
     res.n_diverged = n_div
-    res.beside = "; ".join(x for x in (res.beside, _beside(rows, rule.metric)) if x)
+    res.beside = "; ".join(x for x in (picks, left_out, _beside(rows, rule.metric)) if x)
     scale, bounds = metric_scale(rule.metric)
     if rule.scale != "auto":
         scale = rule.scale
@@ -209,9 +211,10 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], g
         if col_b is None:
             return res
         if rule.best_of:  # each side picks its own best, per seed
-            rows_b, picked_b, left_out = best_rows(rows_b, rule, col_b, goal, swept)
+            rows_b, picked_b, left_out_b = best_rows(rows_b, rule, col_b, goal, swept)
             label_b += "; " + picks_text(picked_b, rule.free, swept)
-            res.beside = "; ".join(x for x in (res.beside, left_out) if x)
+            minus_picks = picks_text(picked_b, rule.free).split(": ", 1)[1]
+            res.beside = "; ".join(x for x in (f"{picks} minus {minus_picks}", left_out, left_out_b) if x)
         res.config = f"{label_a} minus {label_b}"
         vals_b, n_div_b, unresolved_b = seed_values(rows_b, rule, col_b)
         res.sides = [(label_a, list(vals.values())), (label_b, list(vals_b.values()))]

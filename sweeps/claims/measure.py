@@ -158,12 +158,14 @@ def best_rows(rows: pd.DataFrame, rule: Rule, col: str, goal: str, swept: dict[s
     return (pd.DataFrame(out) if out else rows.iloc[0:0]), picked, note
 
 
-def picks_text(picked: dict[Any, dict[str, Any]], keys: list[str], swept: dict[str, list[Any]]) -> str:
-    """``best of optim.lr [0.001, 0.003, 0.01] per seed: 0.003 x2, 0.01 x1``."""
+def picks_text(picked: dict[Any, dict[str, Any]], keys: list[str], swept: dict[str, list[Any]] | None = None) -> str:
+    """``best of optim.lr [0.001, 0.003, 0.01] per seed: 0.003 x2, 0.01 x1`` (without ``swept``, short for
+    the measured text: ``best optim.lr: 0.003 x2, 0.01 x1``)."""
     counts: dict[str, int] = {}
     for p in picked.values():
         v = ", ".join(f"{p[k]:g}" if isinstance(p[k], float) else str(p[k]) for k in keys)
         counts[v] = counts.get(v, 0) + 1
-    options = " x ".join(f"{k} {swept[k]}" for k in keys)
-    return f"best of {options} per seed: " + (", ".join(f"{v} x{n}" for v, n in counts.items()) or "none")
-
+    picks = ", ".join(f"{v} x{n}" for v, n in counts.items()) or "none"
+    if swept is None:
+        return f"best {'/'.join(keys)}: {picks}"
+    return f"best of {' x '.join(f'{k} {swept[k]}' for k in keys)} per seed: {picks}"
