@@ -105,7 +105,10 @@ def test_a_diverged_run_never_wins_and_a_seed_missing_a_rate_is_left_out():
     _, rules, _, _ = judge_all(claim([{**ATTN, "diverged": "exclude"}]), t, SWEPT, "quick")
     r = rules[0]
     assert r.picked[0]["optim.lr"] in (0.001, 0.01) and set(r.picked) == {0, 1}
-    assert "seed(s) 2 left out" in r.measured()
+    assert "seed(s) 2 left out" in r.measured() and "1 diverged run(s) not picked" in r.measured()
+    # a tie goes to the first value in the swept order
+    _, rules, _, _ = judge_all(claim([ATTN]), full([HIGH, HIGH, LOW], [LOW] * 3), SWEPT, "quick")
+    assert {p["optim.lr"] for p in rules[0].picked.values()} == {0.001}
 
 
 def test_a_difference_takes_each_sides_own_best_paired_by_seed():

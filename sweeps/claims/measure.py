@@ -137,7 +137,7 @@ def best_rows(rows: pd.DataFrame, rule: Rule, col: str, goal: str, swept: dict[s
     keys = rule.free
     cands = list(itertools.product(*(swept[k] for k in keys)))
     sign = 1.0 if goal == "maximize" else -1.0
-    out, picked, short = [], {}, []
+    out, picked, short, lost = [], {}, [], 0
     for seed, g in rows.groupby("seed", sort=False):
         idx = {}
         for i, r in g.iterrows():
@@ -152,10 +152,13 @@ def best_rows(rows: pd.DataFrame, rule: Rule, col: str, goal: str, swept: dict[s
         # ties go to the first candidate in the swept order: sort by candidate, take the first maximum
         order = sorted(ok or list(idx), key=lambda i: idx[i])
         best = max(order, key=lambda i: sign * _number(g.at[i, col])) if ok else order[0]
-        out.append(g.loc[best])
+        out.append(best)
         picked[seed] = dict(zip(keys, cands[idx[best]]))
-    note = f"seed(s) {', '.join(map(str, short))} left out: a {'/'.join(keys)} run missing" if short else ""
-    return (pd.DataFrame(out) if out else rows.iloc[0:0]), picked, note
+        lost += sum(g.at[i, "status"] == "diverged" for i in idx if i != best)
+    note = "; ".join(x for x in (
+        f"seed(s) {', '.join(map(str, short))} left out: a {'/'.join(keys)} run missing" if short else "",
+        f"{lost} diverged run(s) not picked" if lost else "") if x)
+    return rows.loc[out], picked, note  # the winners' rows, dtypes kept
 
 
 def picks_text(picked: dict[Any, dict[str, Any]], keys: list[str], swept: dict[str, list[Any]] | None = None) -> str:
