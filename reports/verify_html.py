@@ -16,7 +16,6 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from seqbench.bench.core.artifacts import atomic_write
-from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.stats import Estimate
 from seqbench.bench.core.text import markdown_table
 from seqbench.reports import figures as F
@@ -24,16 +23,7 @@ from seqbench.reports.cost import fig_cost
 from seqbench.reports.diagnostics import fig_through_time, load_diagnostics
 from seqbench.reports.html import _CSS, _md_table, _table_html, built_by, write_plotly_js
 from seqbench.reports.table import Objective, load_curves
-from seqbench.sweeps.claims.judge import (
-    ClaimResult,
-    RuleResult,
-    metric_column,
-    metric_scale,
-    rule_values,
-    select,
-    verdict_table,
-)
-from seqbench.sweeps.claims.schema import largest_swept, resolve_where
+from seqbench.sweeps.claims.judge import ClaimResult, RuleResult, metric_scale, verdict_table
 
 _COLORS = {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700", "error": "#6e7781",
            "invalid": "#8250df"}
@@ -102,10 +92,10 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
             title = f"share of seeds: {r.threshold_text().split(':')[0]}" if r.rule.success else "share of seeds solved"
         elif r.rule.minus is not None:
             title = f"{'ratio' if r.ratio else 'difference'} of {metric}"
-            for where in (r.rule.where, r.rule.minus):  # both compared configurations, drawn separately
+            for label, side in r.sides:  # both compared configurations, drawn separately
                 side_base = _baseline(table, metric) if r.rule.largest is None else None
                 log = r.rule.largest is None and metric_scale(metric)[0] == "log"
-                _add_side(cell(metric, log, side_base), table, r, where)
+                _add_side(cell(metric, log, side_base), label, side, metric)
         else:
             title = metric
         p = cell(title, (r.estimate is not None and r.estimate.scale == "log") or r.ratio, base)
@@ -182,24 +172,13 @@ def _baseline(table: pd.DataFrame, metric: str) -> float | None:
     return float(v.mean()) if len(v) else None
 
 
-def _add_side(panel: dict[str, Any], table: pd.DataFrame, r: RuleResult, where: dict[str, Any]) -> None:
-    """One side of a difference as a configuration of its own (seeds and 95% interval, no threshold)."""
-    swept = {k[len("param."):]: sorted(table[k].dropna().unique().tolist(), key=str)
-             for k in table.columns if k.startswith("param.")}
-    try:
-        resolved = resolve_where(where, largest_swept(r.rule, swept), r.rule.name)
-    except UserError:
-        return
-    rows = select(table, resolved)
-    col = metric_column(rows, r.rule.metric) if not rows.empty else None
-    if col is None:
-        return
-    vals, _, _ = rule_values(rows, r.rule, col, swept)  # largest: the largest passing value per seed
-    v = [x for x in vals.values() if math.isfinite(x)]
-    scale, bounds = metric_scale(r.rule.metric) if r.rule.largest is None else ("linear", (0.0, math.inf))  # steps
+def _add_side(panel: dict[str, Any], label: str, vals: list[float], metric: str) -> None:
+    """One side of a difference as a configuration of its own (the seed values the judge paired, with
+    their 95% interval, no threshold; a best_of side at the values each seed picked)."""
+    v = [x for x in vals if math.isfinite(x)]
+    scale, bounds = metric_scale(metric)
     if scale == "log" and any(x <= 0 for x in v):
         scale = "linear"
-    label = ", ".join(f"{k}={x}" for k, x in resolved.items())
     if v and label not in panel["cats"]:
         panel["cats"][label] = {"vals": v, "iv": Estimate(tuple(v), scale, bounds).interval(), "rules": []}
 
