@@ -5,8 +5,9 @@ turns them into a call of its typed entry (``run()``, ``sweep()``, ``compare()``
 module reads argv. Bad input prints ``error: <one line>`` per problem and exits 2.
 
 Only the module of the command being run is imported (like git's subcommands): ``seqbench --help``
-imports none, ``seqbench runs`` only pandas/optuna, and each command module can import what it
-needs at its top.
+imports none, ``seqbench runs`` only pandas/optuna. ``list``, ``--print-config`` and ``--help`` only read
+configs: they import models and tasks down to their ``# -- torch below`` line (``configs_only``), and
+the command modules import their torch-heavy floor inside the function that trains or measures.
 """
 from __future__ import annotations
 
