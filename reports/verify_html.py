@@ -16,7 +16,6 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from seqbench.bench.core.artifacts import atomic_write
-from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.stats import Estimate
 from seqbench.bench.core.text import markdown_table
 from seqbench.reports import figures as F
@@ -24,16 +23,7 @@ from seqbench.reports.cost import fig_cost
 from seqbench.reports.diagnostics import fig_through_time, load_diagnostics
 from seqbench.reports.html import _CSS, _md_table, _table_html, built_by, write_plotly_js
 from seqbench.reports.table import Objective, load_curves
-from seqbench.sweeps.claims.judge import (
-    ClaimResult,
-    RuleResult,
-    metric_column,
-    metric_scale,
-    seed_values,
-    select,
-    verdict_table,
-)
-from seqbench.sweeps.claims.schema import resolve_where
+from seqbench.sweeps.claims.judge import ClaimResult, RuleResult, metric_scale, verdict_table
 
 _COLORS = {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700", "error": "#6e7781",
            "invalid": "#8250df"}
@@ -100,8 +90,8 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
             title = f"share of seeds: {r.threshold_text().split(':')[0]}" if r.rule.success else "share of seeds solved"
         elif r.rule.minus is not None:
             title = f"{'ratio' if r.ratio else 'difference'} of {metric}"
-            for where in (r.rule.where, r.rule.minus):  # both compared configurations, drawn separately
-                _add_side(cell(metric, metric_scale(metric)[0] == "log", _baseline(table, metric)), table, r, where)
+            for label, side in r.sides:  # both compared configurations, drawn separately
+                _add_side(cell(metric, metric_scale(metric)[0] == "log", _baseline(table, metric)), label, side, metric)
         else:
             title = metric
         p = cell(title, (r.estimate is not None and r.estimate.scale == "log") or r.ratio, base)
@@ -112,7 +102,9 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
         c["rules"].append(r)
     if not panels:
         return None
-    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=list(panels), vertical_spacing=0.12)
+    lines = max(_wrap(c).count("<br>") + 1 for p in panels.values() for c in p["cats"]) if panels else 1
+    space = min(0.12 + 0.03 * (lines - 1), 0.9 / max(1, len(panels) - 1))  # room for wrapped tick labels
+    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=list(panels), vertical_spacing=space)
     for row, (title, p) in enumerate(panels.items(), start=1):
         cats = list(p["cats"])
         for i, name in enumerate(cats):
@@ -150,13 +142,23 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
         if p["baseline"] is not None:
             fig.add_hline(y=p["baseline"], line=dict(color="#57606a", dash="dot"), row=row, col=1,
                           annotation_text="memoryless baseline", annotation_position="top left")
-        fig.update_xaxes(tickvals=list(range(len(cats))), ticktext=cats, range=[-0.6, len(cats) - 0.4], row=row, col=1)
+        fig.update_xaxes(tickvals=list(range(len(cats))), ticktext=[_wrap(c) for c in cats], tickangle=0,
+                         range=[-0.6, len(cats) - 0.4], row=row, col=1)
         if p["log"]:
             fig.update_yaxes(type="log", row=row, col=1)
-    fig.update_layout(height=320 * len(panels), margin=dict(t=70, b=40), title=dict(
+    fig.update_layout(height=(320 + 16 * (lines - 1)) * len(panels), margin=dict(t=70, b=40 + 16 * (lines - 1)),
+                      title=dict(
         text="verdict: seeds (grey), estimate with its tested interval, thresholds (red; dashed: control)",
         font=dict(size=13)))
     return fig
+
+
+def _wrap(label: str) -> str:
+    """A configuration label on short lines (a best_of pick and a difference's sides are long; rotated
+    ticks ran into the panel below)."""
+    for sep, to in ((" minus ", "<br>minus<br>"), ("; ", "<br>"), ("] per seed: ", "]<br>per seed: ")):
+        label = label.replace(sep, to)
+    return label
 
 
 def _flops_prediction(table: pd.DataFrame, judged: list[RuleResult]) -> float | None:
@@ -178,24 +180,13 @@ def _baseline(table: pd.DataFrame, metric: str) -> float | None:
     return float(v.mean()) if len(v) else None
 
 
-def _add_side(panel: dict[str, Any], table: pd.DataFrame, r: RuleResult, where: dict[str, Any]) -> None:
-    """One side of a difference as a configuration of its own (seeds and 95% interval, no threshold)."""
-    swept = {k[len("param."):]: sorted(table[k].dropna().unique().tolist(), key=str)
-             for k in table.columns if k.startswith("param.")}
-    try:
-        resolved = resolve_where(where, swept, r.rule.name)
-    except UserError:
-        return
-    rows = select(table, resolved)
-    col = metric_column(rows, r.rule.metric) if not rows.empty else None
-    if col is None:
-        return
-    vals, _, _ = seed_values(rows, r.rule, col)
-    v = [x for x in vals.values() if math.isfinite(x)]
-    scale, bounds = metric_scale(r.rule.metric)
+def _add_side(panel: dict[str, Any], label: str, vals: list[float], metric: str) -> None:
+    """One side of a difference as a configuration of its own (the seed values the judge paired, with
+    their 95% interval, no threshold; a best_of side at the values each seed picked)."""
+    v = [x for x in vals if math.isfinite(x)]
+    scale, bounds = metric_scale(metric)
     if scale == "log" and any(x <= 0 for x in v):
         scale = "linear"
-    label = ", ".join(f"{k}={x}" for k, x in resolved.items())
     if v and label not in panel["cats"]:
         panel["cats"][label] = {"vals": v, "iv": Estimate(tuple(v), scale, bounds).interval(), "rules": []}
 

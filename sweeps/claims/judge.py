@@ -10,6 +10,11 @@ fits few seeds (``bench.core.stats.Estimate``):
 - otherwise the mean with a Student-t interval clipped to the metric's range; a difference
   ``where - minus`` pairs seeds (``scale: log``: the paired ratio).
 
+``best_of:`` (e.g. the best of 3 learning rates) picks per seed, before any of the above: each seed's
+value is its best run over the free keys (``measure.best_rows`` says why per seed and not on the
+seeds' mean: no winner's curse in the interval; the selection's own upward pull is stated, never
+hidden); the configuration column names the values picked ("best of optim.lr [...] per seed: 0.003 x2").
+
 Each rule gets one-sided p-values for "holds" (inside its thresholds) and "fails" (wholly outside);
 the rules and controls of a claim are one family, Holm-corrected at the look's alpha
 (``schema.ALPHA`` / number of looks): a rule is decided when its adjusted p is within alpha. The
@@ -33,9 +38,9 @@ import pandas as pd
 
 from seqbench.bench.core.artifacts import FINAL
 from seqbench.bench.core.stats import Estimate, Interval, holm, holm_divisors
-from seqbench.sweeps.claims.measure import (RUN_STATUSES, _label, _measured, _threshold, metric_column,  # noqa: F401
-                                            metric_scale, seed_values, select)
-from seqbench.sweeps.claims.schema import ALPHA, Baseline, Claim, Rule, resolve_where
+from seqbench.sweeps.claims.measure import (RUN_STATUSES, _label, _measured, _threshold, best_rows,  # noqa: F401
+                                            metric_column, metric_scale, picks_text, seed_values, select)
+from seqbench.sweeps.claims.schema import ALPHA, Baseline, Claim, Rule, best_goal, resolve_where
 
 HOLDS, FAILS, INCONCLUSIVE, MISSING, ERROR, INVALID = "holds", "fails", "inconclusive", "missing", "error", "invalid"
 @dataclass
@@ -55,6 +60,8 @@ class RuleResult:
     control: bool = False  # a control (must hold) rather than a claim rule
     ratio: bool = False  # a minus: rule on the log scale: the estimate is a log ratio, shown as a ratio
     beside: str = ""  # context shown after the measurement (cost: the FLOP count's exponent, fixed-cost share)
+    picked: dict[Any, dict[str, Any]] = field(default_factory=dict)  # best_of: seed -> the values it was judged at
+    sides: list[tuple[str, list[float]]] = field(default_factory=list)  # minus: each side's label and seed values
 
     def measured(self) -> str:
         """``mean [lo, hi] n=k`` plus what happened to diverged seeds; the reason when nothing was measured."""
@@ -149,24 +156,38 @@ def _conditions(th: dict[str, float]) -> list[tuple[float, str]]:
     return [(v, k) for k, v in th.items()]
 
 
-def judge_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], alpha: float = ALPHA) -> RuleResult:
-    """One rule on its own at ``alpha`` (no multiplicity correction: :func:`judge` applies Holm)."""
-    res = measure_rule(rule, table, swept)
+def judge_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], alpha: float = ALPHA,
+               goal: str = "") -> RuleResult:
+    """One rule on its own at ``alpha`` (no multiplicity correction: :func:`judge` applies Holm); ``goal``:
+    the direction a ``best_of`` picks in when the rule does not say (:func:`schema.best_goal`)."""
+    res = measure_rule(rule, table, swept, goal)
     if res.estimate is not None:
         decide(res, alpha)
     return res
 
 
-def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]]) -> RuleResult:
+def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], goal: str = "") -> RuleResult:
     """The rule's seed values, estimate, thresholds and p-values; verdict only when nothing can be judged."""
-    where = resolve_where(rule.where, swept, rule.name)
+    where = resolve_where(rule.where, swept, rule.name, rule.free)
     res = RuleResult(rule, MISSING, config=_label(where))
     rows, col, res.why = _measured(table, where, rule.metric)
     if col is None:
         return res
+    goal = (rule.best_of.goal or goal) if rule.best_of else ""
+    if rule.best_of:
+        if not goal:
+            raise ValueError(f"rule {rule.name!r}: best_of needs a goal (schema.best_goal)")
+        rows, res.picked, left_out = best_rows(rows, rule, col, goal, swept)
+        res.config += "; " + picks_text(res.picked, rule.free, swept)  # the page and the figure
+        picks = picks_text(res.picked, rule.free)  # and the measured text (terminal, verify.md)
+        if rows.empty:
+            res.why = f"no seed has a run at every {'/'.join(rule.free)} value"
+            return res
+    else:
+        picks = left_out = ""
     vals, n_div, unresolved = seed_values(rows, rule, col)
     res.n_diverged = n_div
-    res.beside = _beside(rows, rule.metric)
+    res.beside = "; ".join(x for x in (picks, left_out, _beside(rows, rule.metric)) if x)
     scale, bounds = metric_scale(rule.metric)
     if rule.scale != "auto":
         scale = rule.scale
@@ -184,12 +205,19 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]]) -
     if rule.rate:
         scale, bounds = "rate", (0.0, 1.0)
     if rule.minus is not None:
-        other = resolve_where(rule.minus, swept, rule.name)
-        res.config = f"{res.config} minus {_label(other)}"
+        other = resolve_where(rule.minus, swept, rule.name, rule.free)
+        label_a, label_b = res.config, _label(other)
         rows_b, col_b, res.why = _measured(table, other, rule.metric)
         if col_b is None:
             return res
+        if rule.best_of:  # each side picks its own best, per seed
+            rows_b, picked_b, left_out_b = best_rows(rows_b, rule, col_b, goal, swept)
+            label_b += "; " + picks_text(picked_b, rule.free, swept)
+            minus_picks = picks_text(picked_b, rule.free).split(": ", 1)[1]
+            res.beside = "; ".join(x for x in (f"{picks} minus {minus_picks}", left_out, left_out_b) if x)
+        res.config = f"{label_a} minus {label_b}"
         vals_b, n_div_b, unresolved_b = seed_values(rows_b, rule, col_b)
+        res.sides = [(label_a, list(vals.values())), (label_b, list(vals_b.values()))]
         res.n_diverged += n_div_b
         unresolved = unresolved or unresolved_b
         seeds = [s for s in vals if s in vals_b]
@@ -264,10 +292,10 @@ def judge(claim: Claim, table: pd.DataFrame, swept: dict[str, list[Any]], profil
 def judge_all(claim: Claim, table: pd.DataFrame, swept: dict[str, list[Any]], profile: str, alpha: float = ALPHA
               ) -> tuple[str, list[RuleResult], list[RuleResult], str]:
     """Verdict, rules, controls and (for invalid) why, with Holm over rules + controls at ``alpha``."""
-    controls = [measure_rule(c, table, swept) for c in claim.controls_for(profile)]
+    controls = [measure_rule(c, table, swept, best_goal(claim, profile, c)) for c in claim.controls_for(profile)]
     for c in controls:
         c.control = True
-    rules = [measure_rule(r, table, swept) for r in claim.rules(profile)]
+    rules = [measure_rule(r, table, swept, best_goal(claim, profile, r)) for r in claim.rules(profile)]
     family = [r for r in controls + rules if r.estimate is not None]
     adj = holm([2 * min(r.p_holds, r.p_fails) for r in family])
     div = holm_divisors([r.p_adjusted for r in family])

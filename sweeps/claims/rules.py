@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Union
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from seqbench.bench.core.schema import Section
 
@@ -61,6 +61,16 @@ class Success(Section):
         return self
 
 
+class BestOf(Section):
+    """Swept keys a rule leaves free: each seed is judged at its best value of them (judge.py says why per
+    seed and what that does to the statistics)."""
+
+    params: list[str] = Field(min_length=1, description="swept keys the rule does not fix, e.g. [optim.lr]")
+    goal: Literal["maximize", "minimize"] | None = Field(
+        None, description="which value is best; default the claim's metric goal when the rule judges that "
+        "metric (metric: solved: maximize)")
+
+
 class Rule(Section):
     name: str = Field(min_length=1, description="what the rule checks, in words")
     where: dict[str, Scalar] = Field(description="the configuration: every swept key -> value (or max/min)")
@@ -84,10 +94,18 @@ class Rule(Section):
     diverged: Union[Literal["inconclusive", "exclude", "baseline"], float] = Field(
         "inconclusive", description="what a diverged seed counts as: the rule becomes inconclusive, the seed is "
         "left out, it counts as the memoryless baseline (did not train), or as this value")
+    best_of: BestOf | None = Field(None, description="swept keys (optim.lr, or [optim.lr, ...], or {params: "
+                                   "[...], goal: ...}) at whose best value each seed is judged: 'best of 3 "
+                                   "learning rates'; where: leaves them out")
     paper: str = Field("", description="the paper's number for this quantity, with unit, shown beside ours")
     profiles: list[Literal["quick", "paper"]] = Field(
         default_factory=lambda: list(PROFILES), min_length=1,
         description="profiles the rule applies to (a configuration only the paper profile runs)")
+
+    @field_validator("best_of", mode="before")
+    @classmethod
+    def _best_of_short(cls, v: Any) -> Any:  # best_of: optim.lr / [optim.lr, optim.warmup_steps]
+        return {"params": [v]} if isinstance(v, str) else {"params": v} if isinstance(v, list) else v
 
     @model_validator(mode="after")
     def _has_threshold(self) -> "Rule":
@@ -109,6 +127,9 @@ class Rule(Section):
             bad = [t for t in self._thresholds() if not (isinstance(t, float) and 0 < t < 1)]
             if bad:
                 raise ValueError(f"{n}: a success rate's thresholds are numbers in (0, 1), got {bad[0]!r}")
+        fixed = [k for k in self.free if k in self.where or k in (self.minus or {})]
+        if fixed:
+            raise ValueError(f"{n}: best_of: {fixed[0]} is chosen per seed; drop it from where:/minus:")
         if self.no_control and self.control is not None:
             raise ValueError(f"{n}: control: and no_control: contradict each other; keep one")
         if self.scale == "log":
@@ -119,6 +140,11 @@ class Rule(Section):
 
     def _thresholds(self) -> list[Any]:
         return [t for t in (self.below, self.above, *(self.between or [])) if t is not None]
+
+    @property
+    def free(self) -> list[str]:
+        """The swept keys ``where`` leaves open because ``best_of`` picks them per seed."""
+        return list(self.best_of.params) if self.best_of else []
 
     @property
     def rate(self) -> bool:

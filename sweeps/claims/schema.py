@@ -27,13 +27,17 @@ A claim extends a sweep spec (``sweeps/spec.py``: ``base``, ``method``, ``metric
       - {name: TCN solves it on most seeds, where: {model.name: tcn}, metric: solved, above: 0.5}
       - {name: share of seeds below 0.1 x baseline, where: {model.name: tcn}, metric: val/mse,
          success: {below: {baseline: 0.1}}, above: 0.2}
+      - {name: attention at its best rate, where: {model.name: transformer}, best_of: optim.lr,
+         metric: val/acc, above: 0.9}    # optim.lr swept: each seed at its best of the swept rates
     figure: length                   # which report figure shows the effect (see FIGURES)
     note: what we measured at the quick profile, and what we tried when it did not hold
 
 Rule features (``sweeps/claims/judge.py`` says how each is judged): ``below``/``above`` (a number
 or ``{baseline: x}``, x times the task's memoryless baseline), ``between: [lo, hi]`` (a two-sided
 band), ``success:`` or ``metric: solved`` (each seed succeeded or not; the thresholds apply to the
-share of seeds, exact binomial), ``scale:`` (auto | linear | log), ``control:`` (names in
+share of seeds, exact binomial), ``best_of:`` (swept keys the rule leaves free: each seed is judged at
+its best value of them, e.g. the best of 3 learning rates; ``{params: [...], goal: ...}``, the goal
+by default the claim metric's), ``scale:`` (auto | linear | log), ``control:`` (names in
 ``controls:``, or one inline rule). A rule that says a model did not learn (``above``/``between`` a
 baseline multiple) or compares two configurations (``minus:``) names a control (or says why it needs
 none: ``no_control: reason``), else it is judged ``invalid``; a control that fails makes the claim ``invalid``. ``looks:`` may be set per profile;
@@ -67,6 +71,7 @@ from seqbench.sweeps import shipped_claims as shipped
 from seqbench.sweeps.claims.rules import (  # noqa: F401
     PROFILES,
     Baseline,
+    BestOf,
     ParamCount,
     Published,
     Rule,
@@ -238,7 +243,31 @@ def check_profile(claim: Claim, profile: str, question: str = "") -> None:
     for rule in [*claim.rules(profile), *claim.controls_for(profile)]:
         for sel in (rule.where, rule.minus):
             if sel is not None:
-                resolve_where(sel, swept, rule.name)
+                resolve_where(sel, swept, rule.name, rule.free)
+        if rule.best_of is not None:
+            if claim.kind == "cost":
+                raise UserError(f"expect: rule {rule.name!r}: best_of: only for sweep claims")
+            for k in rule.free:
+                if k not in swept or len(swept[k]) < 2:
+                    raise UserError(f"expect: rule {rule.name!r}: best_of: {k} must be swept over 2 or more values "
+                                    f"(swept: {', '.join(f'{s} {len(v)}' for s, v in swept.items()) or 'nothing'})")
+            best_goal(claim, profile, rule)
+
+
+def best_goal(claim: Claim, profile: str, rule: Rule) -> str:
+    """The direction in which ``rule.best_of`` picks: its own goal, else the claim metric's when the rule
+    judges that metric (``solved``: maximize); UserError when neither says."""
+    if rule.best_of is None or rule.best_of.goal:
+        return rule.best_of.goal if rule.best_of else ""
+    if rule.metric == "solved":
+        return "maximize"
+    m = claim.resolved(profile).get("metric")
+    m = m[0] if isinstance(m, list) and m else m
+    name, goal = (m.get("name"), m.get("goal")) if isinstance(m, dict) else (m, None)
+    if goal and rule.metric.removeprefix("best.") == name:
+        return str(goal)
+    raise UserError(f"expect: rule {rule.name!r}: best_of: needs goal: maximize | minimize (its metric "
+                    f"{rule.metric} is not the claim's metric {name or '(none)'} with a stated goal)")
 
 
 def sweep_spec(claim: Claim, profile: str, question: str = ""):
@@ -268,15 +297,18 @@ def cost_config(resolved: dict[str, Any]):
     return cfg
 
 
-def resolve_where(where: dict[str, Any], swept: dict[str, list[Any]], rule: str) -> dict[str, Any]:
-    """``where`` with max/min replaced by the swept values; UserError unless it fixes every swept key."""
+def resolve_where(where: dict[str, Any], swept: dict[str, list[Any]], rule: str, free: list[str] = ()
+                  ) -> dict[str, Any]:
+    """``where`` with max/min replaced by the swept values; UserError unless it fixes every swept key
+    but the ``free`` ones (a rule's ``best_of``: left out of the result, chosen per seed by the judge)."""
     unknown = [k for k in where if k not in swept]
     if unknown:
         raise UserError(f"expect: rule {rule!r}: {unknown[0]} is not swept; swept: {', '.join(swept) or 'nothing'}")
+    swept = {k: v for k, v in swept.items() if k not in free}
     loose = [k for k in swept if k not in where and len(swept[k]) > 1]
     if loose:
         raise UserError(f"expect: rule {rule!r}: where: must fix {', '.join(loose)} (swept), "
-                        "so configurations are never pooled")
+                        "so configurations are never pooled (or best_of: it, judging each seed at its best value)")
     out = {}
     for k, values in swept.items():
         v = where.get(k, values[0])

@@ -1,0 +1,144 @@
+"""``best_of:`` on fabricated seed tables: each seed is judged at its best swept value (e.g. the best
+of 3 learning rates), in the goal's direction, and a rule judged after the selection can both hold
+and fail; the verdict names the values picked."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from seqbench.bench.core.errors import UserError
+from seqbench.reports.verify_html import verdict_figure
+from seqbench.sweeps.claims.judge import FAILS, HOLDS, judge_all
+from seqbench.sweeps.claims.schema import parse_claim
+
+SOURCE = {"cite": "Test 2024 Fig. 2", "paper": "A. Test 2024", "where": "Figure 2", "metric": "accuracy",
+          "published": [{"what": "attention", "value": 1.0, "unit": "accuracy"}]}
+LRS = [0.001, 0.003, 0.01]
+SWEPT = {"model.name": ["lstm", "transformer"], "task.n_pairs": [2, 8], "optim.lr": LRS}
+
+
+def claim(expect: list[dict], controls: list[dict] | None = None, goal: str = "maximize", metric: str = "val/acc"):
+    raw = {"question": "q?", "source": SOURCE, "figure": "factors",
+           "base": {"task": {"name": "assoc_recall", "vocab": 20, "length": 24}},
+           "metric": {"name": metric, "goal": goal},
+           "parameters": {k: {"values": v} for k, v in SWEPT.items()}, "seeds": 3,
+           "profiles": {"quick": {}, "paper": {}}, "expect": expect, "controls": controls or []}
+    return parse_claim(raw, "c")
+
+
+def table(acc: dict[tuple[str, int], list[list[float]]], metric: str = "val/acc") -> pd.DataFrame:
+    """(model, n_pairs) -> per learning rate (LRS order), the seeds' values."""
+    rows = []
+    for (model, pairs), per_lr in acc.items():
+        for lr, seeds in zip(LRS, per_lr):
+            for seed, v in enumerate(seeds):
+                rows.append({"trial": len(rows), "state": "COMPLETE", "seed": seed, "run_id": f"r{len(rows)}",
+                             "status": "completed", "param.model.name": model, "param.task.n_pairs": pairs,
+                             "param.optim.lr": lr, f"final.{metric}": v, f"baseline.{metric}": 0.1})
+    return pd.DataFrame(rows)
+
+
+LOW = [0.10, 0.12, 0.11]
+HIGH = [0.99, 1.0, 0.995]
+ATTN = {"name": "attention recalls 8 pairs", "where": {"model.name": "transformer", "task.n_pairs": 8},
+        "best_of": "optim.lr", "metric": "val/acc", "above": 0.9}
+LSTM_FEW = {"name": "lstm recalls 2 pairs", "where": {"model.name": "lstm", "task.n_pairs": 2},
+            "best_of": ["optim.lr"], "metric": "val/acc", "above": 0.8}
+LSTM_LOW = {"name": "lstm fails at 8 pairs", "where": {"model.name": "lstm", "task.n_pairs": 8},
+            "best_of": {"params": ["optim.lr"]}, "metric": "val/acc", "below": 0.5, "control": "lstm recalls 2 pairs"}
+
+
+def full(attn8, lstm8, lstm2=None):
+    return table({("transformer", 8): attn8, ("lstm", 8): lstm8, ("lstm", 2): lstm2 or [LOW, HIGH, LOW],
+                  ("transformer", 2): [HIGH, HIGH, HIGH]})
+
+
+def test_best_of_picks_each_seeds_best_rate_and_says_which():
+    # seeds 0 and 1 peak at lr 0.003, seed 2 at lr 0.01; no single rate is best for every seed
+    attn8 = [[0.2, 0.3, 0.1], [0.97, 0.99, 0.5], [0.6, 0.4, 0.98]]
+    verdict, rules, controls, _ = judge_all(claim([ATTN]), full(attn8, [LOW] * 3), SWEPT, "quick")
+    r = rules[0]
+    assert {s: p["optim.lr"] for s, p in r.picked.items()} == {0: 0.003, 1: 0.003, 2: 0.01}
+    assert sorted(r.estimate.values) == [0.97, 0.98, 0.99]
+    assert "best of optim.lr [0.001, 0.003, 0.01] per seed: 0.003 x2, 0.01 x1" in r.config
+    assert r.verdict == HOLDS and verdict == HOLDS
+    # the figure's category is the configuration with its picks
+    fig = verdict_figure(full(attn8, [LOW] * 3), rules)
+    assert any("0.003 x2" in t for t in fig.layout.xaxis.ticktext)
+
+
+@pytest.mark.parametrize("goal, picked", [("minimize", 0.001), ("maximize", 0.01)])
+def test_best_of_follows_the_goal(goal, picked):
+    loss = [[0.5, 0.6, 0.55], [1.0, 1.1, 1.05], [2.0, 2.2, 2.1]]  # lr 0.001 lowest, lr 0.01 highest
+    t = table({("transformer", 8): loss, ("lstm", 8): loss, ("lstm", 2): loss, ("transformer", 2): loss},
+              metric="val/loss")
+    rule = {"name": "loss", "where": {"model.name": "transformer", "task.n_pairs": 8}, "best_of": "optim.lr",
+            "metric": "val/loss", "below": 5.0}
+    # the claim's metric goal by default ...
+    _, rules, _, _ = judge_all(claim([rule], goal=goal, metric="val/loss"), t, SWEPT, "quick")
+    assert {p["optim.lr"] for p in rules[0].picked.values()} == {picked}
+    # ... or the rule's own, whatever the claim's metric says
+    own = {**rule, "best_of": {"params": ["optim.lr"], "goal": goal}}
+    _, rules, _, _ = judge_all(claim([own], metric="val/acc"), t, SWEPT, "quick")
+    assert {p["optim.lr"] for p in rules[0].picked.values()} == {picked}
+
+
+def test_a_rule_after_best_of_holds_and_fails():
+    c = claim([ATTN, LSTM_LOW], [LSTM_FEW])
+    # attention reaches ~1.0 at one rate, the LSTM stays low at every rate of 8 pairs: holds
+    verdict, rules, controls, _ = judge_all(c, full([LOW, HIGH, LOW], [LOW, LOW, LOW]), SWEPT, "quick")
+    assert controls[0].verdict == HOLDS and [r.verdict for r in rules] == [HOLDS, HOLDS] and verdict == HOLDS
+    # one rate recalls 8 pairs: the LSTM's best is high, so "below 0.5" fails although two of its three
+    # rates (and their mean) are low; attention at no rate above chance fails its rule
+    verdict, rules, _, _ = judge_all(c, full([LOW, LOW, LOW], [LOW, LOW, HIGH]), SWEPT, "quick")
+    assert [r.verdict for r in rules] == [FAILS, FAILS] and verdict == FAILS
+    assert all(p["optim.lr"] == 0.01 for p in rules[1].picked.values())
+
+
+def test_a_diverged_run_never_wins_and_a_seed_missing_a_rate_is_left_out():
+    t = full([LOW, HIGH, LOW], [LOW] * 3)
+    at = (t["param.model.name"] == "transformer") & (t["param.task.n_pairs"] == 8)
+    # seed 0 diverged at lr 0.003 (its recorded value, if any, is no result): lr 0.001 or 0.01 wins instead
+    t.loc[at & (t["param.optim.lr"] == 0.003) & (t["seed"] == 0), "status"] = "diverged"
+    # seed 2 has no run at lr 0.01: its best would be over two rates, so it is left out and said so
+    t = t[~(at & (t["param.optim.lr"] == 0.01) & (t["seed"] == 2))]
+    _, rules, _, _ = judge_all(claim([{**ATTN, "diverged": "exclude"}]), t, SWEPT, "quick")
+    r = rules[0]
+    assert r.picked[0]["optim.lr"] in (0.001, 0.01) and set(r.picked) == {0, 1}
+    assert "seed(s) 2 left out" in r.measured() and "1 diverged run(s) not picked" in r.measured()
+    # a tie goes to the first value in the swept order
+    _, rules, _, _ = judge_all(claim([ATTN]), full([HIGH, HIGH, LOW], [LOW] * 3), SWEPT, "quick")
+    assert {p["optim.lr"] for p in rules[0].picked.values()} == {0.001}
+
+
+def test_a_difference_takes_each_sides_own_best_paired_by_seed():
+    rule = {"name": "lstm falls with pairs", "where": {"model.name": "lstm", "task.n_pairs": 2},
+            "minus": {"model.name": "lstm", "task.n_pairs": 8}, "best_of": "optim.lr", "metric": "val/acc",
+            "above": 0.3, "control": "lstm recalls 2 pairs"}
+    t = full([HIGH] * 3, [LOW, [0.3, 0.35, 0.32], LOW], lstm2=[LOW, LOW, HIGH])
+    _, rules, controls, _ = judge_all(claim([rule], [LSTM_FEW]), t, SWEPT, "quick")
+    r = rules[0]
+    assert r.verdict == HOLDS and "0.01 x3" in r.config and "0.003 x3" in r.config
+    assert [round(v, 3) for v in r.estimate.values] == [0.69, 0.65, 0.675]
+    assert [len(v) for _, v in r.sides] == [3, 3]
+
+
+@pytest.mark.parametrize("rule, message", [
+    ({**ATTN, "where": {"model.name": "transformer", "task.n_pairs": 8, "optim.lr": 0.01}}, "chosen per seed"),
+    ({**ATTN, "best_of": ["optim.lr", "model.d_model"]}, "model.d_model must be swept over 2 or more values"),
+    ({**ATTN, "metric": "val/loss", "above": None, "below": 1.0}, "best_of: needs goal"),
+    ({**ATTN, "best_of": None}, r"must fix optim.lr .* best_of"),
+])
+def test_best_of_mistakes_are_refused_at_load(rule, message):
+    with pytest.raises(UserError, match=message):
+        claim([rule])
+
+
+def test_the_terminal_line_names_the_rates_picked():
+    rule = {"name": "lstm falls with pairs", "where": {"model.name": "lstm", "task.n_pairs": 2},
+            "minus": {"model.name": "lstm", "task.n_pairs": 8}, "best_of": "optim.lr", "metric": "val/acc",
+            "above": 0.3, "no_control": "test"}
+    t = full([HIGH] * 3, [LOW, [0.3, 0.35, 0.32], LOW], lstm2=[LOW, LOW, HIGH])
+    _, rules, _, _ = judge_all(claim([rule]), t, SWEPT, "quick")
+    text = rules[0].measured()
+    assert "best optim.lr: 0.01 x3 minus 0.003 x3" in text
