@@ -24,7 +24,7 @@ from seqbench.bench.core.schema import ADDED_LATER, NOT_IDENTITY, Section, ident
 from seqbench.bench.core.settings import (comma_lists, leaves, load_yaml, parse_pairs, parse_value, safe_load,
                                           set_dotted)
 
-__all__ = ["RunConfig", "build_config", "compose", "load_config", "load_yaml", "override", "parse_value",
+__all__ = ["RunConfig", "build_config", "compose", "load_config", "load_yaml", "metric_goal_of", "override", "parse_value",
            "safe_load", "validate"]
 
 
@@ -358,3 +358,18 @@ def notes(composed: Composed, source: str | None) -> list[str]:
 
 def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -> RunConfig:
     return resolve(path, overrides)[0]
+
+
+def metric_goal_of(metric: str, tasks: list[str]) -> str:
+    """"maximize" or "minimize" for a metric key, as the runs' tasks declare it (``TaskFacts``; time:
+    minimize). A metric none of the tasks declares reads "maximize"; callers refuse it by name."""
+    if metric.startswith("time/"):
+        return "minimize"
+    for t in tasks:
+        if t not in TASKS:
+            continue
+        try:
+            return TASKS.get(t).config_cls.facts.goal(metric).optuna
+        except KeyError:
+            continue
+    return "maximize"

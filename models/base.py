@@ -7,8 +7,12 @@ Two kinds of registry entries:
 - a full ``nn.Module`` with ``forward(batch, state) -> (output, state)`` of its own
   (encoder-decoders, which also implement ``generate``).
 
-Adding a model is one file plus one import line in ``models/__init__.py``: the module
-class registered with ``@MODELS.register("name", config=NameConfig)``, and its config, a
+Adding a model is one file plus one import line in ``models/__init__.py``. The file has two
+parts (bench/core/configs_only.py): above the ``# -- torch below`` line, its config registered
+with ``@MODELS.config("name")`` (its docstring is the line ``seqbench list`` shows), importing
+no torch, so ``seqbench list`` and ``--print-config`` stay fast; below it, the module class
+registered with ``@MODELS.module("name")``. (``@MODELS.register("name", config=NameConfig)``
+on the class does both, for a file that keeps no torch-free part.) The config is a
 ``ModelConfig`` subclass that tells the harness everything else it knows about the
 architecture, so no harness module keeps a table keyed by model name:
 
@@ -20,7 +24,7 @@ architecture, so no harness module keeps a table keyed by model name:
 - ``forward_macs(spec, T, target_len)``: multiply-accumulates of one forward pass over one
   training sequence, which ``bench/training/flops.py`` turns into FLOPs per token and MFU.
   Counted as there: matrix products and convolutions only, every (query, key) pair of
-  attention, embedding lookups free. ``input_width`` and ``SequenceModel.head_macs`` count
+  attention, embedding lookups free. ``input_width`` and ``head_macs`` count
   the shared encoder and head. A model that cannot count returns None and says why in
   ``no_flop_count`` (tests/test_flops.py holds every registered model to one or the other
   and checks each count against torch's FlopCounterMode);
@@ -33,14 +37,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-import torch
-import torch.nn.functional as F
 from pydantic import Field
-from torch import nn
 
+from seqbench.bench.core.contract import OutputKind, TaskSpec
 from seqbench.bench.core.registry import MODELS
 from seqbench.bench.core.schema import Section
-from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
 
 PER_STEP_AND_POOLED = frozenset({OutputKind.TOKENS, OutputKind.CLASS, OutputKind.REGRESSION})
 
@@ -84,6 +85,22 @@ def input_width(cfg: ModelConfig, vocab: int | None, input_dim: int | None) -> i
     if vocab is None:
         return input_dim or 1
     return vocab if cfg.embedding == "onehot" else cfg.d_model
+
+
+def head_macs(spec: TaskSpec, d: int, T: int) -> int:
+    """MACs per sequence of ``SequenceModel``'s head on ``d`` features: per position for TOKENS,
+    once for pooled heads (plus attention pooling's scores h @ q and weighted sum)."""
+    if spec.output_kind is OutputKind.TOKENS:
+        return T * d * spec.n_classes
+    return d * spec.n_classes + (2 * T * d if spec.pooling == "attention" else 0)
+
+
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqbench.bench.core.contract import Batch
 
 
 class Backbone(nn.Module):
@@ -161,14 +178,6 @@ class SequenceModel(nn.Module):
         d = self.backbone.d_out
         self.pool = None if self.kind is OutputKind.TOKENS else Pool(spec.pooling, d)
         self.head = nn.Linear(d, spec.n_classes)
-
-    @staticmethod
-    def head_macs(spec: TaskSpec, d: int, T: int) -> int:
-        """MACs per sequence of the head on ``d`` features: per position for TOKENS, once
-        for pooled heads (plus attention pooling's scores h @ q and weighted sum)."""
-        if spec.output_kind is OutputKind.TOKENS:
-            return T * d * spec.n_classes
-        return d * spec.n_classes + (2 * T * d if spec.pooling == "attention" else 0)
 
     def forward(self, batch: Batch, state: Any = None) -> tuple[torch.Tensor, Any]:
         h, state = self.backbone(self.encoder(batch.x), batch.lengths, state)  # (B, T, d)

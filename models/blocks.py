@@ -16,10 +16,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-import torch
-import torch.nn.functional as F
 from pydantic import Field, model_validator
-from torch import nn
 
 from seqbench.models.base import Dropout, Layers, ModelConfig
 
@@ -58,6 +55,12 @@ def transformer_layer_macs(d: int, d_ff: int, T: int, keys: int) -> int:
     projections (4 d^2), the two feed-forward products (2 d d_ff), scores and weighted sum
     (2 * keys * d per query; causal masks are not halved)."""
     return T * (4 * d * d + 2 * d * d_ff) + 2 * T * keys * d
+
+
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+import torch
+import torch.nn.functional as F
+from torch import nn
 
 
 def make_norm(kind: str, d: int) -> nn.Module:

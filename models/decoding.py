@@ -16,13 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-import torch.nn.functional as F
 from pydantic import Field
-from torch import nn
 
+from seqbench.bench.core.contract import TaskSpec
 from seqbench.bench.core.schema import Section
-from seqbench.bench.core.contract import Batch, TaskSpec
 
 
 class DecodeConfig(Section):
@@ -30,6 +27,13 @@ class DecodeConfig(Section):
     max_len: int | None = Field(None, ge=1, description="most generated tokens (incl. <eos>); "
                                 "null = the length the task asks for (its reference length)")
 
+
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqbench.bench.core.contract import Batch
 
 State = dict[str, torch.Tensor]
 

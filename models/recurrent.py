@@ -13,15 +13,12 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-import torch
 from pydantic import Field
-from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from seqbench.bench.core.contract import TaskSpec
 from seqbench.bench.core.registry import MODELS
 from seqbench.bench.core.schema import ADDED_LATER
-from seqbench.bench.core.contract import TaskSpec
-from seqbench.models.base import Backbone, Dropout, Layers, ModelConfig, SequenceModel, input_width
+from seqbench.models.base import Dropout, Layers, ModelConfig, head_macs, input_width
 
 GATES = {"rnn": 1, "lstm": 4, "gru": 3}  # weight blocks per cell (i, f, g, o / r, z, n)
 
@@ -51,7 +48,7 @@ class RecurrentConfig(ModelConfig):
         dirs = 2 if self.bidirectional else 1
         d_in = input_width(self, spec.vocab_size, spec.input_dim)
         body = T * rnn_stack_macs(d_in, self.d_model, self.n_layers, self.gates, dirs)
-        return body + SequenceModel.head_macs(spec, dirs * self.d_model, T)
+        return body + head_macs(spec, dirs * self.d_model, T)
 
 
 class OrthogonalInitConfig(RecurrentConfig):
@@ -64,26 +61,46 @@ class OrthogonalInitConfig(RecurrentConfig):
         "through tanh saturation)", json_schema_extra=ADDED_LATER)
 
 
+@MODELS.config("rnn")
 class RNNConfig(OrthogonalInitConfig):
+    """Vanilla (Elman) tanh RNN: the textbook case of vanishing gradients through time."""
+
     name: Literal["rnn"] = "rnn"
     gates = GATES["rnn"]
 
 
+@MODELS.config("irnn")
 class IRNNConfig(RecurrentConfig):
+    """ReLU RNN with identity recurrent init and zero bias (Le, Jaitly & Hinton 2015)."""
+
     name: Literal["irnn"] = "irnn"
     gates = GATES["rnn"]
     recurrent_init_scale: float = Field(1.0, gt=0, description="W_hh = scale * I at init (Le et al. use 1)")
 
 
+@MODELS.config("lstm")
 class LSTMConfig(OrthogonalInitConfig):
+    """Long short-term memory: gated cell state bridges long delays."""
+
     name: Literal["lstm"] = "lstm"
     gates = GATES["lstm"]
     forget_bias: float = Field(1.0, description="forget-gate bias at init (PyTorch default 0; 1 bridges longer delays)")
 
 
+@MODELS.config("gru")
 class GRUConfig(OrthogonalInitConfig):
+    """Gated recurrent unit (Cho et al. 2014)."""
+
     name: Literal["gru"] = "gru"
     gates = GATES["gru"]
+
+
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from seqbench.models.base import Backbone
 
 
 class RecurrentBackbone(Backbone):
@@ -133,18 +150,14 @@ class RecurrentBackbone(Backbone):
         return torch.cat([fwd, h[:, 0, d:]], dim=-1)  # right-to-left state after the first token
 
 
-@MODELS.register("rnn", config=RNNConfig)
+@MODELS.module("rnn")
 class RNN(RecurrentBackbone):
-    """Vanilla (Elman) tanh RNN: the textbook case of vanishing gradients through time."""
-
     rnn_cls = nn.RNN
     rnn_kwargs = {"nonlinearity": "tanh"}
 
 
-@MODELS.register("irnn", config=IRNNConfig)
+@MODELS.module("irnn")
 class IRNN(RecurrentBackbone):
-    """ReLU RNN with identity recurrent init and zero bias (Le, Jaitly & Hinton 2015)."""
-
     rnn_cls = nn.RNN
     rnn_kwargs = {"nonlinearity": "relu"}
 
@@ -157,10 +170,8 @@ class IRNN(RecurrentBackbone):
                 nn.init.zeros_(p)
 
 
-@MODELS.register("lstm", config=LSTMConfig)
+@MODELS.module("lstm")
 class LSTM(RecurrentBackbone):
-    """Long short-term memory: gated cell state bridges long delays."""
-
     rnn_cls = nn.LSTM
 
     def reset_recurrent(self) -> None:
@@ -172,8 +183,6 @@ class LSTM(RecurrentBackbone):
                     p[H:2 * H] = self.cfg.forget_bias if name.startswith("bias_ih") else 0.0
 
 
-@MODELS.register("gru", config=GRUConfig)
+@MODELS.module("gru")
 class GRU(RecurrentBackbone):
-    """Gated recurrent unit (Cho et al. 2014)."""
-
     rnn_cls = nn.GRU

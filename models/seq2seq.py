@@ -21,22 +21,21 @@ import dataclasses
 import math
 from typing import Literal
 
-import torch
 from pydantic import Field
-from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from seqbench.bench.core.contract import OutputKind, TaskSpec
 from seqbench.bench.core.registry import MODELS
-from seqbench.models.base import Dropout, InputEncoder, Layers, ModelConfig, input_width
-from seqbench.models.blocks import valid_mask
-from seqbench.models.decoding import DecodeConfig, EncoderDecoder, State
+from seqbench.models.base import Dropout, Layers, ModelConfig, input_width
+from seqbench.models.decoding import DecodeConfig
 from seqbench.models.recurrent import GATES, rnn_stack_macs
-from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
 
 SEQ2SEQ_ONLY = frozenset({OutputKind.SEQ2SEQ})
 
 
+@MODELS.config("seq2seq")
 class Seq2SeqConfig(ModelConfig):
+    """RNN encoder-decoder (lstm/gru) with none/bahdanau/dot attention, greedy and beam decoding."""
+
     name: Literal["seq2seq"] = "seq2seq"
     supported_kinds = SEQ2SEQ_ONLY
 
@@ -70,10 +69,19 @@ class Seq2SeqConfig(ModelConfig):
         return total + T * H * spec.n_classes
 
 
-@MODELS.register("seq2seq", config=Seq2SeqConfig)
-class RNNSeq2Seq(EncoderDecoder):
-    """RNN encoder-decoder (lstm/gru) with none/bahdanau/dot attention, greedy and beam decoding."""
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from seqbench.bench.core.contract import Batch
+from seqbench.models.base import InputEncoder
+from seqbench.models.blocks import valid_mask
+from seqbench.models.decoding import EncoderDecoder, State
+
+
+@MODELS.module("seq2seq")
+class RNNSeq2Seq(EncoderDecoder):
     def __init__(self, cfg: Seq2SeqConfig, spec):
         super().__init__(cfg, spec)
         H, L = cfg.d_model, cfg.n_layers

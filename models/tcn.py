@@ -15,23 +15,22 @@ from __future__ import annotations
 import warnings
 from typing import Any, Literal
 
-import torch
-import torch.nn.functional as F
 from pydantic import Field, model_validator
-from torch import nn
-from torch.nn.utils.parametrizations import weight_norm as apply_weight_norm
 
-from seqbench.bench.core.registry import MODELS
 from seqbench.bench.core.contract import TaskSpec
+from seqbench.bench.core.registry import MODELS
 from seqbench.bench.core.text import Notice
-from seqbench.models.base import Backbone, Dropout, ModelConfig, SequenceModel, input_width
+from seqbench.models.base import Dropout, ModelConfig, head_macs, input_width
 
 
 class ReceptiveFieldWarning(Notice):
     """The task's dependency is longer than the TCN can see."""
 
 
+@MODELS.config("tcn")
 class TCNConfig(ModelConfig):
+    """Temporal convolutional network: causal dilated residual convolutions (Bai et al. 2018)."""
+
     name: Literal["tcn"] = "tcn"
     complexity = ("O(k·T·d²)", 1)  # k taps of d x d at every position, per level
 
@@ -62,12 +61,21 @@ class TCNConfig(ModelConfig):
             c_in = input_width(self, spec.vocab_size, spec.input_dim) if level == 0 else d
             skip = c_in * d if c_in != d else 0  # 1x1 conv on the residual path
             total += T * (k * c_in * d + k * d * d + skip)
-        return total + SequenceModel.head_macs(spec, d, T)
+        return total + head_macs(spec, d, T)
 
 
 def receptive_field(kernel_size: int, n_levels: int) -> int:
     """Steps of input one output sees: two convs per level, dilations 1, 2, ..., 2^(n-1)."""
     return 1 + 2 * (kernel_size - 1) * (2 ** n_levels - 1)
+
+
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.parametrizations import weight_norm as apply_weight_norm
+
+from seqbench.models.base import Backbone
 
 
 class CausalConv(nn.Module):
@@ -92,10 +100,8 @@ class TemporalBlock(nn.Module):
         return F.relu(self.net(x) + self.skip(x))
 
 
-@MODELS.register("tcn", config=TCNConfig)
+@MODELS.module("tcn")
 class TCN(Backbone):
-    """Temporal convolutional network: causal dilated residual convolutions (Bai et al. 2018)."""
-
     def __init__(self, cfg: TCNConfig, spec, d_in: int):
         super().__init__(cfg, spec, d_in)
         self.blocks = nn.Sequential(*(

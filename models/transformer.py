@@ -11,17 +11,18 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
-from torch import nn
 
 from seqbench.bench.core.contract import TaskSpec
 from seqbench.bench.core.registry import MODELS
 from seqbench.bench.core.schema import ADDED_LATER
-from seqbench.models.base import Backbone, SequenceModel, input_width
-from seqbench.models.blocks import (PositionalEncoding, TransformerFields, TransformerStack, transformer_layer_macs,
-                                    valid_mask)
+from seqbench.models.base import head_macs, input_width
+from seqbench.models.blocks import TransformerFields, transformer_layer_macs
 
 
+@MODELS.config("transformer")
 class TransformerConfig(TransformerFields):
+    """Transformer encoder, causal (decoder-only) when the task is causal; post/pre/rezero norms."""
+
     name: Literal["transformer"] = "transformer"
     complexity = ("O(T²·d + T·d²)", 2)  # all pairs of positions, then per-position products
     # ADDED_LATER: at "default" the config hash is the one runs recorded before the field existed.
@@ -34,13 +35,18 @@ class TransformerConfig(TransformerFields):
         d, d_in = self.d_model, input_width(self, spec.vocab_size, spec.input_dim)
         proj = T * d_in * d if d_in != d else 0  # one-hot tokens or real channels projected to d_model
         layers = self.n_layers * transformer_layer_macs(d, self.ff_width(), T, T)
-        return proj + layers + SequenceModel.head_macs(spec, d, T)
+        return proj + layers + head_macs(spec, d, T)
 
 
-@MODELS.register("transformer", config=TransformerConfig)
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+from torch import nn
+
+from seqbench.models.base import Backbone
+from seqbench.models.blocks import PositionalEncoding, TransformerStack, valid_mask
+
+
+@MODELS.module("transformer")
 class Transformer(Backbone):
-    """Transformer encoder, causal (decoder-only) when the task is causal; post/pre/rezero norms."""
-
     def __init__(self, cfg: TransformerConfig, spec, d_in: int):
         super().__init__(cfg, spec, d_in)
         d = cfg.d_model

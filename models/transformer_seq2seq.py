@@ -12,20 +12,20 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-import torch
 from pydantic import Field
-from torch import nn
 
+from seqbench.bench.core.contract import TaskSpec
 from seqbench.bench.core.registry import MODELS
-from seqbench.models.base import InputEncoder, input_width
-from seqbench.models.blocks import (PositionalEncoding, TransformerFields, TransformerStack, transformer_layer_macs,
-                                    valid_mask)
-from seqbench.models.decoding import DecodeConfig, EncoderDecoder, State
+from seqbench.models.base import input_width
+from seqbench.models.blocks import TransformerFields, transformer_layer_macs
+from seqbench.models.decoding import DecodeConfig
 from seqbench.models.seq2seq import SEQ2SEQ_ONLY
-from seqbench.bench.core.contract import Batch, TaskSpec
 
 
+@MODELS.config("transformer_seq2seq")
 class TransformerSeq2SeqConfig(TransformerFields):
+    """Transformer encoder-decoder with cross-attention; post/pre/rezero norms; greedy and beam decoding."""
+
     name: Literal["transformer_seq2seq"] = "transformer_seq2seq"
     supported_kinds = SEQ2SEQ_ONLY
 
@@ -44,10 +44,18 @@ class TransformerSeq2SeqConfig(TransformerFields):
         return proj + encoder + decoder + T * d * spec.n_classes
 
 
-@MODELS.register("transformer_seq2seq", config=TransformerSeq2SeqConfig)
-class TransformerSeq2Seq(EncoderDecoder):
-    """Transformer encoder-decoder with cross-attention; post/pre/rezero norms; greedy and beam decoding."""
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+import torch
+from torch import nn
 
+from seqbench.bench.core.contract import Batch
+from seqbench.models.base import InputEncoder
+from seqbench.models.blocks import PositionalEncoding, TransformerStack, valid_mask
+from seqbench.models.decoding import EncoderDecoder, State
+
+
+@MODELS.module("transformer_seq2seq")
+class TransformerSeq2Seq(EncoderDecoder):
     def __init__(self, cfg: TransformerSeq2SeqConfig, spec):
         super().__init__(cfg, spec)
         d = cfg.d_model

@@ -23,9 +23,12 @@ import pandas as pd
 
 from seqbench.bench.core.artifacts import PARAM
 from seqbench.bench.core.stats import Paired
-from seqbench.reports.comparisons import Comparison, comparisons, order_key, trial_baselines, versus_baseline
+from seqbench.bench.core.text import text_table
+from seqbench.reports.comparisons import Comparison, comparisons, order_key, ranked, trial_baselines, versus_baseline
 from seqbench.reports.figures import ARCH_KEY, fmt_ci, label, per_trial, swept
 from seqbench.reports.table import Objective
+
+MAX_PRINTED = 30  # paired statements `seqbench compare` prints in the terminal (all are in summary.md)
 
 MAX_PAIRED = 4  # paired statements in the opening lines; the full list follows in its own section
 PARAM_ARCH = PARAM + ARCH_KEY
@@ -171,3 +174,22 @@ def _paired_line(table: pd.DataFrame, obj: Objective, best: pd.Series, keys: lis
     parts = [f"{_pair_name(c)} {_diff(c.result)}" for c in mine[:limit]]
     more = f"; {len(mine) - limit} more in the paired comparisons" if len(mine) > limit else ""
     return [f"Paired on the same seeds ({obj.name}, winner minus rival): " + "; ".join(parts) + more + "."]
+
+
+def ranked_text(table: pd.DataFrame, obj: Any, limit: int = MAX_PRINTED) -> str:
+    """The answer (``reports.headline``), the one ranked table (mean, 95% interval, n; rows no better
+    than the memoryless baseline marked in its ``baseline`` column) and the paired statements."""
+    t = ranked(table, obj)
+    marked = "; a baseline cell marks a row no better than the memoryless baseline" if "baseline" in t else ""
+    lines = headline(table, obj) + [f"ranked by {obj.name} ({obj.goal}): mean [95% CI] over seeds, n scored seeds"
+                                    + marked]
+    lines.append(text_table(list(t.columns), [list(row) for row in t.itertuples(index=False)], indent="  "))
+    comps = comparisons(table, obj)
+    if comps:
+        lines.append("paired comparisons (same seeds; better level first):")
+        lines += [f"  {c.sentence()}" for c in comps[:limit]]
+        if len(comps) > limit:
+            lines.append(f"  ... {len(comps) - limit} more in summary.md")
+    else:
+        lines.append("paired comparisons: none (no two scored settings differ in one key on shared seeds)")
+    return "\n".join(lines)

@@ -140,24 +140,6 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def metric_goal_of(metric: str, tasks: list[str]) -> str:
-    """"maximize" or "minimize" for a metric key, as the runs' tasks declare it (``TaskFacts``; time:
-    minimize). A metric none of the tasks declares reads "maximize"; callers refuse it by name."""
-    from seqbench.bench.core.registry import TASKS
-    import seqbench.bench.config  # noqa: F401  (fills the registries)
-
-    if metric.startswith("time/"):
-        return "minimize"
-    for t in tasks:
-        if t not in TASKS:
-            continue
-        try:
-            return TASKS.get(t).config_cls.facts.goal(metric).optuna
-        except KeyError:
-            continue
-    return "maximize"
-
-
 def sort_runs(df: pd.DataFrame, key: str | None) -> pd.DataFrame:
     """Best first by a metric (its declared goal), ascending by another column, newest first by default."""
     if key is None:
@@ -170,6 +152,8 @@ def sort_runs(df: pd.DataFrame, key: str | None) -> pd.DataFrame:
     ascending = True
     if col.startswith((FINAL, BEST, EVAL)):  # a metric: best first, in its declared direction
         tasks = [t for t in df["task"].dropna().unique()]
+        from seqbench.bench.config import metric_goal_of  # here: it imports every task's config; `runs` alone does not
+
         ascending = metric_goal_of(col.split(".", 1)[1], tasks) == "minimize"
     return df.sort_values(col, ascending=ascending, na_position="last", kind="stable")
 

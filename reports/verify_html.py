@@ -106,7 +106,9 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
         c["rules"].append(r)
     if not panels:
         return None
-    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=list(panels), vertical_spacing=0.12)
+    lines = max(_wrap(c).count("<br>") + 1 for p in panels.values() for c in p["cats"]) if panels else 1
+    space = min(0.12 + 0.03 * (lines - 1), 0.9 / max(1, len(panels) - 1))  # room for wrapped tick labels
+    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=list(panels), vertical_spacing=space)
     for row, (title, p) in enumerate(panels.items(), start=1):
         cats = list(p["cats"])
         for i, name in enumerate(cats):
@@ -144,13 +146,23 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
         if p["baseline"] is not None:
             fig.add_hline(y=p["baseline"], line=dict(color="#57606a", dash="dot"), row=row, col=1,
                           annotation_text="memoryless baseline", annotation_position="top left")
-        fig.update_xaxes(tickvals=list(range(len(cats))), ticktext=cats, range=[-0.6, len(cats) - 0.4], row=row, col=1)
+        fig.update_xaxes(tickvals=list(range(len(cats))), ticktext=[_wrap(c) for c in cats], tickangle=0,
+                         range=[-0.6, len(cats) - 0.4], row=row, col=1)
         if p["log"]:
             fig.update_yaxes(type="log", row=row, col=1)
-    fig.update_layout(height=320 * len(panels), margin=dict(t=70, b=40), title=dict(
+    fig.update_layout(height=(320 + 16 * (lines - 1)) * len(panels), margin=dict(t=70, b=40 + 16 * (lines - 1)),
+                      title=dict(
         text="verdict: seeds (grey), estimate with its tested interval, thresholds (red; dashed: control)",
         font=dict(size=13)))
     return fig
+
+
+def _wrap(label: str) -> str:
+    """A configuration label on short lines (a best_of pick and a difference's sides are long; rotated
+    ticks ran into the panel below)."""
+    for sep, to in ((" minus ", "<br>minus<br>"), ("; ", "<br>"), ("] per seed: ", "]<br>per seed: ")):
+        label = label.replace(sep, to)
+    return label
 
 
 def _flops_prediction(table: pd.DataFrame, judged: list[RuleResult]) -> float | None:

@@ -9,12 +9,9 @@ from __future__ import annotations
 import itertools
 from typing import Any, ClassVar, Iterable
 
-import torch
-import torch.nn.functional as F
-import torchmetrics
 from pydantic import Field
 
-from seqbench.bench.core.contract import IGNORE, Batch, Goal, MetricDef, OutputKind, TaskFacts, TaskSpec
+from seqbench.bench.core.contract import Goal, MetricDef, OutputKind, TaskFacts
 from seqbench.bench.core.schema import Section
 
 
@@ -35,6 +32,19 @@ class TokenTaskConfig(TaskConfig):
     """Per-step classification scored by accuracy on the answer positions (copy, recall, ...)."""
 
     facts = TaskFacts(OutputKind.TOKENS, causal=True, metrics=(MetricDef("acc", Goal.MAX),), primary="acc")
+
+
+def positive_int(description: str, default: int) -> Any:
+    """A strictly positive integer field with its one-line reason."""
+    return Field(default, ge=1, description=description)
+
+
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+import torch
+import torch.nn.functional as F
+import torchmetrics
+
+from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
 
 
 class Task:
@@ -157,9 +167,4 @@ class TokenTask(Task):
 
     def solved(self, metrics: dict[str, float], split: str = "val") -> bool:
         return metrics.get(f"{split}/acc", 0.0) >= self.solve_threshold
-
-
-def positive_int(description: str, default: int) -> Any:
-    """A strictly positive integer field with its one-line reason."""
-    return Field(default, ge=1, description=description)
 

@@ -21,14 +21,16 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
-from torch import nn
 
 from seqbench.bench.core.contract import TaskSpec
 from seqbench.bench.core.registry import MODELS
-from seqbench.models.base import Backbone, ModelConfig, SequenceModel, input_width
+from seqbench.models.base import ModelConfig, head_macs, input_width
 
 
+@MODELS.config("toy")
 class ToyConfig(ModelConfig):
+    """Per-position perceptron, the one-file model of tests/test_one_file_model.py."""
+
     name: Literal["toy"] = "toy"
     complexity = ("O(T·d·h)", 1)
 
@@ -37,13 +39,17 @@ class ToyConfig(ModelConfig):
     def forward_macs(self, spec: TaskSpec, T: int, target_len: int | None) -> int:
         d_in = input_width(self, spec.vocab_size, spec.input_dim)
         body = T * (d_in * self.hidden + self.hidden * self.d_model)
-        return body + SequenceModel.head_macs(spec, self.d_model, T)
+        return body + head_macs(spec, self.d_model, T)
 
 
-@MODELS.register("toy", config=ToyConfig)
+# -- torch below: the module (configs above import without torch; bench/core/configs_only.py)
+from torch import nn
+
+from seqbench.models.base import Backbone
+
+
+@MODELS.module("toy")
 class Toy(Backbone):
-    """Per-position perceptron, the one-file model of tests/test_one_file_model.py."""
-
     def __init__(self, cfg: ToyConfig, spec, d_in: int):
         super().__init__(cfg, spec, d_in)
         self.net = nn.Sequential(nn.Linear(d_in, cfg.hidden), nn.Tanh(), nn.Linear(cfg.hidden, cfg.d_model))

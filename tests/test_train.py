@@ -225,7 +225,7 @@ def test_train_time_counts_training_steps_and_excludes_validation(out_dir):
 
 
 def test_closing_line_shows_only_measured_speed_facts():
-    from seqbench.bench.training.train import speed_summary
+    from seqbench.bench.core.text import speed_summary
 
     base = {"steps": 10, "train_time_s": 2.0, "wall_time_s": 3.0, "samples_per_s": 320.0, "tokens_per_s": 6400.0,
             "device": "cpu", "precision": "32-true", "world_size": 1}

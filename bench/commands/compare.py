@@ -23,23 +23,16 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import pandas as pd
 import yaml
 
 import seqbench.bench.config  # noqa: F401  (fills the registries)
-from seqbench.bench.commands.report import report
 from seqbench.bench.commands.sweep import sweep
-from seqbench.bench.config import compose, parse_value
-from seqbench.bench.core.artifacts import atomic_write
+from seqbench.bench.config import compose, metric_goal_of, parse_value
+from seqbench.bench.core.artifacts import atomic_write, check_writable
 from seqbench.bench.core.errors import UserError, did_you_mean
 from seqbench.bench.core.registry import MODELS, TASKS
-from seqbench.bench.core.text import text_table
-from seqbench.bench.training.tracking import check_writable
-from seqbench.reports.comparisons import comparisons, ranked
-from seqbench.reports.headline import headline
-from seqbench.reports.runs import metric_goal_of
 from seqbench.sweeps.spec import parse_spec
 from seqbench.sweeps.storage import check_scheme
 from seqbench.sweeps.study import comparable
@@ -49,7 +42,9 @@ _REFUSED = {"seed": "compare runs every setting on seeds=N replicates (or seeds=
             "out_dir": "pass --out-dir DIR", "run_id": "each replicate gets its own run id",
             "resume": "re-running the same compare command continues its study"}
 DEFAULT_SEEDS = 3  # a comparison needs replicates: intervals and paired tests start at n=2
-MAX_PRINTED = 30  # paired statements printed in the terminal (all are in summary.md)
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def register(sp: argparse.ArgumentParser) -> None:
@@ -251,6 +246,8 @@ def compare(settings: Sequence[str], *, metric: str | None = None, workers: int 
     path = out_dir / "specs" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, spec_yaml(raw, name, notes))
+    from seqbench.bench.commands.report import report  # here: `compare --print-config/--help` stay light
+
     status = sweep(path, study=name, out_dir=out_dir, workers=workers, storage=storage,
                    quiet_summary=True).status  # the ranked table is the one summary
     return CompareResult(name, status, raw, path, notes, report(name, storage=storage, out_dir=out_dir))
@@ -263,25 +260,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 0
     r = compare(args.settings, metric=args.metric, workers=args.workers, storage=args.storage,
                 out_dir=args.out_dir, study=args.study)
+    from seqbench.reports.headline import ranked_text  # here: `compare --print-config/--help` stay light
+
     print(ranked_text(r.table, r.objective))
     print(f"dashboard: {r.report.index}  (summary.md beside it; spec: {r.spec_path})")
     return r.status
-
-
-def ranked_text(table: pd.DataFrame, obj: Any, limit: int = MAX_PRINTED) -> str:
-    """The answer (``reports.headline``), the one ranked table (mean, 95% interval, n; rows no better
-    than the memoryless baseline marked in its ``baseline`` column) and the paired statements."""
-    t = ranked(table, obj)
-    marked = "; a baseline cell marks a row no better than the memoryless baseline" if "baseline" in t else ""
-    lines = headline(table, obj) + [f"ranked by {obj.name} ({obj.goal}): mean [95% CI] over seeds, n scored seeds"
-                                    + marked]
-    lines.append(text_table(list(t.columns), [list(row) for row in t.itertuples(index=False)], indent="  "))
-    comps = comparisons(table, obj)
-    if comps:
-        lines.append("paired comparisons (same seeds; better level first):")
-        lines += [f"  {c.sentence()}" for c in comps[:limit]]
-        if len(comps) > limit:
-            lines.append(f"  ... {len(comps) - limit} more in summary.md")
-    else:
-        lines.append("paired comparisons: none (no two scored settings differ in one key on shared seeds)")
-    return "\n".join(lines)

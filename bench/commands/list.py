@@ -2,8 +2,8 @@
 
 The typed entries are ``list_tasks()``/``list_models()`` (registered names, for a notebook) and
 ``list_sections()`` (section -> its ``key = default - description`` lines); ``cmd_list`` prints them.
-Every name here needs the registries filled, which imports every model and task file (and so torch);
-the CLI imports this module only when ``list`` runs.
+Every name here needs the registries filled, which imports every model and task file: the CLI runs
+``list`` under ``configs_only`` (bench/core/configs_only.py), so only their configs load, not torch.
 """
 from __future__ import annotations
 

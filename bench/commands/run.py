@@ -14,8 +14,7 @@ from typing import Any, Sequence
 
 from seqbench.bench.config import RunConfig, build_config, load_config, notes, override, resolve
 from seqbench.bench.core.errors import UserError
-from seqbench.bench.training.train import run as train
-from seqbench.bench.training.train import speed_summary
+from seqbench.bench.core.text import speed_summary
 
 
 @dataclass(frozen=True)
@@ -57,6 +56,7 @@ def run(config: Any = None, overrides: Sequence[str] = (), *, argv: Sequence[str
 
     ``argv`` is the command line recorded as provenance (the CLI passes the user's own).
     """
+    from seqbench.bench.training.train import run as train  # here: `run --print-config/--help` import no torch
     cfg = config_of(config, overrides)
     r = train(cfg, argv=argv, progress=progress)
     return RunResult(r["run_id"], r["status"], r.get("reason"), Path(cfg.out_dir) / "runs" / r["run_id"], r)

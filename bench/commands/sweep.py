@@ -27,16 +27,13 @@ from typing import Any, Sequence
 import yaml
 
 from seqbench.bench.config import notes
-from seqbench.bench.core.artifacts import runs_path
+from seqbench.bench.core.artifacts import check_writable, runs_path
 from seqbench.bench.core.errors import UserError
-from seqbench.bench.training.tracking import check_writable
 from seqbench.sweeps import spec_path
 from seqbench.sweeps.progress import summary
-from seqbench.sweeps.processes import placement, run_workers, visible_cuda_devices
 from seqbench.sweeps.spec import resolve_spec
 from seqbench.sweeps.storage import check_scheme, describe, redact
 from seqbench.sweeps.study import Job, n_done, open_study, optuna_quiet, requeue_failed
-from seqbench.sweeps.worker import worker
 
 
 def register(sp: argparse.ArgumentParser) -> None:
@@ -118,10 +115,14 @@ def sweep(spec: str | Path, overrides: Sequence[str] = (), *, trials: int | None
         raise UserError(f"--trials: must be >= 1 (got {trials})")
     if heartbeat <= 0:
         raise UserError(f"--heartbeat: must be > 0 seconds (got {heartbeat})")
+    # here, not at the top: `sweep --print-config/--help` import no torch; the workers are forked after
+    # this process has imported torch and Lightning, so none of them pays for that import again
+    from seqbench.sweeps import processes, worker
+
     resolved, composed = resolve_spec(spec_path(str(spec)), list(overrides), trials=trials)
     for line in notes(composed, f"{spec} base") if composed else []:
         print(line, file=sys.stderr)
-    placed = placement(workers, devices, visible_cuda_devices())
+    placed = processes.placement(workers, devices, processes.visible_cuda_devices())
     optuna_quiet()
     out = str(out_dir or resolved.base.get("out_dir") or "outputs")
     # Each worker keeps train.threads (default 1: small recurrent models ran 2.7-12x slower with 2
@@ -151,10 +152,10 @@ def sweep(spec: str | Path, overrides: Sequence[str] = (), *, trials: int | None
     if placed[0] is not None:
         print("CUDA_VISIBLE_DEVICES per worker: " + ", ".join(placed), flush=True)
     if workers == 1 and devices is None:
-        worker(job, st)
+        worker.worker(job, st)
         status = 0
     else:  # --devices with one worker: a process of its own, so the device choice is exact
-        status = run_workers(job, workers, placed)
+        status = processes.run_workers(job, workers, placed)
     st = open_study(job, resolved, coordinator=False)
     final = st.get_trials(deepcopy=False)
     if not quiet_summary:

@@ -29,6 +29,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal, Mapping, TypedDict
 
+from seqbench.bench.core.errors import UserError
+
 RUNS = "runs"  # <out_dir>/runs/<run_id>/
 CONFIG = "config.yaml"
 METRICS = "metrics.csv"
@@ -317,3 +319,17 @@ def check_study_attrs(attrs: Mapping[str, Any]) -> StudyAttrs:
 def check_trial_attrs(attrs: Mapping[str, Any]) -> TrialAttrs:
     _check_keys(TrialAttrs, attrs)
     return dict(attrs)  # type: ignore[return-value]
+
+
+_PROBE_BYTES = 64 * 1024  # a full disk (or a file-size limit) refuses this; an empty probe file would pass
+
+
+def check_writable(out_dir: Path) -> None:
+    """Fail before training if ``out_dir`` cannot take a run's files (unwritable, or a full disk)."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".write-test-") as f:
+            f.write(b"\0" * _PROBE_BYTES)
+            f.flush()
+    except OSError as e:
+        raise UserError(f"out_dir: cannot write to {out_dir} ({e.strerror})") from None

@@ -39,17 +39,14 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Literal, NamedTuple
 
-import torch
-import torch.nn.functional as F
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-import seqbench.models  # noqa: F401  (fills MODELS; here: the CLI imports this module for every command)
-from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
+import seqbench.models  # noqa: F401  (fills MODELS)
+from seqbench.bench.core.contract import OutputKind
 from seqbench.bench.core.errors import UserError, did_you_mean, format_validation_error, validation_problems
 from seqbench.bench.core.registry import MODELS
 from seqbench.bench.core.schema import Section
 from seqbench.bench.core.settings import leaves, parse_pairs, set_dotted
-from seqbench.models.base import build_model
 
 VOCAB = 16
 
@@ -142,6 +139,15 @@ def parse_cost_config(settings: list[str]) -> CostConfig:
     except ValidationError as e:
         raise UserError(*validation_problems(e, allowed_fields=lambda loc: list(CostConfig.model_fields))
                         ) from None
+
+
+# -- torch below: the measurement. The settings above import without torch (`cost --print-config`;
+# bench/core/configs_only.py).
+import torch
+import torch.nn.functional as F
+
+from seqbench.bench.core.contract import Batch, TaskSpec
+from seqbench.models.base import build_model
 
 
 # -- one point ------------------------------------------------------------------------------

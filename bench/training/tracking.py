@@ -21,7 +21,6 @@ import math
 import os
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,20 +38,6 @@ from seqbench.bench.core.provenance import git_sha, versions
 def default_run_id(cfg: RunConfig) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-{cfg.task.name}-{cfg.model.name}-s{cfg.seed}-{cfg.config_hash()[:6]}"
-
-
-_PROBE_BYTES = 64 * 1024  # a full disk (or a file-size limit) refuses this; an empty probe file would pass
-
-
-def check_writable(out_dir: Path) -> None:
-    """Fail before training if ``out_dir`` cannot take a run's files (unwritable, or a full disk)."""
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".write-test-") as f:
-            f.write(b"\0" * _PROBE_BYTES)
-            f.flush()
-    except OSError as e:
-        raise UserError(f"out_dir: cannot write to {out_dir} ({e.strerror})") from None
 
 
 def find_resumable(cfg: RunConfig) -> Path | None:
@@ -79,7 +64,7 @@ class RunTracker:
 
     def __init__(self, cfg: RunConfig, argv: list[str] | None = None):
         self.cfg = cfg
-        check_writable(Path(cfg.out_dir))
+        artifacts.check_writable(Path(cfg.out_dir))
         runs = artifacts.runs_path(cfg.out_dir)
         resumed = find_resumable(cfg) if cfg.resume else None
         if resumed is not None:

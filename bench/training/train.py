@@ -318,30 +318,3 @@ def assemble_results(cfg: RunConfig, tracker: RunTracker, task: Task, module: Se
 
 def n_params(module: SeqModule) -> int:
     return sum(p.numel() for p in module.net.parameters())
-
-
-def _si(x: float) -> str:
-    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(x) >= scale:
-            return f"{x / scale:.3g}{unit}"
-    return f"{x:.3g}"
-
-
-def speed_summary(results: dict[str, Any]) -> str:
-    """The closing line's speed facts: steps over training time, samples/s, tokens/s, model FLOP/s and
-    MFU where measured, and where it ran (only the keys the run recorded)."""
-    parts = [f"{results['steps']} steps in {results['train_time_s']:.1f}s training "
-             f"({results['wall_time_s']:.1f}s wall)"]
-    if "samples_per_s" in results:
-        parts.append(f"{_si(results['samples_per_s'])} samples/s")
-    if "tokens_per_s" in results:
-        parts.append(f"{_si(results['tokens_per_s'])} tokens/s")
-    if "model_flops_per_s" in results:
-        parts.append(f"{_si(results['model_flops_per_s'])}FLOP/s")
-    if "mfu" in results:
-        parts.append(f"MFU {results['mfu']:.1%}")
-    where = results.get("device_name") or results.get("device")
-    if where:
-        ranks = results.get("world_size", 1)
-        parts.append(f"on {where}" + (f" x{ranks}" if ranks > 1 else "") + f" ({results.get('precision', '?')})")
-    return ", ".join(parts)

@@ -16,19 +16,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-import torch
-import torchmetrics
 from pydantic import Field
 
+from seqbench.bench.core.contract import Goal, MetricDef, OutputKind, TaskFacts
 from seqbench.bench.core.registry import TASKS
-from seqbench.bench.core.contract import Batch, Goal, MetricDef, OutputKind, TaskFacts, TaskSpec
-from seqbench.tasks.base import Task, TaskConfig
-from seqbench.tasks.synthetic.base import SyntheticTask
+from seqbench.tasks.base import TaskConfig
 
 SOLVED_MSE = 0.01
 
 
+@TASKS.config("adding")
 class AddingConfig(TaskConfig):
+    """Adding problem: regress the sum of the two marked values in a long sequence."""
+
     name: Literal["adding"] = "adding"
     facts = TaskFacts(OutputKind.REGRESSION, causal=True, metrics=(MetricDef("mse", Goal.MIN),), primary="mse")
 
@@ -38,10 +38,17 @@ class AddingConfig(TaskConfig):
         return self.length
 
 
-@TASKS.register("adding", config=AddingConfig)
-class AddingTask(SyntheticTask, Task):
-    """Adding problem: regress the sum of the two marked values in a long sequence."""
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+import torch
+import torchmetrics
 
+from seqbench.bench.core.contract import Batch, TaskSpec
+from seqbench.tasks.base import Task
+from seqbench.tasks.synthetic.base import SyntheticTask
+
+
+@TASKS.module("adding")
+class AddingTask(SyntheticTask, Task):
     @property
     def spec(self) -> TaskSpec:
         return self.build_spec(n_classes=1, input_dim=2, dependency=self.cfg.length)

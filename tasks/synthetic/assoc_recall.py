@@ -16,19 +16,18 @@ Solved: ``val/acc >= 0.95``.
 """
 from __future__ import annotations
 
-import math
 from typing import Literal
 
-import torch
 from pydantic import Field, model_validator
 
 from seqbench.bench.core.registry import TASKS
-from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
-from seqbench.tasks.base import TokenTask, TokenTaskConfig, positive_int
-from seqbench.tasks.synthetic.base import SyntheticTask
+from seqbench.tasks.base import TokenTaskConfig, positive_int
 
 
+@TASKS.config("assoc_recall")
 class AssocRecallConfig(TokenTaskConfig):
+    """Multi-query associative recall: store key-value pairs, answer queries later."""
+
     name: Literal["assoc_recall"] = "assoc_recall"
 
     vocab: int = Field(64, ge=8, description="token ids; keys use 1..vocab//2-1, values vocab//2..vocab-1")
@@ -48,10 +47,18 @@ class AssocRecallConfig(TokenTaskConfig):
         return self.length
 
 
-@TASKS.register("assoc_recall", config=AssocRecallConfig)
-class AssocRecallTask(SyntheticTask, TokenTask):
-    """Multi-query associative recall: store key-value pairs, answer queries later."""
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+import math
 
+import torch
+
+from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
+from seqbench.tasks.base import TokenTask
+from seqbench.tasks.synthetic.base import SyntheticTask
+
+
+@TASKS.module("assoc_recall")
+class AssocRecallTask(SyntheticTask, TokenTask):
     @property
     def spec(self) -> TaskSpec:
         c = self.cfg

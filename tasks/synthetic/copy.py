@@ -16,19 +16,18 @@ and recall accuracy ``1 / alphabet``. Solved: ``val/acc >= 0.95``.
 """
 from __future__ import annotations
 
-import math
 from typing import Literal
 
-import torch
 from pydantic import Field
 
 from seqbench.bench.core.registry import TASKS
-from seqbench.bench.core.contract import Batch, TaskSpec
-from seqbench.tasks.base import TokenTask, TokenTaskConfig, positive_int
-from seqbench.tasks.synthetic.base import SyntheticTask
+from seqbench.tasks.base import TokenTaskConfig, positive_int
 
 
+@TASKS.config("copy")
 class CopyConfig(TokenTaskConfig):
+    """Copy memory: remember n_symbols symbols across a delay, then reproduce them."""
+
     name: Literal["copy"] = "copy"
 
     n_symbols: int = positive_int("symbols to remember (10 in Arjovsky et al.)", 10)
@@ -39,10 +38,18 @@ class CopyConfig(TokenTaskConfig):
         return self.delay + 2 * self.n_symbols
 
 
-@TASKS.register("copy", config=CopyConfig)
-class CopyTask(SyntheticTask, TokenTask):
-    """Copy memory: remember n_symbols symbols across a delay, then reproduce them."""
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+import math
 
+import torch
+
+from seqbench.bench.core.contract import Batch, TaskSpec
+from seqbench.tasks.base import TokenTask
+from seqbench.tasks.synthetic.base import SyntheticTask
+
+
+@TASKS.module("copy")
+class CopyTask(SyntheticTask, TokenTask):
     # tokens: 0 = blank, 1..alphabet = symbols, alphabet+1 = delimiter
     @property
     def spec(self) -> TaskSpec:

@@ -18,21 +18,27 @@ Solved: ``val/exact_match >= 0.9``.
 """
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 from seqbench.bench.core.registry import TASKS
-from seqbench.tasks.synthetic.seq2seq import Seq2SeqTask, Seq2SeqTaskConfig
+from seqbench.tasks.synthetic.seq2seq import Seq2SeqTaskConfig
 
 
+@TASKS.config("reverse")
 class ReverseConfig(Seq2SeqTaskConfig):
+    """Reverse: output the source symbols in reverse order, then <eos>."""
+
     name: Literal["reverse"] = "reverse"
 
 
-@TASKS.register("reverse", config=ReverseConfig)
-class ReverseTask(Seq2SeqTask):
-    """Reverse: output the source symbols in reverse order, then <eos>."""
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+import math
 
+from seqbench.tasks.synthetic.seq2seq import Seq2SeqTask
+
+
+@TASKS.module("reverse")
+class ReverseTask(Seq2SeqTask):
     def target(self, src):
         return src.flip(1)  # (B, T)
 

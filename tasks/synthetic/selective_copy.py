@@ -15,19 +15,18 @@ Memoryless baseline: a uniform guess, cross-entropy ``ln(alphabet)`` and accurac
 """
 from __future__ import annotations
 
-import math
 from typing import Literal
 
-import torch
 from pydantic import Field, model_validator
 
 from seqbench.bench.core.registry import TASKS
-from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
-from seqbench.tasks.base import TokenTask, TokenTaskConfig, positive_int
-from seqbench.tasks.synthetic.base import SyntheticTask
+from seqbench.tasks.base import TokenTaskConfig, positive_int
 
 
+@TASKS.config("selective_copy")
 class SelectiveCopyConfig(TokenTaskConfig):
+    """Selective copying: find symbols scattered among blanks and output them in order."""
+
     name: Literal["selective_copy"] = "selective_copy"
 
     length: int = positive_int("positions the symbols are scattered over", 64)
@@ -45,10 +44,18 @@ class SelectiveCopyConfig(TokenTaskConfig):
         return self.length + self.n_symbols
 
 
-@TASKS.register("selective_copy", config=SelectiveCopyConfig)
-class SelectiveCopyTask(SyntheticTask, TokenTask):
-    """Selective copying: find symbols scattered among blanks and output them in order."""
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+import math
 
+import torch
+
+from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
+from seqbench.tasks.base import TokenTask
+from seqbench.tasks.synthetic.base import SyntheticTask
+
+
+@TASKS.module("selective_copy")
+class SelectiveCopyTask(SyntheticTask, TokenTask):
     # tokens: 0 = blank, 1..alphabet = symbols, alphabet+1 = marker
     @property
     def spec(self) -> TaskSpec:

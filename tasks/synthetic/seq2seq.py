@@ -14,17 +14,10 @@ cross-entropy. Solved: ``val/exact_match >= 0.9``.
 """
 from __future__ import annotations
 
-from typing import ClassVar
-
-import torch
-import torch.nn.functional as F
-import torchmetrics
 from pydantic import Field
-from sacrebleu.metrics import BLEU
 
-from seqbench.bench.core.contract import Batch, Goal, MetricDef, OutputKind, TaskFacts, TaskSpec
-from seqbench.tasks.base import Task, TaskConfig, TokenAccuracy, positive_int
-from seqbench.tasks.synthetic.base import SyntheticTask
+from seqbench.bench.core.contract import Goal, MetricDef, OutputKind, TaskFacts
+from seqbench.tasks.base import TaskConfig, positive_int
 
 PAD, SOS, EOS, FIRST_SYMBOL = 0, 1, 2, 3
 SOLVED_EXACT_MATCH = 0.9
@@ -41,6 +34,19 @@ class Seq2SeqTaskConfig(TaskConfig):
 
     def seq_len(self) -> int:
         return self.length
+
+
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+from typing import ClassVar
+
+import torch
+import torch.nn.functional as F
+import torchmetrics
+from sacrebleu.metrics import BLEU
+
+from seqbench.bench.core.contract import Batch, TaskSpec
+from seqbench.tasks.base import Task, TokenAccuracy
+from seqbench.tasks.synthetic.base import SyntheticTask
 
 
 class CorpusBLEU(torchmetrics.Metric):

@@ -17,15 +17,23 @@ sorted sequence (symbol counts as even as possible). Solved: ``val/exact_match >
 """
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 from seqbench.bench.core.registry import TASKS
-from seqbench.tasks.synthetic.seq2seq import Seq2SeqTask, Seq2SeqTaskConfig
+from seqbench.tasks.synthetic.seq2seq import Seq2SeqTaskConfig
 
 
+@TASKS.config("sort")
 class SortConfig(Seq2SeqTaskConfig):
+    """Sort: output the source symbols in ascending order, then <eos>."""
+
     name: Literal["sort"] = "sort"
+
+
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+import math
+
+from seqbench.tasks.synthetic.seq2seq import Seq2SeqTask
 
 
 def _binom_sf_all(n: int, p: float) -> list[float]:
@@ -48,10 +56,8 @@ def order_statistic_pmfs(n: int, vocab: int) -> list[list[float]]:
     return [[max(0.0, sf[v + 1][k] - sf[v][k]) for v in range(vocab)] for k in range(1, n + 1)]
 
 
-@TASKS.register("sort", config=SortConfig)
+@TASKS.module("sort")
 class SortTask(Seq2SeqTask):
-    """Sort: output the source symbols in ascending order, then <eos>."""
-
     def target(self, src):
         return src.sort(1).values  # (B, T)
 

