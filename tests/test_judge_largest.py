@@ -81,6 +81,8 @@ def test_a_seed_without_a_run_at_every_rate_is_left_out():
     ({"where": {"model.norm_position": "post", "model.n_layers": 6, "optim.lr": 0.01}}, "drop it from where"),
     ({"below": {"baseline": 0.5}, "minus": None}, "numeric thresholds"),
     ({"control": None}, "no control"),
+    ({"best_of": "model.norm_position", "where": {"model.n_layers": 6}, "minus": {"model.n_layers": 2}},
+     "drop best_of"),
     ({"largest": {"over": "model.n_layers", **TRAINS}, "where": {"model.norm_position": "post", "optim.lr": 0.01},
       "minus": {"model.norm_position": "pre", "optim.lr": 0.01}, "control": None, "no_control": "x"}, None),
     ({"largest": {"over": "model.norm_position", **TRAINS}, "where": {"model.n_layers": 6, "optim.lr": 0.01},

@@ -169,6 +169,8 @@ class Rule(Section):
         if any(isinstance(t, Baseline) for t in self._thresholds()):
             raise ValueError(f"{n}: largest: compares grid steps of {self.largest.over}: numeric "
                              "thresholds")
+        if self.best_of is not None:
+            raise ValueError(f"{n}: largest: ranges over {self.largest.over} itself; drop best_of:")
         if self.scale == "log":
             raise ValueError(f"{n}: largest: is a grid step (0 where no value passes): no log; use scale: linear")
         if self.largest.over in self.where or self.largest.over in (self.minus or {}):

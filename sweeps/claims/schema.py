@@ -37,8 +37,7 @@ or ``{baseline: x}``, x times the task's memoryless baseline), ``between: [lo, h
 band), ``success:`` or ``metric: solved`` (each seed succeeded or not; the thresholds apply to the
 share of seeds, exact binomial), ``largest: {over: optim.lr, below: {baseline: 0.85}}`` (per seed, the
 grid step of the largest swept value at which the run passes; where: leaves ``over`` out; "one step
-lower" is ``minus: ..., below: -0.5``),
-share of seeds, exact binomial), ``best_of:`` (swept keys the rule leaves free: each seed is judged at
+lower" is ``minus: ..., below: -0.5``), ``best_of:`` (swept keys the rule leaves free: each seed is judged at
 its best value of them, e.g. the best of 3 learning rates; ``{params: [...], goal: ...}``, the goal
 by default the claim metric's), ``scale:`` (auto | linear | log), ``control:`` (names in
 ``controls:``, or one inline rule). A rule that says a model did not learn (``above``/``between`` a
