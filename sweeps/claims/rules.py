@@ -48,6 +48,13 @@ class Baseline(Section):
 Threshold = Union[float, Baseline]
 
 
+def one_bound(section: Any, key: str) -> Any:
+    """``section`` if it sets exactly one of ``below``/``above``, else the one-line error naming ``key``."""
+    if (section.below is None) == (section.above is None):
+        raise ValueError(f"{key}: give exactly one of below: / above:")
+    return section
+
+
 class Success(Section):
     """When one seed counts as a success (the rule then judges the success rate, exact binomial)."""
 
@@ -56,9 +63,7 @@ class Success(Section):
 
     @model_validator(mode="after")
     def _one(self) -> "Success":
-        if (self.below is None) == (self.above is None):
-            raise ValueError("success: give exactly one of below: / above:")
-        return self
+        return one_bound(self, "success")
 
 
 class Largest(Section):
@@ -75,9 +80,7 @@ class Largest(Section):
 
     @model_validator(mode="after")
     def _one(self) -> "Largest":
-        if (self.below is None) == (self.above is None):
-            raise ValueError("largest: give exactly one of below: / above:")
-        return self
+        return one_bound(self, "largest")
 
 
 class BestOf(Section):
