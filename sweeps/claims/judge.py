@@ -43,7 +43,7 @@ from seqbench.bench.core.stats import Estimate, Interval, holm, holm_divisors
 from seqbench.sweeps.claims.measure import (RUN_STATUSES, _label, _measured, _threshold, best_rows,  # noqa: F401
                                             largest_values, metric_column, metric_scale, picks_text, seed_values,
                                             select)
-from seqbench.sweeps.claims.schema import ALPHA, Baseline, Claim, Rule, best_goal, largest_swept, resolve_where
+from seqbench.sweeps.claims.schema import ALPHA, Baseline, Claim, Rule, best_goal, resolve_where
 
 HOLDS, FAILS, INCONCLUSIVE, MISSING, ERROR, INVALID = "holds", "fails", "inconclusive", "missing", "error", "invalid"
 @dataclass
@@ -176,8 +176,7 @@ def judge_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], alp
 
 def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], goal: str = "") -> RuleResult:
     """The rule's seed values, estimate, thresholds and p-values; verdict only when nothing can be judged."""
-    fixed = largest_swept(rule, swept)  # a largest: rule ranges over one swept key
-    where = resolve_where(rule.where, fixed, rule.name, rule.free)
+    where = resolve_where(rule.where, swept, rule.name, rule.free)
     res = RuleResult(rule, MISSING, config=_label(where))
     rows, col, res.why = _measured(table, where, rule.metric)
     if col is None:
@@ -215,7 +214,7 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], g
     if rule.rate:
         scale, bounds = "rate", (0.0, 1.0)
     if rule.minus is not None:
-        other = resolve_where(rule.minus, fixed, rule.name, rule.free)
+        other = resolve_where(rule.minus, swept, rule.name, rule.free)
         label_a, label_b = res.config, _label(other)
         rows_b, col_b, res.why = _measured(table, other, rule.metric)
         if col_b is None:

@@ -3,7 +3,7 @@ source with its published numbers and parameter counts, thresholds, and the rule
 and ``controls:`` list (how each is judged: ``sweeps/claims/judge.py``)."""
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Any, ClassVar, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
@@ -48,25 +48,28 @@ class Baseline(Section):
 Threshold = Union[float, Baseline]
 
 
-def one_bound(section: Any, key: str) -> Any:
-    """``section`` if it sets exactly one of ``below``/``above``, else the one-line error naming ``key``."""
-    if (section.below is None) == (section.above is None):
-        raise ValueError(f"{key}: give exactly one of below: / above:")
-    return section
+class OneBound(Section):
+    """A threshold on one side: exactly one of ``below``/``above`` (``key`` names the section in the error)."""
 
-
-class Success(Section):
-    """When one seed counts as a success (the rule then judges the success rate, exact binomial)."""
-
-    below: Threshold | None = Field(None, description="the seed's value is below this")
-    above: Threshold | None = Field(None, description="the seed's value is above this")
+    key: ClassVar[str]
+    below: Threshold | None = Field(None, description="passes when the value is below this")
+    above: Threshold | None = Field(None, description="passes when the value is above this")
 
     @model_validator(mode="after")
-    def _one(self) -> "Success":
-        return one_bound(self, "success")
+    def _one(self) -> "OneBound":
+        if (self.below is None) == (self.above is None):
+            raise ValueError(f"{self.key}: give exactly one of below: / above:")
+        return self
 
 
-class Largest(Section):
+class Success(OneBound):
+    """When one seed counts as a success (the rule then judges the success rate, exact binomial): its
+    value passes ``below``/``above``."""
+
+    key = "success"
+
+
+class Largest(OneBound):
     """The rule's quantity per seed: the largest value of the swept key ``over`` (e.g. optim.lr) at which
     that seed's run passes ``below``/``above`` on the rule's metric (it trained), as a grid step: 1 for
     the smallest swept value, 2 for the next ..., 0 where it passes at none (so "one step lower" is
@@ -74,13 +77,8 @@ class Largest(Section):
     at every value of ``over``; a diverged run counts as the rule's ``diverged:`` says (``baseline``:
     did not train)."""
 
+    key = "largest"
     over: str = Field(min_length=1, description="the swept key whose largest passing value is the quantity")
-    below: Threshold | None = Field(None, description="a run passes when its metric is below this")
-    above: Threshold | None = Field(None, description="a run passes when its metric is above this")
-
-    @model_validator(mode="after")
-    def _one(self) -> "Largest":
-        return one_bound(self, "largest")
 
 
 class BestOf(Section):
@@ -156,7 +154,8 @@ class Rule(Section):
             self._check_largest(n)
         fixed = [k for k in self.free if k in self.where or k in (self.minus or {})]
         if fixed:
-            raise ValueError(f"{n}: best_of: {fixed[0]} is chosen per seed; drop it from where:/minus:")
+            why = "best_of: it is chosen per seed" if self.best_of else "it is what largest: ranges over"
+            raise ValueError(f"{n}: {fixed[0]}: {why}; drop it from where:/minus:")
         if self.no_control and self.control is not None:
             raise ValueError(f"{n}: control: and no_control: contradict each other; keep one")
         if self.scale == "log":
@@ -176,17 +175,17 @@ class Rule(Section):
             raise ValueError(f"{n}: largest: ranges over {self.largest.over} itself; drop best_of:")
         if self.scale == "log":
             raise ValueError(f"{n}: largest: is a grid step (0 where no value passes): no log; use scale: linear")
-        if self.largest.over in self.where or self.largest.over in (self.minus or {}):
-            raise ValueError(f"{n}: largest.over ({self.largest.over}) is what the rule ranges over; drop it "
-                             "from where:/minus:")
 
     def _thresholds(self) -> list[Any]:
         return [t for t in (self.below, self.above, *(self.between or [])) if t is not None]
 
     @property
     def free(self) -> list[str]:
-        """The swept keys ``where`` leaves open because ``best_of`` picks them per seed."""
-        return list(self.best_of.params) if self.best_of else []
+        """The swept keys ``where`` leaves open: ``best_of``'s (picked per seed) or ``largest.over`` (the
+        key the rule ranges over); the two never meet in one rule."""
+        if self.best_of is not None:
+            return list(self.best_of.params)
+        return [self.largest.over] if self.largest is not None else []
 
     @property
     def rate(self) -> bool:

@@ -243,10 +243,10 @@ def check_profile(claim: Claim, profile: str, question: str = "") -> None:
         spec = sweep_spec(claim, profile, question)
         swept = {k: list(p.values or []) for k, p in spec.parameters.items()}
     for rule in [*claim.rules(profile), *claim.controls_for(profile)]:
-        sw = largest_swept(rule, swept)
+        check_largest(rule, swept)
         for sel in (rule.where, rule.minus):
             if sel is not None:
-                resolve_where(sel, sw, rule.name, rule.free)
+                resolve_where(sel, swept, rule.name, rule.free)
         if rule.best_of is not None:
             if claim.kind == "cost":
                 raise UserError(f"expect: rule {rule.name!r}: best_of: only for sweep claims")
@@ -303,7 +303,7 @@ def cost_config(resolved: dict[str, Any]):
 def resolve_where(where: dict[str, Any], swept: dict[str, list[Any]], rule: str, free: list[str] = ()
                   ) -> dict[str, Any]:
     """``where`` with max/min replaced by the swept values; UserError unless it fixes every swept key
-    but the ``free`` ones (a rule's ``best_of``: left out of the result, chosen per seed by the judge)."""
+    but the ``free`` ones (``Rule.free``: left out of the result; the judge picks or ranges over them)."""
     unknown = [k for k in where if k not in swept]
     if unknown:
         raise UserError(f"expect: rule {rule!r}: {unknown[0]} is not swept; swept: {', '.join(swept) or 'nothing'}")
@@ -323,17 +323,15 @@ def resolve_where(where: dict[str, Any], swept: dict[str, list[Any]], rule: str,
     return out
 
 
-def largest_swept(rule: Rule, swept: dict[str, list[Any]]) -> dict[str, list[Any]]:
-    """The swept keys a rule's where: must fix: all but ``largest.over``, which must be swept over >= 2
-    numbers (the rule ranges over it)."""
+def check_largest(rule: Rule, swept: dict[str, list[Any]]) -> None:
+    """A ``largest:`` rule ranges over ``largest.over``: it must be swept over at least 2 numbers."""
     if rule.largest is None:
-        return swept
+        return
     over = rule.largest.over
     values = swept.get(over, [])
     if len(values) < 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         raise UserError(f"expect: rule {rule.name!r}: largest.over: {over} must be swept over at least 2 numbers "
                         f"(got {values or 'not swept'})")
-    return {k: v for k, v in swept.items() if k != over}
 
 
 def swept_values(claim: Claim, profile: str) -> dict[str, list[Any]]:
