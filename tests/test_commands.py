@@ -50,7 +50,7 @@ def test_light_commands_import_no_torch(tmp_path):
 def test_light_commands_print_what_a_full_import_prints(tmp_path, capsys):
     """Configs-only imports change when torch loads, not what a command says: each light command's
     output in a fresh interpreter equals its output here, where every model and task is imported whole."""
-    for args in LIGHT[1:6] + LIGHT[7:10]:
+    for args in [a for a in LIGHT if "--help" not in a]:  # help text wraps to the terminal width
         fresh = subprocess.run([sys.executable, "-m", "seqbench", *args], cwd=tmp_path, capture_output=True,
                                text=True, timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
         assert main(args) == 0 and fresh.returncode == 0, (args, fresh.stderr)

@@ -27,8 +27,8 @@ class Entry(Generic[T]):
     """A registered name: its config class, its one-line doc and (once its file's module part
     has run) its class. ``cls`` runs that part if a ``configs_only`` import left it out."""
 
-    def __init__(self, name: str, config_cls: Any, doc: str):
-        self.name, self.config_cls, self.doc = name, config_cls, doc
+    def __init__(self, kind: str, name: str, config_cls: Any, doc: str):
+        self.kind, self.name, self.config_cls, self.doc = kind, name, config_cls, doc
         self._cls: T | None = None
 
     @property
@@ -37,7 +37,7 @@ class Entry(Generic[T]):
             complete(sys.modules[self.config_cls.__module__])
         if self._cls is None:
             raise LookupError(f"{self.name!r}: its file registers the config ({self.config_cls.__name__}) but no "
-                              f"class with @....module({self.name!r})")
+                              f"class with @{self.kind.upper()}S.module({self.name!r})")
         return self._cls
 
     def __repr__(self) -> str:
@@ -62,7 +62,7 @@ class Registry(Generic[T]):
                     f"{self.kind} {name!r}: its config class must declare name: Literal[{name!r}] = {name!r}"
                 )
             doc = (config.__dict__.get("__doc__") or "").strip().splitlines()
-            self._entries[name] = Entry(name, config, doc[0] if doc else "")
+            self._entries[name] = Entry(self.kind, name, config, doc[0] if doc else "")
             return config
 
         return deco
