@@ -305,3 +305,40 @@ def test_a_trial_failed_only_by_diverged_seeds_is_a_result_and_any_other_failure
         {"trial": 2, "state": "COMPLETE", "status": "completed", "fail_reason": None},
     ])
     assert failed_trials(table) == ["trial 1 failed: RuntimeError: boom"]
+
+
+def cost_claim(**profile) -> dict:
+    return {"question": "does time grow linearly?", "kind": "cost", "source": SOURCE, "figure": "cost",
+            "cost": {"models": ["rnn"], "lengths": [128, 256, 512, 1024], "d_model": 8},
+            "profiles": {"quick": profile, "paper": {"replicates": 2}},
+            "expect": [{"name": "linear", "where": {"model.name": "rnn"}, "metric": "time_exponent_long",
+                        "between": [0.8, 1.2]}]}
+
+
+def test_cost_claim_looks_count_replicates_and_stop_at_the_first_deciding_look(monkeypatch, tmp_path):
+    """A cost claim's looks are replicate counts: measured up to each look, judged at alpha / len(looks),
+    stopped at the first look that decides; a later run reuses the cached replicates."""
+    from seqbench.bench.commands import verify as v
+    from seqbench.sweeps.claims.schema import parse_claim
+
+    slopes = iter([0.85, 1.15, 1.0, 1.0, 1.01, 0.99, 1.0, 1.0, 1.0])  # noisy first look, tight later
+    calls = []
+
+    def fake_cost(cfg):
+        e, T = next(slopes), [128, 256, 512, 1024]
+        calls.append(e)
+        rows = [{"model": "rnn", "length": t, "status": "ok", "time_ms": 0.01 * t ** e} for t in T]
+        return {"rows": rows, "summary": {"rnn": {}}, "meta": {}}
+
+    monkeypatch.setattr(v, "measure_cost", fake_cost)
+    monkeypatch.setattr(v, "cost_figure", lambda rows, meta: None)
+    claim = parse_claim(cost_claim(looks=[3, 6, 9]), "c")
+    assert claim.replicates_for("quick") == 9 and claim.replicates_for("paper") == 2
+    res = v.run_claim(claim, "quick", tmp_path, 1, None)
+    assert res.verdict == HOLDS and len(calls) == 6  # look 1 (0.85, 1.15, 1.0) undecided; look 2 decides
+    assert res.looks == "decided at look 2 of 3, n=6 replicates, alpha 0.0167"
+    assert len(res.table) == 6 and res.rules[0].interval.n == 6
+    again = v.run_claim(claim, "quick", tmp_path, 1, None)  # cached: nothing measured again
+    assert again.verdict == HOLDS and len(calls) == 6
+    with pytest.raises(UserError, match=r"cost.replicates: 5 disagrees with looks: \[3, 6\]"):
+        parse_claim(cost_claim(looks=[3, 6], replicates=5), "c")

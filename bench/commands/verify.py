@@ -8,7 +8,8 @@ continues it and a changed claim starts afresh), each later look's new seeds in
 ``<study>+s<first>-<last>`` (the runner keeps a study's seed list fixed). After each look every rule
 is judged at alpha 0.05 / len(looks) (Bonferroni over the pre-registered looks, so the stated 95%
 holds whichever look stops); verify stops at the first look that decides every rule, or finds a failed
-control. ``kind: cost`` claims run ``seqbench cost`` once per replicate (cached as JSON). The table
+control. ``kind: cost`` claims run ``seqbench cost`` once per replicate (cached as JSON), their looks
+counted in replicates. The table
 is printed, and ``<out-dir>/verify/`` gets ``index.html`` and ``verify.md``.
 
 Exit status: 0 when every claim was judged, whatever the verdicts; 1 when something failed to run
@@ -253,31 +254,47 @@ def diag_metrics(recs: list[Any]) -> dict[str, float]:
 
 
 def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | None):
-    """``replicates`` cost sweeps (each cached as JSON); rows = model x replicate with the fitted exponents,
-    the FLOP count's exponents at the same lengths and the fixed-cost share (see :func:`cost_metrics`)."""
+    """The claim's replicates of ``seqbench cost`` (each cached as JSON), look by look as a sweep claim's
+    seeds: judged at alpha / len(looks) after each look, stopping at the first that decides. Rows = model x
+    replicate with the fitted exponents, the FLOP count's at the same lengths and the fixed-cost share
+    (see :func:`cost_metrics`)."""
     resolved = claim.resolved(profile)
     cfg = cost_config(resolved)
+    n_reps = claim.replicates_for(profile)
+    looks = claim.looks_for(profile) or [n_reps]
+    alpha = ALPHA / len(looks)  # Bonferroni over the pre-registered looks, as for seeds
     folder = out_dir / "verify" / claim.name
     folder.mkdir(parents=True, exist_ok=True)
     rows, results = [], []
-    for rep in range(int(resolved.get("replicates", 3))):
-        path = folder / f"{profile}-{claim.digest(profile)}-cost-{rep}.json"
-        if path.is_file():
-            result = json.loads(path.read_text())
-        else:
-            result = measure_cost(cfg)
-            path.write_text(json.dumps(result, indent=1) + "\n")
-        results.append(result)
-        for model, s in result["summary"].items():
-            rows.append({"trial": rep, "state": "COMPLETE", "seed": rep, "run_id": f"cost-{rep}-{model}",
-                         "run_dir": "", "status": "completed", PARAM + "model.name": model,
-                         **{FINAL + k: v for k, v in cost_metrics(model, result["rows"], cfg).items()}})
-    table = pd.DataFrame(rows)
-    table = table.astype({c: float for c in table.columns if c.startswith(FINAL)})
-    verdict, rules, controls, why = judge_all(claim, table, swept_values(claim, profile), profile)
+    for k, n in enumerate(looks):
+        for rep in range(len(results), n):
+            path = folder / f"{profile}-{claim.digest(profile)}-cost-{rep}.json"
+            if path.is_file():
+                result = json.loads(path.read_text())
+            else:
+                result = measure_cost(cfg)
+                path.write_text(json.dumps(result, indent=1) + "\n")
+            results.append(result)
+            for model, s in result["summary"].items():
+                rows.append({"trial": rep, "state": "COMPLETE", "seed": rep, "run_id": f"cost-{rep}-{model}",
+                             "run_dir": "", "status": "completed", PARAM + "model.name": model,
+                             **{FINAL + key: v for key, v in cost_metrics(model, result["rows"], cfg).items()}})
+        table = pd.DataFrame(rows)
+        table = table.astype({c: float for c in table.columns if c.startswith(FINAL)})
+        verdict, rules, controls, why = judge_all(claim, table, swept_values(claim, profile), profile, alpha)
+        done = decided(verdict, rules, controls)
+        look = f"look {k + 1} of {len(looks)}, n={n} replicates, alpha {alpha:.3g}"
+        if len(looks) > 1:
+            print(f"[verify] {claim.name}: {look}: {verdict}" + ("" if done or k == len(looks) - 1 else
+                                                                 f"; undecided, measuring up to {looks[k + 1]}"),
+                  flush=True)
+        if done or k == len(looks) - 1:
+            break
     verdict_fig = verdict_figure(table, [*controls, *rules])
     return ClaimResult(claim, profile, verdict, rules, study=str(folder), table=table, controls=controls, why=why,
-                       looks=f"{len(results)} replicates of the measurement", figure=[f for f in (verdict_fig, cost_figure(results[0]["rows"], results[0]["meta"])) if f])
+                       looks=(("decided at " if done else "undecided after ") + look) if len(looks) > 1 else
+                       f"{len(results)} replicates of the measurement",
+                       figure=[f for f in (verdict_fig, cost_figure(results[0]["rows"], results[0]["meta"])) if f])
 
 
 def cost_metrics(model: str, rows: list[dict[str, Any]], cfg) -> dict[str, float]:

@@ -46,7 +46,8 @@ none: ``no_control: reason``), else it is judged ``invalid``; a control that fai
 ``seeds:`` then defaults to range(last look) and never changes the study name (``Claim.digest``).
 
 ``kind: cost`` claims measure instead with ``seqbench cost`` (``bench/commands/cost.py``): a ``cost:``
-block of its settings plus ``replicates``; their rows are models (``where: {model.name: lstm}``)
+block of its settings plus ``replicates`` (or ``looks:``, counted in replicates of the whole measurement:
+verify measures up to each look and stops at the first that decides); their rows are models (``where: {model.name: lstm}``)
 and their metrics ``time_exponent`` (all lengths), ``time_exponent_upper`` (upper half),
 ``time_exponent_long`` (the 4 longest), ``flops_exponent``/``flops_exponent_long`` (the FLOP count's
 prediction at the same lengths) and ``fixed_share`` (time at the shortest length / at the longest),
@@ -86,7 +87,7 @@ from seqbench.sweeps.spec import parse_spec
 
 FIGURES = ("length", "factors", "heatmap", "learning_curves", "through_time", "cost")
 CLAIM_KEYS = ("source", "profiles", "expect", "figure", "note", "kind", "cost", "controls", "looks")
-VERIFY_KEYS = ("seeds", "looks")  # what verify owns per look: left out of the digest (the study name)
+VERIFY_KEYS = ("seeds", "looks", "replicates")  # what verify adds per look: left out of the digest (the study name)
 ALPHA = 0.05  # the stated error of a claim's verdict: 95%, spent over its looks
 COST_EXTRA = ("replicates",)
 MIN_COST_LENGTHS = 4
@@ -129,8 +130,6 @@ class Claim(Section):
             if unknown:
                 raise ValueError(f"expect: rule {r.name!r}: control {unknown[0]!r} is not in controls: "
                                  f"({', '.join(names) or 'none'})")
-        if self.kind == "cost" and (self.looks or any("looks" in v for v in self.profiles.values())):
-            raise ValueError("looks: only for sweep claims (a cost claim has replicates:)")
         for p in PROFILES:
             looks_of(self.looks if "looks" not in self.profiles.get(p, {}) else self.profiles[p]["looks"], p)
         return self
@@ -152,6 +151,14 @@ class Claim(Section):
         """The pre-registered seed counts of ``profile`` (a profile's ``looks:`` replaces the claim's)."""
         prof = self.profiles[profile]  # type: ignore[index]
         return looks_of(prof["looks"] if "looks" in prof else self.looks, profile)
+
+    def replicates_for(self, profile: str) -> int:
+        """A cost claim's replicate count: the last look's, else ``replicates:`` (default 3)."""
+        looks, reps = self.looks_for(profile), self.resolved(profile).get("replicates")
+        if looks and reps is not None and reps != looks[-1]:
+            raise UserError(f"cost.replicates: {reps!r} disagrees with looks: {looks} (profile {profile}); the last "
+                            f"look is the replicate count: drop replicates:")
+        return looks[-1] if looks else (3 if reps is None else reps)
 
     def seeds_for(self, profile: str) -> list[int]:
         """Every seed verify may use, in order: ``seeds:`` (a list or a count), default range(last look)."""
@@ -237,7 +244,7 @@ def check_profile(claim: Claim, profile: str, question: str = "") -> None:
     """Build what ``profile`` would run (no training) and check every rule against it."""
     resolved = claim.resolved(profile)
     if claim.kind == "cost":
-        cost_config(resolved)
+        claim.replicates_for(profile)
         swept = {"model.name": list(cost_config(resolved).models)}
     else:
         spec = sweep_spec(claim, profile, question)
