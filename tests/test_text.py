@@ -25,6 +25,16 @@ def test_terminal_table_pads_aligns_rules_cuts_and_strips():
     assert text_table(["c"], [["x" * 80]], max_width=10).splitlines()[1] == "xxxxxxx..."
 
 
+def test_terminal_table_wraps_long_cells_onto_the_rows_next_lines():
+    out = text_table(["rule", "v"], [["best of optim.lr per seed: 0.001 x2, 0.003 x1", "holds"], ["short", "fails"]],
+                     sep=" | ", max_width=20, wrap=True)
+    assert out.splitlines() == ["rule                 | v",
+                                "best of optim.lr per | holds",
+                                "seed: 0.001 x2,      |",
+                                "0.003 x1             |",
+                                "short                | fails"]
+
+
 def test_markdown_table_escapes_pipes_and_right_aligns():
     assert markdown_table(["k", "v"], [["a|b", 0.123456]], align="lr") == "| k | v |\n|---|---:|\n| a\\|b | 0.1235 |"
     with pytest.raises(ValueError, match="align"):

@@ -106,10 +106,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def format_table(t: pd.DataFrame) -> str:
-    """The terminal table: claim | source figure | rule | paper | measured (mean [95% CI] n) | needs | verdict."""
+    """The terminal table: claim | source figure | rule | paper | measured (mean [95% CI] n) | needs | verdict;
+    a long cell (a best_of pick, the FLOP count beside an exponent) wraps onto the row's next lines."""
     cols = ["claim", "source", "rule", "paper", "measured (mean [95% CI] n)", "needs", "verdict"]
     rows = [[str(v) for v in row] for row in t[cols].itertuples(index=False)]
-    lines = [text_table(cols, rows, sep=" | ", rule=True, max_width=70)]
+    lines = [text_table(cols, rows, sep=" | ", rule=True, max_width=70, wrap=True)]
     verdicts = t.drop_duplicates("claim")
     lines += ["", "claim verdicts: " + ", ".join(f"{c} {v} ({w}s)" for c, v, w in
                                                  verdicts[["claim", "claim verdict", "wall s"]].itertuples(index=False))]

@@ -15,6 +15,8 @@ rnn    0.25
 """
 from __future__ import annotations
 
+import textwrap
+
 import warnings
 from typing import Any, Sequence
 
@@ -62,14 +64,17 @@ def _align(align: str, n: int) -> str:
 
 
 def text_table(head: Sequence[Any], rows: Sequence[Sequence[Any]], *, align: str = "", indent: str = "",
-               sep: str = "  ", rule: bool = False, max_width: int | None = None) -> str:
+               sep: str = "  ", rule: bool = False, max_width: int | None = None, wrap: bool = False) -> str:
     """A fixed-width table for the terminal: a header line, then one line per row.
 
     ``align`` has one ``l`` or ``r`` per column (left by default); ``rule`` draws a dashed line under
-    the header; a cell longer than ``max_width`` is cut with ``...``. Trailing blanks are stripped.
+    the header; a cell longer than ``max_width`` is cut with ``...``, or with ``wrap`` continued on the
+    row's next lines (at spaces where it can: nothing is cut). Trailing blanks are stripped.
     """
     cells = _cells(head, rows)
-    if max_width is not None:
+    if max_width is not None and wrap:
+        cells = [line for r in cells for line in _wrapped(r, max_width)]
+    elif max_width is not None:
         cells = [[c if len(c) <= max_width else c[:max_width - 3] + "..." for c in r] for r in cells]
     a = _align(align, len(cells[0]))
     widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
@@ -78,6 +83,12 @@ def text_table(head: Sequence[Any], rows: Sequence[Sequence[Any]], *, align: str
     if rule:
         lines.insert(1, indent + sep.replace(" ", "-").replace("|", "+").join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _wrapped(row: list[str], width: int) -> list[list[str]]:
+    """One row as as many lines as its longest cell needs, each cell wrapped to ``width``."""
+    parts = [textwrap.wrap(c, width, break_on_hyphens=False) or [""] for c in row]
+    return [[p[i] if i < len(p) else "" for p in parts] for i in range(max(map(len, parts)))]
 
 
 def markdown_table(head: Sequence[Any], rows: Sequence[Sequence[Any]], *, align: str = "") -> str:
