@@ -53,3 +53,13 @@ def test_no_sha_outside_git(tmp_path):
     (tmp_path / "pyproject.toml").write_text(OURS)
     assert provenance.checkout_root(tmp_path) is None and provenance.git_sha(tmp_path) is None
     assert provenance.versions()["seqbench"] == provenance.package_version()
+
+
+def test_the_default_source_root_is_the_project_root_that_holds_pyproject():
+    """SOURCE_ROOT must follow the file when it moves (bench/core/ since the floors): one level short, every
+    run of a checkout recorded no commit."""
+    root = Path(provenance.__file__).resolve().parents[2]
+    assert provenance.SOURCE_ROOT == root and (root / "pyproject.toml").is_file()
+    assert provenance._OUR_NAME.search((root / "pyproject.toml").read_text())
+    if (root / ".git").exists():  # a checkout (CI clones one): the commit is recorded
+        assert provenance.checkout_root() == root and provenance.git_sha()

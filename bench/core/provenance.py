@@ -14,8 +14,9 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-# bench/ sits directly under the project root in a checkout (package-dir maps it to seqbench.bench)
-SOURCE_ROOT = Path(__file__).resolve().parent.parent
+# this file is bench/core/provenance.py, and bench/ sits directly under the project root in a checkout
+# (package-dir maps it to seqbench.bench)
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("seqbench", "torch", "pytorch-lightning", "torchmetrics", "pydantic", "optuna", "wandb", "datasets")
 _OUR_NAME = re.compile(r'^\s*name\s*=\s*["\']seqbench["\']\s*$', re.M)
 
