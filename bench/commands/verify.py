@@ -276,7 +276,7 @@ def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | N
                 result = measure_cost(cfg)
                 path.write_text(json.dumps(result, indent=1) + "\n")
             results.append(result)
-            for model, s in result["summary"].items():
+            for model in result["summary"]:
                 rows.append({"trial": rep, "state": "COMPLETE", "seed": rep, "run_id": f"cost-{rep}-{model}",
                              "run_dir": "", "status": "completed", PARAM + "model.name": model,
                              **{FINAL + key: v for key, v in cost_metrics(model, result["rows"], cfg).items()}})

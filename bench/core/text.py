@@ -16,7 +16,6 @@ rnn    0.25
 from __future__ import annotations
 
 import textwrap
-
 import warnings
 from typing import Any, Sequence
 
