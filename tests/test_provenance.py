@@ -63,3 +63,10 @@ def test_the_default_source_root_is_the_project_root_that_holds_pyproject():
     assert provenance._OUR_NAME.search((root / "pyproject.toml").read_text())
     if (root / ".git").exists():  # a checkout (CI clones one): the commit is recorded
         assert provenance.checkout_root() == root and provenance.git_sha()
+
+
+def test_the_checkouts_own_commit_is_read_once_per_process(monkeypatch):
+    first = provenance.git_sha()
+    monkeypatch.setattr(provenance, "_read_sha", lambda root: "a later HEAD")
+    assert provenance.git_sha() == first  # kept: the code this process runs
+    assert provenance.git_sha(Path("/nonexistent")) == "a later HEAD"  # any other root is read each time
