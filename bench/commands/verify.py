@@ -111,9 +111,8 @@ def format_table(t: pd.DataFrame) -> str:
     cols = ["claim", "source", "rule", "paper", "measured (mean [95% CI] n)", "needs", "verdict"]
     rows = [[str(v) for v in row] for row in t[cols].itertuples(index=False)]
     lines = [text_table(cols, rows, sep=" | ", rule=True, max_width=70, wrap=True)]
-    verdicts = t.drop_duplicates("claim")
-    lines += ["", "claim verdicts: " + ", ".join(f"{c} {v} ({w}s)" for c, v, w in
-                                                 verdicts[["claim", "claim verdict", "wall s"]].itertuples(index=False))]
+    verdicts = t.drop_duplicates("claim")[["claim", "claim verdict", "wall s"]]
+    lines += ["", "claim verdicts: " + ", ".join(f"{c} {v} ({w}s)" for c, v, w in verdicts.itertuples(index=False))]
     return "\n".join(lines)
 
 
@@ -138,7 +137,6 @@ def _run_sweep(claim, profile: str, out_dir: Path, workers: int, storage: str | 
     spec = sweep_spec(claim, profile)  # every seed's configs built: a bad field fails before training
     seeds = claim.seeds_for(profile)
     looks = claim.looks_for(profile) or [len(seeds)]
-    alpha = ALPHA / len(looks)  # Bonferroni over the pre-registered looks: 95% overall
     base = f"verify-{claim.name}-{profile}-{claim.digest(profile)}"  # the digest leaves seeds out
     swept = swept_values(claim, profile)
     tables, errors, prev = [], [], 0
@@ -150,13 +148,8 @@ def _run_sweep(claim, profile: str, out_dir: Path, workers: int, storage: str | 
         errors += err
         table = pd.concat([t for t in tables if not t.empty], ignore_index=True) if any(
             not t.empty for t in tables) else tables[0]
-        verdict, rules, controls, why = judge_all(claim, table, swept, profile, alpha)
-        done = decided(verdict, rules, controls)
-        look = f"look {k + 1} of {len(looks)}, n={n}, alpha {alpha:.3g}"
-        if len(looks) > 1:
-            print(f"[verify] {claim.name}: {look}: {verdict}" + ("" if done or k == len(looks) - 1 else
-                                                                 f"; undecided, adding seeds {seeds[n:looks[k + 1]]}"),
-                  flush=True)
+        (verdict, rules, controls, why), done, look = _judge_look(
+            claim, table, swept, profile, looks, k, f"n={n}", lambda: f"adding seeds {seeds[n:looks[k + 1]]}")
         if done or k == len(looks) - 1:
             break
         prev = n
@@ -167,6 +160,22 @@ def _run_sweep(claim, profile: str, out_dir: Path, workers: int, storage: str | 
     if errors:
         res.error = "; ".join(errors)[:300]
     return res
+
+
+def _judge_look(claim, table: pd.DataFrame, swept: dict[str, list[Any]], profile: str, looks: list[int], k: int,
+                n: str, next_step) -> tuple[tuple, bool, str]:
+    """Judge everything measured after look ``k`` at alpha / len(looks) (Bonferroni over the pre-registered
+    looks: 95% overall, whichever look stops); print the look's verdict and, if undecided with looks left,
+    ``next_step()``. Returns judge_all's (verdict, rules, controls, why), whether it decided, the look's text."""
+    alpha = ALPHA / len(looks)
+    judged = judge_all(claim, table, swept, profile, alpha)
+    done = decided(*judged[:3])
+    look = f"look {k + 1} of {len(looks)}, {n}, alpha {alpha:.3g}"
+    if len(looks) > 1:
+        last = done or k == len(looks) - 1
+        print(f"[verify] {claim.name}: {look}: {judged[0]}" + ("" if last else f"; undecided, {next_step()}"),
+              flush=True)
+    return judged, done, look
 
 
 def _run_seeds(claim, profile: str, out_dir: Path, workers: int, storage: str | None, study: str,
@@ -263,7 +272,6 @@ def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | N
     cfg = cost_config(resolved)
     n_reps = claim.replicates_for(profile)
     looks = claim.looks_for(profile) or [n_reps]
-    alpha = ALPHA / len(looks)  # Bonferroni over the pre-registered looks, as for seeds
     folder = out_dir / "verify" / claim.name
     folder.mkdir(parents=True, exist_ok=True)
     rows, results = [], []
@@ -282,13 +290,9 @@ def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | N
                              **{FINAL + key: v for key, v in cost_metrics(model, result["rows"], cfg).items()}})
         table = pd.DataFrame(rows)
         table = table.astype({c: float for c in table.columns if c.startswith(FINAL)})
-        verdict, rules, controls, why = judge_all(claim, table, swept_values(claim, profile), profile, alpha)
-        done = decided(verdict, rules, controls)
-        look = f"look {k + 1} of {len(looks)}, n={n} replicates, alpha {alpha:.3g}"
-        if len(looks) > 1:
-            print(f"[verify] {claim.name}: {look}: {verdict}" + ("" if done or k == len(looks) - 1 else
-                                                                 f"; undecided, measuring up to {looks[k + 1]}"),
-                  flush=True)
+        (verdict, rules, controls, why), done, look = _judge_look(
+            claim, table, swept_values(claim, profile), profile, looks, k, f"n={n} replicates",
+            lambda: f"measuring up to {looks[k + 1]}")
         if done or k == len(looks) - 1:
             break
     verdict_fig = verdict_figure(table, [*controls, *rules])
