@@ -28,6 +28,7 @@ COMMANDS = [
     ["sweep", "demo", "--print-config"],
     ["compare", "model=lstm,gru", "--print-config"],
     ["cost", "--print-config"],
+    ["verify", "--help"],
     ["runs"],
 ]
 

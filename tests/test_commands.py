@@ -34,7 +34,8 @@ def modules_after(args: list[str], cwd: Path) -> list[str]:
 LIGHT = [["--help"], ["list"], ["list", "-v"], ["list", "-v", "lm"], ["run", "--print-config"],
          ["run", "model=transformer", "task=sentiment", "--print-config"], ["run", "--help"],
          ["sweep", "demo", "--print-config"], ["compare", "model=lstm,gru", "task=adding", "--print-config"],
-         ["cost", "models=tcn,transformer", "--print-config"], ["sweep", "--help"], ["compare", "--help"]]
+         ["cost", "models=tcn,transformer", "--print-config"], ["sweep", "--help"], ["compare", "--help"],
+         ["verify", "--help"]]
 
 
 def test_light_commands_import_no_torch(tmp_path):

@@ -330,7 +330,7 @@ def test_cost_claim_looks_count_replicates_and_stop_at_the_first_deciding_look(m
         rows = [{"model": "rnn", "length": t, "status": "ok", "time_ms": 0.01 * t ** e} for t in T]
         return {"rows": rows, "summary": {"rnn": {}}, "meta": {}}
 
-    monkeypatch.setattr(v, "measure_cost", fake_cost)
+    monkeypatch.setattr("seqbench.bench.training.cost.sweep", fake_cost)
     monkeypatch.setattr(v, "cost_figure", lambda rows, meta: None)
     claim = parse_claim(cost_claim(looks=[3, 6, 9]), "c")
     assert claim.replicates_for("quick") == 9 and claim.replicates_for("paper") == 2

@@ -39,7 +39,6 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS
 from seqbench.bench.core.text import text_table
 from seqbench.bench.training.cost import VOCAB, fit_exponent
-from seqbench.bench.training.cost import sweep as measure_cost
 from seqbench.bench.training.flops import forward_macs
 from seqbench.reports.table import Objective, build_table, load_study, runs_root
 from seqbench.reports.verify_html import claim_figure, cost_figure, verdict_figure, write_verify
@@ -268,6 +267,9 @@ def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | N
     seeds: judged at alpha / len(looks) after each look, stopping at the first that decides. Rows = model x
     replicate with the fitted exponents, the FLOP count's at the same lengths and the fixed-cost share
     (see :func:`cost_metrics`)."""
+    # the measurement's floor (torch), here so that `verify --help` imports none of it
+    from seqbench.bench.training.cost import sweep as measure_cost
+
     resolved = claim.resolved(profile)
     cfg = cost_config(resolved)
     n_reps = claim.replicates_for(profile)

@@ -141,6 +141,17 @@ def parse_cost_config(settings: list[str]) -> CostConfig:
                         ) from None
 
 
+def fit_exponent(lengths: list[float], values: list[float]) -> float | None:
+    """Least-squares slope of log(value) against log(length); None with fewer than two points."""
+    pts = [(math.log(t), math.log(v)) for t, v in zip(lengths, values) if v and v > 0]
+    if len(pts) < 2:
+        return None
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    den = sum((p[0] - mx) ** 2 for p in pts)
+    return sum((p[0] - mx) * (p[1] - my) for p in pts) / den if den else None
+
+
 # -- torch below: the measurement. The settings above import without torch (`cost --print-config`;
 # bench/core/configs_only.py).
 import torch
@@ -261,17 +272,6 @@ def run_point(model: str, length: int, c: dict[str, Any], isolate: bool, timeout
 
 
 # -- sweep, fit, write ------------------------------------------------------------------------
-
-def fit_exponent(lengths: list[float], values: list[float]) -> float | None:
-    """Least-squares slope of log(value) against log(length); None with fewer than two points."""
-    pts = [(math.log(t), math.log(v)) for t, v in zip(lengths, values) if v and v > 0]
-    if len(pts) < 2:
-        return None
-    mx = sum(p[0] for p in pts) / len(pts)
-    my = sum(p[1] for p in pts) / len(pts)
-    den = sum((p[0] - mx) ** 2 for p in pts)
-    return sum((p[0] - mx) * (p[1] - my) for p in pts) / den if den else None
-
 
 def exponents(rows: list[dict[str, Any]], key: str) -> tuple[float | None, float | None]:
     ok = [r for r in rows if r["status"] == "ok" and r.get(key)]

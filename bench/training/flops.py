@@ -31,8 +31,6 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-import torch
-
 from seqbench.bench.core.contract import OutputKind, TaskSpec
 from seqbench.tasks.synthetic.seq2seq import Seq2SeqTaskConfig
 
@@ -146,5 +144,7 @@ def _matmul_tf32() -> bool:
     """Whether fp32 matmuls may use TF32 here (``torch.set_float32_matmul_precision('high')`` or
     ``torch.backends.cuda.matmul.allow_tf32``). cuDNN's own flag (RNNs, convolutions) defaults to on,
     so fp32 recurrent and TCN runs may run TF32 kernels against the fp32 peak: their MFU flatters."""
+    import torch  # here, not at the top: the FLOP count itself is pure Python (`verify --help` imports it)
+
     return torch.get_float32_matmul_precision() != "highest" or torch.backends.cuda.matmul.allow_tf32
 
