@@ -173,3 +173,33 @@ def test_resuming_an_unknown_run_id_is_refused_with_the_known_ones(tmp_path):
     assert [p.name for p in (tmp_path / "runs").iterdir()] == [r["run_id"]]  # no new folder either way
     cli = run_cli("run", *base, "resume=true", "run_id=typo", cwd=tmp_path)
     assert cli.returncode == 2 and cli.stderr.count("\n") == 1 and r["run_id"] in cli.stderr, cli.stderr
+
+
+def test_a_kill_just_before_a_validation_row_loses_no_row(tmp_path):
+    """Killed after step 40's training but before its metrics.csv row: the checkpoint must not already be at
+    step 40 (Lightning does not repeat the validation of the step it resumes at, so that row would be gone
+    for good); the resumed history has every validation, once."""
+    ovs = OVERRIDES[:5] + ["train.max_steps=60", "train.val_every=20", "train.checkpoint_every=20",
+                           "eval.test=false", "tracking.wandb=off", f"out_dir={tmp_path}"]
+    script = (
+        "import os, sys\n"
+        "from seqbench.bench.training import tracking\n"
+        "from seqbench.bench.config import build_config\n"
+        "from seqbench.bench.training.train import run\n"
+        "log = tracking.RunTracker.log_eval\n"
+        "def dying(self, row):\n"
+        "    if row['step'] == 40:\n"
+        "        os._exit(9)  # as SIGKILL would, between the step's training and its row\n"
+        "    log(self, row)\n"
+        "tracking.RunTracker.log_eval = dying\n"
+        f"run(build_config({{}}, {ovs!r}), progress=False)\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled"}
+    p = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=240)
+    assert p.returncode == 9, p.stderr[-2000:]
+    run_dir = next((tmp_path / "runs").glob("*"))
+    assert [int(r["step"]) for r in _rows(run_dir)] == [20]
+    assert torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 20
+    resumed = run(build_config({}, ovs + ["resume=true"]), progress=False)
+    assert resumed["run_id"] == run_dir.name and resumed["status"] == "completed"
+    assert [int(r["step"]) for r in _rows(run_dir)] == [20, 40, 60]
