@@ -147,14 +147,14 @@ def _run_sweep(claim, profile: str, out_dir: Path, workers: int, storage: str | 
         errors += err
         table = pd.concat([t for t in tables if not t.empty], ignore_index=True) if any(
             not t.empty for t in tables) else tables[0]
-        (verdict, rules, controls, why), done, look = _judge_look(
+        (verdict, rules, controls, why), done, said = _judge_look(
             claim, table, swept, profile, looks, k, f"n={n}", lambda: f"adding seeds {seeds[n:looks[k + 1]]}")
         if done or k == len(looks) - 1:
             break
         prev = n
     m = spec.metrics()[0]
     res = ClaimResult(claim, profile, verdict, rules, study=base, table=table, controls=controls, why=why,
-                      looks=("decided at " if done else "undecided after ") + look,
+                      looks=said,
                       figure=claim_figure(claim.figure, table, Objective(m.name, m.goal), [*controls, *rules]))
     if errors:
         res.error = "; ".join(errors)[:300]
@@ -165,7 +165,8 @@ def _judge_look(claim, table: pd.DataFrame, swept: dict[str, list[Any]], profile
                 n: str, next_step) -> tuple[tuple, bool, str]:
     """Judge everything measured after look ``k`` at alpha / len(looks) (Bonferroni over the pre-registered
     looks: 95% overall, whichever look stops); print the look's verdict and, if undecided with looks left,
-    ``next_step()``. Returns judge_all's (verdict, rules, controls, why), whether it decided, the look's text."""
+    ``next_step()``. Returns judge_all's (verdict, rules, controls, why), whether it decided, and the verdict
+    line's "decided at look k of K, ..." (or "undecided after ...")."""
     alpha = ALPHA / len(looks)
     judged = judge_all(claim, table, swept, profile, alpha)
     done = decided(*judged[:3])
@@ -174,7 +175,7 @@ def _judge_look(claim, table: pd.DataFrame, swept: dict[str, list[Any]], profile
         last = done or k == len(looks) - 1
         print(f"[verify] {claim.name}: {look}: {judged[0]}" + ("" if last else f"; undecided, {next_step()}"),
               flush=True)
-    return judged, done, look
+    return judged, done, ("decided at " if done else "undecided after ") + look
 
 
 def _run_seeds(claim, profile: str, out_dir: Path, workers: int, storage: str | None, study: str,
@@ -270,16 +271,15 @@ def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | N
     # the measurement's floor (torch), here so that `verify --help` imports none of it
     from seqbench.bench.training.cost import sweep as measure_cost
 
-    resolved = claim.resolved(profile)
-    cfg = cost_config(resolved)
-    n_reps = claim.replicates_for(profile)
-    looks = claim.looks_for(profile) or [n_reps]
+    cfg = cost_config(claim.resolved(profile))
+    looks = claim.looks_for(profile) or [claim.replicates_for(profile)]
+    swept, digest = swept_values(claim, profile), claim.digest(profile)  # the digest leaves replicates out
     folder = out_dir / "verify" / claim.name
     folder.mkdir(parents=True, exist_ok=True)
     rows, results = [], []
     for k, n in enumerate(looks):
         for rep in range(len(results), n):
-            path = folder / f"{profile}-{claim.digest(profile)}-cost-{rep}.json"
+            path = folder / f"{profile}-{digest}-cost-{rep}.json"
             if path.is_file():
                 result = json.loads(path.read_text())
             else:
@@ -292,15 +292,13 @@ def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | N
                              **{FINAL + key: v for key, v in cost_metrics(model, result["rows"], cfg).items()}})
         table = pd.DataFrame(rows)
         table = table.astype({c: float for c in table.columns if c.startswith(FINAL)})
-        (verdict, rules, controls, why), done, look = _judge_look(
-            claim, table, swept_values(claim, profile), profile, looks, k, f"n={n} replicates",
-            lambda: f"measuring up to {looks[k + 1]}")
+        (verdict, rules, controls, why), done, said = _judge_look(
+            claim, table, swept, profile, looks, k, f"n={n} replicates", lambda: f"measuring up to {looks[k + 1]}")
         if done or k == len(looks) - 1:
             break
     verdict_fig = verdict_figure(table, [*controls, *rules])
     return ClaimResult(claim, profile, verdict, rules, study=str(folder), table=table, controls=controls, why=why,
-                       looks=(("decided at " if done else "undecided after ") + look) if len(looks) > 1 else
-                       f"{len(results)} replicates of the measurement",
+                       looks=said,
                        figure=[f for f in (verdict_fig, cost_figure(results[0]["rows"], results[0]["meta"])) if f])
 
 

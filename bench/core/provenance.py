@@ -8,6 +8,7 @@ the installed version (``package_version()``) identifies the code. Imports only 
 """
 from __future__ import annotations
 
+import functools
 import platform
 import re
 import subprocess
@@ -41,20 +42,18 @@ def checkout_root(root: Path = SOURCE_ROOT) -> Path | None:
     return root if top is not None and Path(top).resolve() == root.resolve() else None
 
 
-_LOADED: dict[Path, str | None] = {}  # SOURCE_ROOT's commit, read once per process
-
-
 def git_sha(root: Path = SOURCE_ROOT) -> str | None:
     """Commit of the seqbench checkout (``+dirty`` with uncommitted changes); None outside one.
 
     For this package's own checkout it is read at the first call in a process and kept (forked sweep
     workers inherit it; a sweep reads it when its study starts): a commit made while a long sweep runs
     does not relabel its later runs with code they did not run."""
-    if root == SOURCE_ROOT:
-        if root not in _LOADED:
-            _LOADED[root] = _read_sha(root)
-        return _LOADED[root]
-    return _read_sha(root)
+    return _own_sha() if root == SOURCE_ROOT else _read_sha(root)
+
+
+@functools.cache
+def _own_sha() -> str | None:
+    return _read_sha(SOURCE_ROOT)
 
 
 def _read_sha(root: Path) -> str | None:

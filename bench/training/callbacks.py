@@ -257,21 +257,22 @@ class AtomicCheckpoint(pl.Callback):
     written to a temp file and renamed into place, so a kill mid-write never leaves a truncated
     checkpoint.
 
-    At a step that also validates, the save waits for the end of that validation (this callback sits
-    after ``ResultsWriter``), so ``last.ckpt`` at step S always comes after metrics.csv's row S: a
-    checkpoint saved before it, killed before the row, resumed with the row missing for good (Lightning
-    does not repeat the validation of the step it resumes at). A row written and then killed before the
-    save is trimmed on resume and written again."""
+    At a step that also validates (the trainer's ``val_check_interval``), the save waits for the end of
+    that validation (this callback sits after ``ResultsWriter``), so ``last.ckpt`` at step S always comes
+    after metrics.csv's row S: a checkpoint saved before it, killed before the row, resumed with the row
+    missing for good (Lightning does not repeat the validation of the step it resumes at). A row written
+    and then killed before the save is trimmed on resume and written again."""
 
-    def __init__(self, path, every: int | None, val_every: int | None = None):
-        self.path, self.every, self.val_every = path, every, val_every
+    def __init__(self, path, every: int | None):
+        self.path, self.every = path, every
         self.saved_step = -1
         self._after_validation = False
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         step = trainer.global_step
         if self.every and step % self.every == 0 and step < trainer.max_steps:
-            if self.val_every and step % min(self.val_every, trainer.max_steps) == 0:
+            interval = trainer.val_check_interval  # steps (an int: check_val_every_n_epoch=None)
+            if trainer.enable_validation and isinstance(interval, int) and step % interval == 0:
                 self._after_validation = True  # saved in on_validation_end, after the row
             else:
                 self.save(trainer)

@@ -195,7 +195,7 @@ def build_trainer(cfg: RunConfig, tracker: RunTracker, module: SeqModule, task: 
     facts = DeviceFacts()
     writer = ResultsWriter(tracker, clock)
     diverge = DivergenceStop(t.diverge_loss)
-    checkpoint = AtomicCheckpoint(tracker.checkpoint, t.checkpoint_every, t.val_every)  # after writer
+    checkpoint = AtomicCheckpoint(tracker.checkpoint, t.checkpoint_every)  # after writer: it saves after the row
     graceful = GracefulStop(checkpoint)
     cbs: list[pl.Callback] = [clock, facts, writer, diverge, graceful, checkpoint, *callbacks]
     if cfg.diagnostics.gradients:
