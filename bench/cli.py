@@ -6,14 +6,14 @@ module reads argv. Bad input prints ``error: <one line>`` per problem and exits 
 
 Only the module of the command being run is imported (like git's subcommands): ``seqbench --help``
 imports none, ``seqbench runs`` only pandas/optuna. ``list``, ``--print-config`` and ``--help`` only read
-configs: they import models and tasks down to their ``# -- torch below`` line (``configs_only``), and
-the command modules import their torch-heavy floor inside the function that trains or measures.
+configs: the registries hold config modules (``models/configs/``, ``tasks/**/configs/``), which import
+no torch (an import-linter contract), and the command modules import their torch-heavy floor inside
+the function that trains or measures.
 """
 from __future__ import annotations
 
 import argparse
 import atexit
-import contextlib
 import importlib
 import os
 import signal
@@ -22,7 +22,6 @@ import threading
 from typing import Any, Sequence
 
 import seqbench
-from seqbench.bench.core.configs_only import configs_only
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.settings import hydra_habit
 
@@ -42,12 +41,6 @@ COMMANDS = {
     "cost": "time and memory of one training step against sequence length",
 }
 
-
-# Commands that only read configs: they import each model's and task's configs, not its torch part
-# (bench/core/configs_only.py), so they answer in well under a second.
-LIGHT_COMMANDS = ("list",)
-LIGHT_FLAGS = ("--print-config", "--print-spec", "-h", "--help")
-CONFIG_PACKAGES = ("seqbench.models", "seqbench.tasks", "seqbench.bench.training.cost")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -117,20 +110,13 @@ def _terminate(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def is_light(argv: Sequence[str]) -> bool:
-    """Whether ``argv`` only reads configs (``list``, ``--print-config``, ``--help``): then models and
-    tasks are imported without their torch part, which a name used below the marker still loads."""
-    return chosen_command(argv) in LIGHT_COMMANDS or any(a in LIGHT_FLAGS for a in argv)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        with configs_only(*CONFIG_PACKAGES) if is_light(argv) else contextlib.nullcontext():
-            args = parse_args(argv)
-            return int(args.func(args) or 0)
+        args = parse_args(argv)
+        return int(args.func(args) or 0)
     except BrokenPipeError:
         return _closed_stdout()
     except UserError as e:

@@ -2,7 +2,8 @@
 
 ``task`` and ``model`` are discriminated unions on ``name`` built from the registries,
 so a task or model registered in ``tasks/`` or ``models/`` is configurable the day it
-lands. Configs come from YAML and/or dotted ``key=value`` overrides; every change
+lands; the unions are rebuilt before a validation whenever an entry arrived after them (a plug-in,
+an import path, a notebook's ``@MODELS.register``). Configs come from YAML and/or dotted ``key=value`` overrides; every change
 rebuilds and re-validates the whole tree.
 """
 from __future__ import annotations
@@ -18,11 +19,11 @@ from pydantic import Field, ValidationError, model_validator
 
 import seqbench.models  # noqa: F401  (fills MODELS)
 import seqbench.tasks  # noqa: F401  (fills TASKS)
+from seqbench.bench import plugins
 from seqbench.bench.core.errors import UserError, validation_problems
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.schema import ADDED_LATER, NOT_IDENTITY, Section, identity
-from seqbench.bench.core.settings import (comma_lists, leaves, load_yaml, parse_pairs, parse_value, safe_load,
-                                          set_dotted)
+from seqbench.bench.core.settings import comma_lists, leaves, load_yaml, parse_pairs, parse_value, safe_load, set_dotted
 
 __all__ = ["RunConfig", "build_config", "compose", "load_config", "load_yaml", "metric_goal_of", "override", "parse_value",
            "safe_load", "validate"]
@@ -34,6 +35,7 @@ def _union(configs: list[type]) -> Any:
     return Annotated[Union[tuple(configs)], Field(discriminator="name")]
 
 
+plugins.discover()  # entry points of installed packages: seqbench.models, seqbench.tasks, seqbench.mixers
 TaskUnion = _union(TASKS.configs())
 ModelUnion = _union(MODELS.configs())
 
@@ -178,6 +180,21 @@ class RunConfig(Section):
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
 
+_built_at = (TASKS.generation, MODELS.generation)  # what the unions above were built from
+
+
+def sync_unions() -> None:
+    """Rebuild ``RunConfig``'s task and model unions if an entry was registered since they were built."""
+    global _built_at
+    now = (TASKS.generation, MODELS.generation)
+    if now == _built_at:
+        return
+    RunConfig.model_fields["task"].annotation = _union(TASKS.configs())
+    RunConfig.model_fields["model"].annotation = _union(MODELS.configs())
+    RunConfig.model_rebuild(force=True)
+    _built_at = now
+
+
 # -- building configs ------------------------------------------------------------------
 
 CHOICES = {"task": TASKS, "model": MODELS}  # sections chosen by name, before any value is set
@@ -279,6 +296,11 @@ def validate(d: dict[str, Any], *, source: str = "", blocks_hint: bool = False) 
     for section, name in _DEFAULT_NAMES.items():  # `model.d_model=64` alone means the default model
         if isinstance(d.get(section), dict) and "name" not in d[section]:
             d[section] = {"name": name, **d[section]}
+    for section, reg in CHOICES.items():  # `model=pkg.module:Class`: import and register it first
+        name = d.get(section, {}).get("name") if isinstance(d.get(section), dict) else None
+        if isinstance(name, str) and ":" in name:
+            reg.get(name)
+    sync_unions()
     try:
         return RunConfig.model_validate(d)
     except ValidationError as e:

@@ -1,2 +1,5 @@
-"""Model registry entries: importing this package registers every shipped architecture."""
-from seqbench.models import recurrent, seq2seq, tcn, transformer, transformer_seq2seq  # noqa: F401  (registers)
+"""Model registry entries. Importing this package registers every shipped architecture's config
+(``models/configs/``, no torch); a family's module (``models/NAME.py``, torch) is imported when its
+class is first used. Plug-ins from other packages arrive by entry point or import path
+(``bench/core/plugins.py``)."""
+from seqbench.models import configs  # noqa: F401  (registers)

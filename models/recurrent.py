@@ -1,106 +1,24 @@
-"""Recurrent backbones on PyTorch's fused kernels (cuDNN on GPU): rnn, irnn, lstm, gru.
+"""Recurrent backbones: tanh RNN, IRNN, LSTM, GRU (stacked, optionally bidirectional).
 
-- ``rnn``: Elman RNN, h_t = tanh(W_ih x_t + W_hh h_{t-1} + b); ``recurrent_init`` picks PyTorch's
-  uniform W_hh (spectral radius about 1/sqrt(3)) or an orthogonal one (every singular value 1, so
-  only tanh saturation can make the gradient through time vanish: Saxe et al. 2014, Henaff et al. 2016).
-- ``irnn``: ReLU RNN with W_hh = I and zero bias at init (Le, Jaitly & Hinton 2015).
-- ``lstm``: forget-gate bias ``forget_bias`` at init (PyTorch's default is 0, with which
-  gradient through time decays about as fast as a tanh RNN's; 1 is Jozefowicz et al. 2015).
-- ``gru``.
-All support stacking (``n_layers``) and ``bidirectional`` (refused on causal tasks).
-"""
+The config (no torch) is in ``models/configs/recurrent.py``, where the family is documented."""
 from __future__ import annotations
 
-from typing import ClassVar, Literal
-
-from pydantic import Field
-
-from seqbench.bench.core.contract import TaskSpec
-from seqbench.bench.core.registry import MODELS
-from seqbench.bench.core.schema import ADDED_LATER
-from seqbench.models.base import Dropout, Layers, ModelConfig, head_macs, input_width
-
-GATES = {"rnn": 1, "lstm": 4, "gru": 3}  # weight blocks per cell (i, f, g, o / r, z, n)
-
-
-def rnn_stack_macs(d_in: int, hidden: int, n_layers: int, gates: int, directions: int = 1) -> int:
-    """MACs per position of a stacked (bi)RNN: each cell multiplies input and hidden state by
-    ``gates`` blocks of ``hidden`` rows; layers above the first read ``directions * hidden``."""
-    total = 0
-    for layer in range(n_layers):
-        width = d_in if layer == 0 else directions * hidden
-        total += directions * gates * hidden * (width + hidden)
-    return total
-
-
-class RecurrentConfig(ModelConfig):
-    complexity = ("O(T·d²)", 1)  # T sequential steps of d x d products
-    gates: ClassVar[int]
-
-    n_layers: Layers = 1
-    dropout: Dropout = 0.0
-    bidirectional: bool = Field(False, description="run a second RNN right-to-left (non-causal tasks only)")
-
-    def sees_future(self) -> bool:
-        return self.bidirectional
-
-    def forward_macs(self, spec: TaskSpec, T: int, target_len: int | None) -> int:
-        dirs = 2 if self.bidirectional else 1
-        d_in = input_width(self, spec.vocab_size, spec.input_dim)
-        body = T * rnn_stack_macs(d_in, self.d_model, self.n_layers, self.gates, dirs)
-        return body + head_macs(spec, dirs * self.d_model, T)
-
-
-class OrthogonalInitConfig(RecurrentConfig):
-    """rnn, lstm and gru (not irnn, whose W_hh is the identity by definition)."""
-
-    # ADDED_LATER: at "default" the config hash is the one runs recorded before the field existed.
-    recurrent_init: Literal["default", "orthogonal"] = Field(
-        "default", description="W_hh at init: PyTorch's uniform +-1/sqrt(d) (rnn: spectral radius ~0.58) or "
-        "orthogonal per gate block (all singular values 1: a tanh RNN's gradient then vanishes only "
-        "through tanh saturation)", json_schema_extra=ADDED_LATER)
-
-
-@MODELS.config("rnn")
-class RNNConfig(OrthogonalInitConfig):
-    """Vanilla (Elman) tanh RNN: the textbook case of vanishing gradients through time."""
-
-    name: Literal["rnn"] = "rnn"
-    gates = GATES["rnn"]
-
-
-@MODELS.config("irnn")
-class IRNNConfig(RecurrentConfig):
-    """ReLU RNN with identity recurrent init and zero bias (Le, Jaitly & Hinton 2015)."""
-
-    name: Literal["irnn"] = "irnn"
-    gates = GATES["rnn"]
-    recurrent_init_scale: float = Field(1.0, gt=0, description="W_hh = scale * I at init (Le et al. use 1)")
-
-
-@MODELS.config("lstm")
-class LSTMConfig(OrthogonalInitConfig):
-    """Long short-term memory: gated cell state bridges long delays."""
-
-    name: Literal["lstm"] = "lstm"
-    gates = GATES["lstm"]
-    forget_bias: float = Field(1.0, description="forget-gate bias at init (PyTorch default 0; 1 bridges longer delays)")
-
-
-@MODELS.config("gru")
-class GRUConfig(OrthogonalInitConfig):
-    """Gated recurrent unit (Cho et al. 2014)."""
-
-    name: Literal["gru"] = "gru"
-    gates = GATES["gru"]
-
-
-# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import Backbone
+from seqbench.models.configs.recurrent import (  # noqa: F401  (the configs, re-exported beside their modules)
+    GATES,
+    GRUConfig,
+    IRNNConfig,
+    LSTMConfig,
+    OrthogonalInitConfig,
+    RecurrentConfig,
+    RNNConfig,
+    rnn_stack_macs,
+)
 
 
 class RecurrentBackbone(Backbone):

@@ -1,50 +1,21 @@
-"""The Task interface: what a task declares to models and to the training loop.
+"""The Task interface's base class, loaders and shared metrics.
 
-A task owns its data (generated or loaded), its loss, its metrics and its memoryless
-baseline. The Lightning module only talks to tasks through this interface, so a new
-task is one new file plus one import in ``tasks/__init__.py``.
-"""
+The config (no torch) is in ``tasks/configs/base.py``, where the family is documented."""
 from __future__ import annotations
 
 import itertools
 from typing import Any, ClassVar, Iterable
 
-from pydantic import Field
-
-from seqbench.bench.core.contract import Goal, MetricDef, OutputKind, TaskFacts
-from seqbench.bench.core.schema import Section
-
-
-class TaskConfig(Section):
-    """Fields every task has. Subclasses add ``name: Literal[...]``, their knobs and ``facts``."""
-
-    name: str
-    # The task's facts, declared once per class: the config validator (model compatibility, early
-    # stopping), sweeps (metric names, default objective) and ``Task.build_spec`` read them.
-    facts: ClassVar[TaskFacts]
-
-    def seq_len(self) -> int:
-        """Training sequence length (input side)."""
-        raise NotImplementedError
-
-
-class TokenTaskConfig(TaskConfig):
-    """Per-step classification scored by accuracy on the answer positions (copy, recall, ...)."""
-
-    facts = TaskFacts(OutputKind.TOKENS, causal=True, metrics=(MetricDef("acc", Goal.MAX),), primary="acc")
-
-
-def positive_int(description: str, default: int) -> Any:
-    """A strictly positive integer field with its one-line reason."""
-    return Field(default, ge=1, description=description)
-
-
-# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
 import torch
 import torch.nn.functional as F
 import torchmetrics
 
-from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
+from seqbench.bench.core.contract import IGNORE, Batch, OutputKind, TaskSpec
+from seqbench.tasks.configs.base import (  # noqa: F401  (the configs, re-exported beside their modules)
+    TaskConfig,
+    TokenTaskConfig,
+    positive_int,
+)
 
 
 class Task:

@@ -9,7 +9,7 @@ import torch
 
 from seqbench.bench.core.registry import MODELS
 from tests.model_probe import build, seq2seq_batch, seq2seq_spec, tiny_config, token_spec
-from seqbench.models.tcn import ReceptiveFieldWarning
+from seqbench.models.configs.tcn import ReceptiveFieldWarning
 from seqbench.bench.core.contract import Batch, OutputKind
 
 torch.set_num_threads(1)

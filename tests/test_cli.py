@@ -36,7 +36,7 @@ def test_list_one_section(capsys):
     assert out.startswith("model gru:") and "model.bidirectional = false" in out and "forget_bias" not in out
     assert main(["list", "-v", "nope"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: list: unknown section 'nope'; choose from task, model, optim, train")
+    assert err.startswith("error: list: unknown section 'nope'; choose from task, model, mixer, optim, train")
 
 
 def test_list_into_a_closed_pipe_exits_quietly():

@@ -18,7 +18,7 @@ from seqbench.bench.core.contract import OutputKind, TaskSpec
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.training.train import build_task
 from seqbench.models.base import ModelConfig, build_model
-from seqbench.models.recurrent import LSTMConfig, rnn_stack_macs
+from seqbench.models.configs.recurrent import LSTMConfig, rnn_stack_macs
 from seqbench.tasks.synthetic.base import BatchKey
 from tests.helpers import TINY_TASK, tiny_overrides
 

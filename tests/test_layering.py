@@ -1,8 +1,10 @@
 """The floors of the house, as import-linter contracts (``[tool.importlinter]`` in pyproject.toml).
 
-cli > commands > reports > sweeps > training > config > models | tasks > core: a module imports only
-from floors below its own (function-level imports included); models and tasks never import each other;
-the ground (``bench/core``) imports no torch, Lightning, W&B or Optuna.
+cli > commands > reports > sweeps > training > config > plugins > models | tasks > core: a module imports
+only from floors below its own (function-level imports included); models and tasks never import each
+other; the ground (``bench/core``) imports no torch, Lightning, W&B or Optuna; and the config modules
+(``models/configs``, ``tasks/**/configs``, the cost settings, plug-in discovery, ``bench/config.py``)
+import no torch, which keeps ``seqbench list`` and ``--print-config`` light.
 
 import-linter finds a package by walking its folder, and seqbench's folders install under one name
 through pyproject's package-dir, so the check runs over a copy of the source laid out as it installs.
@@ -46,6 +48,8 @@ def test_the_floors_hold(tmp_path):
 @pytest.mark.parametrize("module, line, broken", [
     ("models/tcn.py", "from seqbench.tasks.base import Task  # noqa", "Floors"),
     ("bench/core/stats.py", "import torch  # noqa", "-> torch"),
+    ("models/configs/tcn.py", "import torch  # noqa", "-> torch"),
+    ("tasks/text/configs/lm.py", "from seqbench.tasks.text import data  # noqa", "Config modules"),
     ("sweeps/spec.py", "def _f():\n    from seqbench.bench.commands import sweep  # noqa\n", "Floors"),
 ])
 def test_a_wrong_import_breaks_a_contract(tmp_path, module, line, broken):

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from seqbench.bench.core.contract import TaskSpec
 from seqbench.bench.core.registry import MODELS
-from seqbench.models.base import ModelConfig, head_macs, input_width
+from seqbench.models.configs.base import ModelConfig, head_macs, input_width
 
 
 @MODELS.config("toy")
@@ -42,7 +42,7 @@ class ToyConfig(ModelConfig):
         return body + head_macs(spec, self.d_model, T)
 
 
-# -- torch below: the module (configs above import without torch; bench/core/configs_only.py)
+# the module (a plug-in may keep its config and module in one file, as here)
 from torch import nn
 
 from seqbench.models.base import Backbone
@@ -78,7 +78,7 @@ for name, argv in commands.items():
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
         code = main(argv)
     report[name] = {"code": code, "stdout": buf.getvalue(), "stderr": err.getvalue()}
-from seqbench.bench.training.cost import CostConfig
+from seqbench.bench.training.cost_config import CostConfig
 report["cost_default_models"] = CostConfig().models
 print("REPORT " + json.dumps(report))
 '''

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tests.model_probe import build, fingerprint, same, tiny_config, token_spec
-from seqbench.models.tcn import ReceptiveFieldWarning, receptive_field
+from seqbench.models.configs.tcn import ReceptiveFieldWarning, receptive_field
 from seqbench.bench.core.contract import Batch
 
 torch.set_num_threads(1)

@@ -15,7 +15,7 @@ import yaml
 
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.text import duration, text_table
-from seqbench.bench.training import cost as measurement  # its torch part loads at the first measurement
+from seqbench.bench.training.cost_config import CostConfig, parse_cost_config, point_line
 from seqbench.reports.cost import _fmt, write_outputs
 
 
@@ -49,13 +49,13 @@ class PointProgress:
         else:
             eta = (time.monotonic() - self.started) * self.left / self.measured if self.measured else None
             tag = f"[{p.done}/{p.total}, ETA {duration(eta) if eta is not None else 'unknown'}]"
-        print(f"{tag} {measurement.point_line(p.row)}", flush=True)
+        print(f"{tag} {point_line(p.row)}", flush=True)
 
 
 def config_with_out_dir(settings: Sequence[str] = (), out_dir: str | Path | None = None) -> Any:
     """The ``CostConfig`` of ``key=value`` settings; ``out_dir`` (``--out-dir``) wins over the default,
     and typed as well as ``out_dir=`` with another folder is refused."""
-    c = measurement.parse_cost_config(list(settings))
+    c = parse_cost_config(list(settings))
     if out_dir is None:
         return c
     if "out_dir" in c.model_fields_set and Path(c.out_dir) != Path(out_dir):
@@ -66,7 +66,9 @@ def config_with_out_dir(settings: Sequence[str] = (), out_dir: str | Path | None
 def cost(config: Any = (), *, progress: bool = True) -> CostResult:
     """Measure ``config`` (a ``CostConfig``, or ``key=value`` settings such as ``["models=rnn,lstm"]``) and
     write its files under ``config.out_dir``; prints ``[k/N, ETA]`` per point unless ``progress`` is off."""
-    c = config if isinstance(config, measurement.CostConfig) else config_with_out_dir(config)
+    from seqbench.bench.training import cost as measurement  # torch: only where a measurement starts
+
+    c = config if isinstance(config, CostConfig) else config_with_out_dir(config)
     result = measurement.sweep(c, PointProgress(len(c.models), c.lengths) if progress else (lambda p: None))
     paths = write_outputs(result, Path(c.out_dir))
     return CostResult(c, result["rows"], result["summary"], result["meta"], paths)

@@ -2,8 +2,8 @@
 
 The typed entries are ``list_tasks()``/``list_models()`` (registered names, for a notebook) and
 ``list_sections()`` (section -> its ``key = default - description`` lines); ``cmd_list`` prints them.
-Every name here needs the registries filled, which imports every model and task file: the CLI runs
-``list`` under ``configs_only`` (bench/core/configs_only.py), so only their configs load, not torch.
+Every name here needs the registries filled, which imports every model's, mixer's and task's config
+module (``models/configs/``, ``tasks/**/configs/``), none of which imports torch.
 """
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Any
 
 from seqbench.bench.config import RunConfig
 from seqbench.bench.core.errors import UserError
-from seqbench.bench.core.registry import MODELS, TASKS
+from seqbench.bench.core.registry import MIXERS, MODELS, TASKS
+from seqbench.bench.plugins import BROKEN
 from seqbench.bench.core.schema import Section, describe_field
 from seqbench.bench.core.settings import show
 from seqbench.sweeps import shipped_claims, shipped_sweeps
@@ -26,6 +27,11 @@ def list_tasks() -> list[str]:
 def list_models() -> list[str]:
     """The registered model names (what ``model=`` takes)."""
     return MODELS.names()
+
+
+def list_mixers() -> list[str]:
+    """The registered sequence mixers (what ``model=stack model.mixer=`` takes)."""
+    return MIXERS.names()
 
 
 # -- field lines ----------------------------------------------------------------------------------
@@ -56,7 +62,7 @@ def field_lines(prefix: str, cls: Any) -> list[str]:
     sections (``train.early_stop``, ``model.decode``) spelled out field by field."""
     lines = []
     for fname, f in cls.model_fields.items():
-        if fname == "name" and prefix in ("task", "model"):
+        if fname == "name" and prefix in ("task", "model", "model.mixer_args"):
             continue
         subs = [a for a in getattr(f.annotation, "__args__", (f.annotation,))
                 if isinstance(a, type) and issubclass(a, Section)]
@@ -72,7 +78,7 @@ def field_lines(prefix: str, cls: Any) -> list[str]:
 def list_sections() -> dict[str, list[str]]:
     """Every config section -> its field lines: each task and model by name, then the rest."""
     out: dict[str, list[str]] = {}
-    for kind, reg in (("task", TASKS), ("model", MODELS)):
+    for kind, reg in (("task", TASKS), ("model", MODELS), ("model.mixer_args", MIXERS)):
         for e in reg:
             out[e.name] = field_lines(kind, e.config_cls)
     top = []
@@ -93,7 +99,7 @@ def list_sections() -> dict[str, list[str]]:
 def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("-v", "--verbose", action="store_true", help="also list every config field and default")
     sp.add_argument("section", nargs="?", help="only this section's fields: train, optim, eval, tracking, "
-                    "diagnostics, run, task, model, or a task/model name")
+                    "diagnostics, run, task, model, mixer, or a task/model/mixer name")
     sp.set_defaults(func=cmd_list)
 
 
@@ -105,13 +111,18 @@ def cmd_list(args: argparse.Namespace) -> int:
     def show(kind: str, reg) -> None:
         print(f"{kind}:")
         for e in reg:
-            print(f"  {e.name:<20} {e.doc}")
+            origin = "" if e.origin == "seqbench" else f" [plug-in: {e.origin}]"
+            print(f"  {e.name:<20} {e.doc}{origin}")
             for line in sections.get(e.name, []):
                 print(f"    {line}")
+        for (k, name), why in BROKEN.items():
+            if k == reg.kind:
+                print(f"  {name:<20} [broken plug-in] {why}")
     show("tasks", TASKS)
     show("models", MODELS)
+    show("mixers (model=stack model.mixer=NAME, or pkg.module:Class)", MIXERS)
     for name, lines in sections.items():
-        if name not in TASKS and name not in MODELS:
+        if name not in TASKS and name not in MODELS and name not in MIXERS:
             print(f"{name}:" if name != "run" else "run (top level):")
             print("\n".join(lines))
     print("sweeps (seqbench sweep NAME):")
@@ -127,16 +138,17 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _list_section(section: str, sections: dict[str, list[str]]) -> int:
     """``seqbench list -v train``: one section (a task or model name, or train/optim/eval/...)."""
-    if section in ("task", "model"):
-        for name in (TASKS if section == "task" else MODELS).names():
+    regs = {"task": TASKS, "model": MODELS, "mixer": MIXERS}
+    if section in regs:
+        for name in regs[section].names():
             print(f"{section} {name}:")
             print("\n".join(sections[name]))
         return 0
     if section not in sections:
-        raise UserError(f"list: unknown section {section!r}; choose from task, model, "
-                        f"{', '.join(n for n in sections if n not in TASKS and n not in MODELS)} "
-                        "or a task/model name")
-    kind = "task " if section in TASKS else "model " if section in MODELS else ""
+        named = [n for n in sections if all(n not in r for r in regs.values())]
+        raise UserError(f"list: unknown section {section!r}; choose from task, model, mixer, "
+                        f"{', '.join(named)} or a task/model/mixer name")
+    kind = next((f"{k} " for k, r in regs.items() if section in r), "")
     print(f"{kind}{section}:")
     print("\n".join(sections[section]))
     return 0

@@ -36,9 +36,8 @@ from seqbench.bench.core.artifacts import FINAL, PARAM
 from seqbench.bench.core.contract import OutputKind, TaskSpec
 from seqbench.bench.core.diagnostics_format import FILENAME, DiagnosticsFormatError, read_diagnostics
 from seqbench.bench.core.errors import UserError
-from seqbench.bench.core.registry import MODELS
 from seqbench.bench.core.text import text_table
-from seqbench.bench.training.cost import VOCAB, fit_exponent
+from seqbench.bench.training.cost_config import VOCAB, fit_exponent, model_config
 from seqbench.bench.training.flops import forward_macs
 from seqbench.reports.table import Objective, build_table, load_study, runs_root
 from seqbench.reports.verify_html import claim_figure, cost_figure, verdict_figure, write_verify
@@ -335,14 +334,9 @@ def flops_per_length(model: str, lengths: list[int], cfg) -> list[float] | None:
     """Forward multiply-accumulates of ``model`` at each length, at the cost measurement's width, depth
     and token input (``bench.training.cost.VOCAB``); None where the model has no FLOP counter."""
     spec = TaskSpec(OutputKind.TOKENS, n_classes=VOCAB, causal=True, vocab_size=VOCAB)
-    cls = MODELS.get(model).config_cls
     out = []
     for T in lengths:
-        m: dict[str, Any] = {"name": model, "d_model": cfg.d_model}
-        if cfg.n_layers != 1:
-            m["n_layers"] = cfg.n_layers
-        if "max_len" in cls.model_fields:  # as the cost measurement sizes it
-            m["max_len"] = max(T, cls.model_fields["max_len"].default or 0)
+        m = model_config(model, cfg.d_model, cfg.n_layers, T)  # as the cost measurement builds it
         # the adding task only supplies seq_len() = T here; spec says tokens, as the timed step has
         macs = forward_macs(build_config({"task": {"name": "adding", "length": T}, "model": m}), spec)
         if macs is None:

@@ -32,7 +32,7 @@ import re
 from typing import TYPE_CHECKING
 
 from seqbench.bench.core.contract import OutputKind, TaskSpec
-from seqbench.tasks.synthetic.seq2seq import Seq2SeqTaskConfig
+from seqbench.tasks.synthetic.configs.seq2seq import Seq2SeqTaskConfig
 
 if TYPE_CHECKING:
     from seqbench.bench.config import RunConfig

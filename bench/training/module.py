@@ -14,9 +14,9 @@ import torchmetrics
 from torch import nn
 
 from seqbench.bench.config import RunConfig
+from seqbench.bench.core.contract import Batch
 from seqbench.bench.training.schedules import lr_multiplier
 from seqbench.models.base import build_model
-from seqbench.bench.core.contract import Batch
 from seqbench.tasks.base import Task
 
 SPLITS = ("val", "test")

@@ -18,17 +18,26 @@ from typing import Any, Sequence
 import pytorch_lightning as pl
 import torch
 
+from seqbench.bench.config import RunConfig, load_config
 from seqbench.bench.core import artifacts
 from seqbench.bench.core.artifacts import read_results
-from seqbench.bench.training.callbacks import (AtomicCheckpoint, DeviceFacts, DivergenceStop, GracefulStop, ProgressPrinter,
-                                      ResultsWriter, RunStopper, StopNow, TrainClock)
-from seqbench.bench.config import RunConfig, load_config
+from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.registry import TASKS
+from seqbench.bench.training.callbacks import (
+    AtomicCheckpoint,
+    DeviceFacts,
+    DivergenceStop,
+    GracefulStop,
+    ProgressPrinter,
+    ResultsWriter,
+    RunStopper,
+    StopNow,
+    TrainClock,
+)
 from seqbench.bench.training.diagnostics import GradientDiagnostics
 from seqbench.bench.training.distributed import check_shared_run_id, launch, needs_launch
-from seqbench.bench.core.errors import UserError
 from seqbench.bench.training.flops import flops_per_token, peak_flops
 from seqbench.bench.training.module import CHECK_EVERY, SeqModule
-from seqbench.bench.core.registry import TASKS
 from seqbench.bench.training.tracking import RunTracker
 from seqbench.tasks.base import Task
 

@@ -69,7 +69,7 @@ from pydantic import Field, ValidationError, model_validator
 from seqbench.bench.config import load_yaml
 from seqbench.bench.core.errors import UserError, format_validation_error
 from seqbench.bench.core.schema import Section
-from seqbench.bench.training.cost import CostConfig
+from seqbench.bench.training.cost_config import CostConfig
 from seqbench.sweeps import shipped_claims as shipped
 from seqbench.sweeps.claims.rules import (  # noqa: F401
     PROFILES,

@@ -1,42 +1,8 @@
-"""Shared layout and metrics of the synthetic sequence-to-sequence tasks (reverse, sort).
+"""The synthetic seq2seq tasks' shared data layout and metrics.
 
-Token ids: 0 = <pad>, 1 = <sos>, 2 = <eos>, symbols 3 .. vocab+2. A batch is::
-
-    x              source symbols                      (B, T)
-    y              target symbols then <eos>           (B, T+1)
-    aux["y_in"]    <sos> then the target symbols       (B, T+1)   decoder input (teacher forcing)
-
-Metrics are measured on *decoded* outputs (the model's ``generate``: greedy or beam, as
-``model.decode`` says), never teacher-forced: ``token_acc`` (position-wise, <eos>
-included), ``exact_match`` (whole output incl. <eos>), and ``bleu`` (corpus BLEU from
-``sacrebleu`` on the symbol ids, <eos> stripped). The loss stays teacher-forced
-cross-entropy. Solved: ``val/exact_match >= 0.9``.
-"""
+The config (no torch) is in ``tasks/synthetic/configs/seq2seq.py``, where the family is documented."""
 from __future__ import annotations
 
-from pydantic import Field
-
-from seqbench.bench.core.contract import Goal, MetricDef, OutputKind, TaskFacts
-from seqbench.tasks.base import TaskConfig, positive_int
-
-PAD, SOS, EOS, FIRST_SYMBOL = 0, 1, 2, 3
-SOLVED_EXACT_MATCH = 0.9
-
-
-class Seq2SeqTaskConfig(TaskConfig):
-    # not causal: the whole source is read before the first output
-    facts = TaskFacts(OutputKind.SEQ2SEQ, causal=False, primary="exact_match",
-                      metrics=(MetricDef("token_acc", Goal.MAX), MetricDef("exact_match", Goal.MAX),
-                               MetricDef("bleu", Goal.MAX)))
-
-    length: int = positive_int("source symbols; the target has length + 1 tokens (with <eos>)", 16)
-    vocab: int = Field(16, ge=2, description="distinct symbols (ids 3..vocab+2; 0 <pad>, 1 <sos>, 2 <eos>)")
-
-    def seq_len(self) -> int:
-        return self.length
-
-
-# -- torch below: the modules. Everything above imports without torch (bench/core/configs_only.py).
 from typing import ClassVar
 
 import torch
@@ -47,6 +13,14 @@ from sacrebleu.metrics import BLEU
 from seqbench.bench.core.contract import Batch, TaskSpec
 from seqbench.tasks.base import Task, TokenAccuracy
 from seqbench.tasks.synthetic.base import SyntheticTask
+from seqbench.tasks.synthetic.configs.seq2seq import (  # noqa: F401  (the configs, re-exported beside their modules)
+    EOS,
+    FIRST_SYMBOL,
+    PAD,
+    SOLVED_EXACT_MATCH,
+    SOS,
+    Seq2SeqTaskConfig,
+)
 
 
 class CorpusBLEU(torchmetrics.Metric):

@@ -3,4 +3,4 @@
 Importing them changes no environment: ``data.import_datasets`` sets HF_HUB_OFFLINE=1 (unless the
 user set it) when a task first loads data, before ``datasets`` is imported.
 """
-from seqbench.tasks.text import lm, sentiment  # noqa: F401  (registers)
+from seqbench.tasks.text import configs  # noqa: F401  (registers)

@@ -5,8 +5,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from seqbench.tasks.base import TaskConfig
-from seqbench.tasks.text.tokenize import MIN_BPE_VOCAB
+from seqbench.tasks.configs.base import TaskConfig
+from seqbench.tasks.text.configs.tokenize import MIN_BPE_VOCAB
 
 
 class TextTaskConfig(TaskConfig):

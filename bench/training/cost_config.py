@@ -1,0 +1,146 @@
+"""``seqbench cost``'s settings (``CostConfig``), the complexity table and the exponent fit: no torch, so
+``--print-config`` and ``verify``'s light start read them; the measurement is ``bench/training/cost.py``."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+import seqbench.models  # noqa: F401  (fills MODELS)
+from seqbench.bench.core.contract import OutputKind
+from seqbench.bench.core.errors import UserError, did_you_mean, format_validation_error, validation_problems
+from seqbench.bench.core.registry import MIXERS, MODELS
+from seqbench.bench.core.schema import Section
+from seqbench.bench.core.settings import leaves, parse_pairs, set_dotted
+
+VOCAB = 16
+
+
+def _default_models() -> list[str]:
+    """Every measurable model that declares a complexity class (``ModelConfig.complexity``)."""
+    return [m for m in _measurable() if m in MODELS and MODELS.get(m).config_cls.complexity is not None]
+
+
+def _measurable() -> list[str]:
+    """Registered models that produce per-step tokens, which is what one cost step trains, and every
+    mixer (measured as ``model=stack model.mixer=NAME``)."""
+    return [e.name for e in MODELS if OutputKind.TOKENS in e.config_cls.supported_kinds] + \
+        [e.name for e in MIXERS if e.name not in MODELS]
+
+
+def is_mixer(name: str) -> bool:
+    """Whether a cost ``models=`` name is a mixer (a registered one, or an import path that is not a model)."""
+    return name not in MODELS and (name in MIXERS)
+
+
+def complexity(model: str) -> tuple[str, int | None]:
+    """(the model's or mixer's cost per sequence in words, its exponent in T), or ("?", None) if undeclared."""
+    reg = MIXERS if is_mixer(model) else MODELS
+    return reg.get(model).config_cls.complexity or ("?", None)
+
+
+def model_config(model: str, d_model: int, n_layers: int = 1, length: int = 0) -> dict[str, Any]:
+    """The ``model`` section one cost point trains: the model (a mixer: the stack around it) at
+    ``d_model``, with ``n_layers`` where it stacks layers and a learned encoding long enough for ``length``."""
+    m: dict[str, Any] = {"name": "stack", "mixer": model} if is_mixer(model) else {"name": model}
+    cls = MODELS.get(m["name"]).config_cls
+    m["d_model"] = d_model
+    if n_layers != 1:
+        m["n_layers"] = n_layers
+    if "max_len" in cls.model_fields and length:
+        m["max_len"] = max(length, cls.model_fields["max_len"].default or 0)
+    return m
+
+
+class CostConfig(Section):
+    models: list[str] = Field(default_factory=_default_models, min_length=1,
+                              description="registered per-step models or mixers (a mixer is measured in "
+                              "the stack) to sweep (default: every model that declares a complexity class)")
+    lengths: list[int] = Field(default_factory=lambda: [64, 128, 256, 512, 1024], min_length=2,
+                               description="sequence lengths, swept shortest first")
+    d_model: int = Field(128, ge=1, description="model width")
+    n_layers: int = Field(1, ge=1, description="stacked layers")
+    batch_size: int = Field(16, ge=1, description="sequences per step")
+    repeats: int = Field(5, ge=1, description="timed steps per point (the median is reported)")
+    warmup: int = Field(2, ge=0, description="untimed steps before timing (allocator, kernel selection)")
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="cuda when available under auto")
+    threads: int = Field(1, ge=1, description="torch intra-op threads (the harness default is 1)")
+    isolate: bool = Field(True, description="CPU: each point in a forked child process, for its peak-RSS "
+                          "memory and so that an out-of-memory kill cannot end the sweep")
+    max_step_s: float = Field(10.0, gt=0, description="stop a model's sweep after a length whose median "
+                              "step exceeds this")
+    timeout_s: float = Field(300.0, gt=0, description="kill an isolated point after this many seconds "
+                             "and stop that model's sweep")
+    out_dir: Path = Field(Path("outputs/cost"), description="where cost.csv/md/json and figures go")
+
+    @field_validator("models", "lengths", mode="before")
+    @classmethod
+    def _comma_list(cls, v: Any) -> Any:
+        """``rnn,lstm`` (a YAML string) and a lone ``64`` are lists too."""
+        if isinstance(v, str):
+            return [x.strip() for x in v.split(",") if x.strip()]
+        return [v] if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+
+    @field_validator("models")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        ok = _measurable()
+        bad = [m for m in v if m not in ok and not (":" in m and m in MIXERS)]
+        if bad:
+            named = [f"{b!r} ({hint.strip()})" if (hint := did_you_mean(b, ok)) else repr(b) for b in bad]
+            raise ValueError(f"unknown model {', '.join(named)}; choose from {', '.join(ok)}")
+        return v
+
+    @model_validator(mode="after")
+    def _models_accept_sizes(self):
+        for m in self.models:
+            fields = model_config(m, self.d_model, self.n_layers)
+            cls = MODELS.get(fields.pop("name")).config_cls
+            if self.n_layers != 1 and "n_layers" not in cls.model_fields:
+                raise ValueError(f"n_layers: {m} has no n_layers (its fields: {', '.join(cls.model_fields)}); "
+                                 f"leave n_layers at 1 or leave {m} out of models")
+            try:
+                cls(**fields)
+            except ValidationError as e:
+                raise ValueError(f"{m}: {format_validation_error(e)}") from None
+        return self
+
+    @field_validator("lengths")
+    @classmethod
+    def _sorted(cls, v: list[int]) -> list[int]:
+        if any(n < 1 for n in v):
+            raise ValueError("lengths must be positive")
+        return sorted(set(v))
+
+
+def parse_cost_config(settings: list[str]) -> CostConfig:
+    """``seqbench cost`` settings, read like every other ``key=value`` (``bench.settings``);
+    ``models=rnn,lstm`` and ``lengths=64,128`` may drop the brackets."""
+    d: dict[str, Any] = {}
+    for key, value in leaves(parse_pairs(settings, example="lengths=64,128,256")).items():
+        set_dotted(d, key, value)
+    try:
+        return CostConfig.model_validate(d)
+    except ValidationError as e:
+        raise UserError(*validation_problems(e, allowed_fields=lambda loc: list(CostConfig.model_fields))
+                        ) from None
+
+
+def point_line(r: dict[str, Any]) -> str:
+    """One point as the progress shows it: model, length, then time and memory, or what happened."""
+    what = (f"{r['time_ms']:9.2f} ms  " + (f"{r['peak_mem_mib']:8.1f} MiB" if r.get("peak_mem_mib") is not None
+                                           else "")) if r["status"] == "ok" else r["status"]
+    return f"[cost] {r['model']:<12} T={r['length']:<6} {what}"
+
+
+def fit_exponent(lengths: list[float], values: list[float]) -> float | None:
+    """Least-squares slope of log(value) against log(length); None with fewer than two points."""
+    pts = [(math.log(t), math.log(v)) for t, v in zip(lengths, values) if v and v > 0]
+    if len(pts) < 2:
+        return None
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    den = sum((p[0] - mx) ** 2 for p in pts)
+    return sum((p[0] - mx) * (p[1] - my) for p in pts) / den if den else None

@@ -1,0 +1,59 @@
+"""The sequence-mixer interface (no torch): what a mixer's config declares and what the residual
+``stack`` model (``models/configs/stack.py``) asks of it.
+
+A mixer maps (B, T, d_model) to (B, T, d_model); the stack puts the same embedding, norm placement,
+MLP and head around every mixer, so only the mixer differs between two models (the Zoology and MAD
+practice). A shipped mixer is a config here, ``@MIXERS.config("name")`` on a ``MixerConfig``
+subclass in ``models/configs/NAME.py`` whose fields are the mixer's own knobs (``model.mixer_args``),
+and its module, ``@MIXERS.module("name")`` in ``models/NAME.py``, built as
+``Cls(d_model, **mixer_args)`` (plus ``causal=`` when its ``__init__`` takes it). A plug-in mixer
+is any class with that constructor (``bench/core/plugins.py``; ``seqbench.testing.check_mixer``).
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import ValidationInfo
+
+from seqbench.bench.core.schema import Section
+
+
+class MixerConfig(Section):
+    """A mixer's own knobs (``model.mixer_args``) and what the harness knows of it."""
+
+    name: str
+    # ("O(T·d²)", 1): cost per sequence in words and its exponent in T (``seqbench cost``); None = unknown
+    complexity: ClassVar[tuple[str, int] | None] = None
+    # Why forward_macs gives no count (required when it is not overridden); None = it counts.
+    no_flop_count: ClassVar[str | None] = None
+    # Whether the stack adds position signals (``model.pos_encoding=auto``): attention is
+    # permutation-equivariant without them; recurrences and convolutions order the sequence themselves.
+    needs_positions: ClassVar[bool] = False
+
+    def forward_macs(self, d_model: int, T: int) -> int | None:
+        """Multiply-accumulates of one forward pass over one sequence of ``T`` positions, counted as
+        ``bench/training/flops.py`` does (matrix products and convolutions; FFT convolutions as the
+        products they replace are not counted, say so in ``no_flop_count``). None = no honest count."""
+        return None
+
+    def args(self) -> dict:
+        """The keyword arguments the module is built with: every field but ``name``."""
+        return self.model_dump(exclude={"name"})
+
+
+def heads_problem(d_model: int, n_heads: int) -> str | None:
+    """Why ``n_heads`` cannot split ``d_model`` (naming the knob and its allowed values), or None."""
+    if d_model % n_heads == 0:
+        return None
+    ok = [h for h in range(1, min(d_model, 16) + 1) if d_model % h == 0]
+    return f"{n_heads} does not divide model.d_model={d_model}; choose from {ok} or change model.d_model"
+
+
+def heads_divide_width(n_heads: int, info: ValidationInfo) -> int:
+    """A mixer config's ``n_heads`` validator: the stack validates ``mixer_args`` with the width in the
+    validation context (``{"d_model": ...}``), so heads that do not divide it are refused by name."""
+    d = (info.context or {}).get("d_model")
+    problem = heads_problem(d, n_heads) if d else None
+    if problem:
+        raise ValueError(problem)
+    return n_heads

@@ -1,0 +1,1 @@
+"""The config base classes shared by every task (no torch)."""
