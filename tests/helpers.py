@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 TINY_TASK: dict[str, dict[str, Any]] = {
     "copy": {"n_symbols": 2, "alphabet": 3, "delay": 4},
     "adding": {"length": 8},
+    "induction": {"length": 8, "vocab": 4},
     "selective_copy": {"length": 8, "n_symbols": 2, "alphabet": 3},
     "assoc_recall": {"vocab": 16, "n_pairs": 2, "length": 8},
     "reverse": {"length": 5, "vocab": 6},

@@ -103,6 +103,19 @@ def test_assoc_recall_queries_ask_for_stored_values():
             assert int(y[pos]) == pairs[int(x[pos])]
 
 
+def test_induction_answer_is_the_token_after_the_first_trigger():
+    task = make("induction", vocab=5, length=9)
+    b = first(task, bs=64)
+    trigger = 5
+    for x, y in zip(b.x, b.y):
+        (where,) = (x[:-1] == trigger).nonzero().flatten().tolist()  # exactly one earlier trigger
+        assert int(x[-1]) == trigger and where <= len(x) - 3
+        scored = (y != IGNORE).nonzero().flatten().tolist()
+        assert scored == [len(x) - 1] and int(y[-1]) == int(x[where + 1]) < trigger
+    longer = first(task, "test", length=40, bs=4)
+    assert longer.x.shape[1] == 40 and (longer.y != IGNORE).sum() == 4
+
+
 @pytest.mark.parametrize("name", TASKS.names())
 def test_metric_objects_are_the_declared_metrics(name):
     """A task's facts are its one declaration: the metric objects it builds carry exactly its declared

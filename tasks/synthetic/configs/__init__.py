@@ -5,6 +5,7 @@ from seqbench.tasks.synthetic.configs import (  # noqa: F401  (registers)
     adding,
     assoc_recall,
     copy,
+    induction,
     reverse,
     selective_copy,
     sort,
