@@ -87,3 +87,18 @@ def test_mixer_args_are_validated_by_the_mixer():
     cfg = build_config(["model=stack", "model.d_model=16"])
     assert cfg.model.mixer_args == {"n_heads": 4}  # every default filled in: the hash names the whole mixer
     assert build_config(["model=stack", "model.d_model=16", "model.mixer_args={}"]).config_hash() == cfg.config_hash()
+
+
+@pytest.mark.parametrize("over", [["model.mixer=s4d"], ["model.mixer_args.n_heads=1"]])
+def test_the_mixer_and_its_args_reach_the_stack(over):
+    """``mixer`` and ``mixer_args`` (which tests/test_knobs_registry.py has no automatic alternative for):
+    another mixer, or another value of one of its knobs, builds another function."""
+    spec = token_spec(causal=True)
+    common = ["model=stack", "model.d_model=16", "model.n_layers=1", "task=copy", "tracking.wandb=off"]
+    x = torch.randint(0, 7, (2, 10), generator=torch.Generator().manual_seed(0))
+    outs = []
+    for extra in ([], over):
+        torch.manual_seed(0)
+        net = build_model(build_config([*common, *extra]).model, spec).eval()
+        outs.append(net(Batch(x=x, y=x))[0])
+    assert not torch.allclose(*outs)
