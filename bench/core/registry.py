@@ -9,7 +9,7 @@ imports its module (``PKG.configs.NAME`` -> ``PKG.NAME``). A file that keeps bot
 registers them at once with ``@MODELS.register("name", config=NameConfig)``.
 
 Plug-ins from other packages (entry points, ``pkg.module:Class`` import paths) are registered
-the same way by ``bench/core/plugins.py``. ``generation`` counts registrations, so the config
+the same way by ``bench/plugins.py``. ``generation`` counts registrations, so the config
 tree (``bench/config.py``) rebuilds its unions when an entry arrives after it was built.
 """
 from __future__ import annotations

@@ -7,7 +7,7 @@ practice). A shipped mixer is a config here, ``@MIXERS.config("name")`` on a ``M
 subclass in ``models/configs/NAME.py`` whose fields are the mixer's own knobs (``model.mixer_args``),
 and its module, ``@MIXERS.module("name")`` in ``models/NAME.py``, built as
 ``Cls(d_model, **mixer_args)`` (plus ``causal=`` when its ``__init__`` takes it). A plug-in mixer
-is any class with that constructor (``bench/core/plugins.py``; ``seqbench.testing.check_mixer``).
+is any class with that constructor (``bench/plugins.py``; ``seqbench.testing.check_mixer``).
 """
 from __future__ import annotations
 
