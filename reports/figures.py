@@ -23,7 +23,7 @@ from plotly.subplots import make_subplots
 from seqbench.bench.core.artifacts import BASELINE, FINAL, PARAM
 from seqbench.bench.core.stats import Interval, mean_ci
 from seqbench.bench.core.text import MISSING
-from seqbench.reports.table import Objective
+from seqbench.reports.table import Objective, outcomes
 
 LENGTH_KEYS = ("task.delay", "task.length", "task.seq_len", "task.max_len", "task.n_pairs")
 ARCH_KEY = "model.name"
@@ -98,8 +98,10 @@ def cell_stats(g: pd.DataFrame, col: str) -> dict[str, float]:
 
 
 def per_trial(df: pd.DataFrame, obj: Objective) -> pd.DataFrame:
-    """One row per trial: state, swept params, mean/std/n/diverged of the objective over its seeds."""
+    """One row per trial: state, swept params, mean/std/n/diverged of the objective over its seeds.
+    A superseded attempt is left out: its configuration is the retry's row (``reports.table.outcomes``)."""
     params = swept(df) or [c for c in df.columns if c.startswith(PARAM)]
+    df = outcomes(df)
     rows = []
     for trial, g in df.groupby("trial", sort=True):
         rows.append({"trial": trial, "state": g["state"].iloc[0], **{p: g[p].iloc[0] for p in params},
@@ -295,7 +297,7 @@ def curve_metric(curves: pd.DataFrame, obj: Objective) -> str | None:
 def fig_learning_curves(curves: pd.DataFrame, df: pd.DataFrame, metric: str, color: str | None) -> go.Figure:
     """``metric`` against step for every run, one colour per level of ``color``."""
     c = curves[curves["metric"] == metric]
-    by_run = df.set_index("run_id")
+    by_run = df[df["run_id"].astype(bool)].drop_duplicates("run_id", keep="last").set_index("run_id")
     lv = levels(df[color]) if color else [None]
     colors = {v: PALETTE[i % len(PALETTE)] for i, v in enumerate(lv)}
     shown: set[Any] = set()

@@ -25,7 +25,7 @@ from seqbench.reports.comparisons import ALL_PAIRS_UP_TO, comparisons, compariso
 from seqbench.reports.diagnostics import diagnostics_figures
 from seqbench.reports.headline import headline
 from seqbench.reports.optuna_views import optuna_figures
-from seqbench.reports.table import Objective, StudyInfo, compute_seconds, state_counts
+from seqbench.reports.table import Objective, StudyInfo, compute_seconds, outcomes, run_rows, state_counts
 
 PLOTLY_JS = "plotly.min.js"
 MAX_STATEMENTS = 60  # paired statements listed per objective (a big factorial has hundreds)
@@ -59,7 +59,8 @@ def sections(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.D
              color_by: str | None = None) -> list[Section]:
     """What the dashboard shows, chosen from what the study swept (see reports.figures' heuristics)."""
     out: list[Section] = []
-    runs = df[df["run_id"].astype(bool)] if not df.empty else df
+    runs = run_rows(df)  # before outcomes: a run whose retry waits still shows its curve
+    df = outcomes(df)  # a superseded attempt's runs are its retry's: pooled and ranked once
     for obj in info.objectives:
         s = Section(f"Summary: {obj.name} ({obj.goal})",
                     "Best configuration at every level of each swept factor: the trial with the best seed-mean "
@@ -133,12 +134,12 @@ def paired_section(df: pd.DataFrame, obj: Objective, limit: int = MAX_STATEMENTS
 def answer(info: StudyInfo, df: pd.DataFrame) -> list[str]:
     """The report's opening: the answer to the study's question from the measured numbers
     (``reports.headline``), one objective after the other."""
-    return [line for obj in info.objectives for line in headline(df, obj)]
+    return [line for obj in info.objectives for line in headline(outcomes(df), obj)]
 
 
 def header_facts(info: StudyInfo, df: pd.DataFrame, built: dict[str, Any]) -> list[tuple[str, str]]:
     counts = state_counts(df)
-    runs = df[df["run_id"].astype(bool)] if not df.empty else df
+    runs = run_rows(df)
     by_status = runs["status"].value_counts().to_dict() if not runs.empty else {}
     made = " ".join(x for x in (info.seqbench_version, f"({info.git_sha})" if info.git_sha else "") if x)
     return [

@@ -57,6 +57,8 @@ def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--metric", help="objective key, e.g. val/loss or test/acc (default: the task's primary "
                     "validation metric); its goal is the one the task declares")
     sp.add_argument("--study", help="study name (default: compare-<digest of the settings>)")
+    sp.add_argument("--retry-failed", action="store_true", help="run again the settings whose trials failed "
+                    "for a reason outside the experiment (no space left, out of memory, killed)")
     sp.add_argument("--print-config", "--print-spec", dest="print_config", action="store_true",
                     help="print the equivalent sweep YAML and run nothing")
     sp.set_defaults(func=cmd_compare)
@@ -231,9 +233,10 @@ class CompareResult:
 
 
 def compare(settings: Sequence[str], *, metric: str | None = None, workers: int = 1, storage: str | None = None,
-            out_dir: str | Path = "outputs", study: str | None = None) -> CompareResult:
+            out_dir: str | Path = "outputs", study: str | None = None, retry_failed: bool = False) -> CompareResult:
     """Compare ``settings`` (``key=a,b`` sweeps a key; ``seeds=N``) as a grid study over seeds: write its
-    spec, run it through ``sweep()``, build its report through ``report()``."""
+    spec, run it through ``sweep()``, build its report through ``report()``. ``retry_failed``: as
+    ``sweep(retry_failed=True)``."""
     if workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {workers})")
     raw, notes = build_spec(list(settings), metric)
@@ -249,7 +252,7 @@ def compare(settings: Sequence[str], *, metric: str | None = None, workers: int 
     from seqbench.bench.commands.report import report  # here: `compare --print-config/--help` stay light
 
     status = sweep(path, study=name, out_dir=out_dir, workers=workers, storage=storage,
-                   quiet_summary=True).status  # the ranked table is the one summary
+                   quiet_summary=True, retry_failed=retry_failed).status  # the ranked table is the one summary
     return CompareResult(name, status, raw, path, notes, report(name, storage=storage, out_dir=out_dir))
 
 
@@ -259,7 +262,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(spec_yaml(raw, args.study or study_name(raw), notes), end="")
         return 0
     r = compare(args.settings, metric=args.metric, workers=args.workers, storage=args.storage,
-                out_dir=args.out_dir, study=args.study)
+                out_dir=args.out_dir, study=args.study, retry_failed=args.retry_failed)
     from seqbench.reports.headline import ranked_text  # here: `compare --print-config/--help` stay light
 
     print(ranked_text(r.table, r.objective))
