@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from seqbench.bench.core.artifacts import atomic_write
+from seqbench.bench.core.disk import disk_full, is_disk_full
 from seqbench.bench.core.provenance import git_sha, package_version
 from seqbench.bench.core.text import MISSING, duration, markdown_table
 from seqbench.reports import figures as F
@@ -218,25 +219,41 @@ def summary_md(info: StudyInfo, df: pd.DataFrame, secs: list[Section], built: di
     return "\n".join(out)
 
 
+def _plotly_stamp() -> str:
+    return f"/* plotly.js for plotly.py {plotly.__version__} */\n"
+
+
 def write_plotly_js(folder: Path) -> None:
     """plotly.min.js beside a page (rewritten only when plotly's version changed)."""
+    if not _plotly_current(folder):
+        atomic_write(folder / PLOTLY_JS, _plotly_stamp() + get_plotlyjs())
+
+
+def _plotly_current(folder: Path) -> bool:
     js = folder / PLOTLY_JS
-    stamp = f"/* plotly.js for plotly.py {plotly.__version__} */\n"
-    if not js.is_file() or not js.read_text(errors="ignore").startswith(stamp):
-        atomic_write(js, stamp + get_plotlyjs())
+    return js.is_file() and js.read_text(errors="ignore").startswith(_plotly_stamp())
 
 
 def write_report(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.DataFrame, report_dir: Path,
                  built: dict[str, Any], color_by: str | None = None) -> Path:
-    """Write index.html, plotly.min.js, summary.md and trials.csv into ``report_dir``; return index.html."""
-    report_dir.mkdir(parents=True, exist_ok=True)
+    """Write index.html, plotly.min.js, summary.md and trials.csv into ``report_dir``; return index.html.
+    A full disk is one line naming the folder and the report's size; a page already there stays whole."""
     secs = sections(info, df, curves, diag, color_by)
-    write_plotly_js(report_dir)
-    atomic_write(report_dir / "trials.csv", df.to_csv(index=False))
-    atomic_write(report_dir / "summary.md", summary_md(info, df, secs, built))
-    index = report_dir / "index.html"
-    atomic_write(index, page(info, df, secs, built))
-    return index
+    files = {"trials.csv": df.to_csv(index=False), "summary.md": summary_md(info, df, secs, built),
+             "index.html": page(info, df, secs, built)}  # the page last: a reader finds it complete
+    try:
+        report_dir.mkdir(parents=True, exist_ok=True)
+        write_plotly_js(report_dir)
+        for name, text in files.items():
+            atomic_write(report_dir / name, text)
+    except OSError as e:
+        if not is_disk_full(e):
+            raise
+        need = sum(len(t.encode()) for t in files.values()) + (0 if _plotly_current(report_dir) else
+                                                               len(get_plotlyjs()))
+        raise disk_full("--out", report_dir, need, e, then="free space or choose another --out DIR, and build "
+                        "it again (the study is untouched)") from None
+    return report_dir / "index.html"
 
 
 def built_by() -> dict[str, Any]:

@@ -17,8 +17,8 @@ from seqbench.sweeps.liveness import reap_stale, superseded
 from seqbench.sweeps.optuna_adapter import claim_waiting
 from seqbench.sweeps.progress import Progress, start_line, trial_line
 from seqbench.sweeps.spec import SweepSpec, parse_spec
-from seqbench.sweeps.storage import redact
-from seqbench.sweeps.study import Job, counts_as_done, n_done, open_study, optuna_quiet
+from seqbench.sweeps.storage import journal_space, redact
+from seqbench.sweeps.study import Job, counts_as_done, n_done, open_study, optuna_quiet, space_needed
 from seqbench.sweeps.trial import run_trial, suggest
 
 
@@ -54,7 +54,14 @@ def worker(job: Job, study: optuna.Study | None = None, *, max_trials: int | Non
     # own process (or a copy of it) has the command line there, storage password included
     sys.argv[:] = [redact(a) for a in sys.argv]
     spec = parse_spec(job.spec, source=job.spec_path)
-    study = study or open_study(job, spec, coordinator=False)
+    opened: list[optuna.Study] = [study] if study is not None else []
+    with journal_space(job.storage, job.out_dir, lambda: space_needed(opened[0] if opened else None, spec,
+                                                                       job.out_dir)):
+        opened = opened or [open_study(job, spec, coordinator=False)]
+        return _loop(job, opened[0], spec, max_trials, timeout)
+
+
+def _loop(job: Job, study: optuna.Study, spec: SweepSpec, max_trials: int | None, timeout: float | None) -> int:
     timeout = timeout if timeout is not None else spec.timeout
     t0, finished = time.time(), 0
     poll = max(0.2, min(2.0, job.heartbeat / 2))

@@ -39,7 +39,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.text import text_table
 from seqbench.bench.training.cost_config import VOCAB, fit_exponent, model_config
 from seqbench.bench.training.flops import forward_macs
-from seqbench.reports.table import Objective, build_table, load_study, runs_root
+from seqbench.reports.table import Objective, build_table, load_study, outcomes, runs_root
 from seqbench.reports.verify_html import claim_figure, cost_figure, verdict_figure, write_verify
 from seqbench.sweeps.claims.judge import ERROR, FAILS, INVALID, ClaimResult, decided, judge_all, verdict_table
 from seqbench.sweeps.claims.measure import RUN_STATUSES
@@ -201,10 +201,12 @@ def _run_seeds(claim, profile: str, out_dir: Path, workers: int, storage: str | 
 
 
 def failed_trials(table: pd.DataFrame) -> list[str]:
-    """Trials that failed for a reason other than diverged seeds (an exception, a lost worker)."""
+    """Trials that failed for a reason other than diverged seeds (an exception, a lost worker); an
+    attempt that was retried is not one (its retry's rows say how the configuration ended)."""
     if table.empty or "state" not in table.columns:
         return []
     out = []
+    table = outcomes(table)
     for trial, g in table[table["state"] == "FAIL"].groupby("trial"):
         # from the runs' own results, not the reason's text: every seed ran to an end, one or more diverged
         diverged_only = g["status"].isin(RUN_STATUSES).all() and (g["status"] == "diverged").any()

@@ -293,7 +293,11 @@ class AtomicCheckpoint(pl.Callback):
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.tmp")
-        trainer.save_checkpoint(tmp)
+        try:
+            trainer.save_checkpoint(tmp)
+        except OSError:  # a full disk: the half-written copy would hold the space the last good one needs
+            tmp.unlink(missing_ok=True)
+            raise
         if trainer.global_rank == 0:
             os.replace(tmp, self.path)
         self.saved_step = trainer.global_step
