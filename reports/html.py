@@ -26,7 +26,8 @@ from seqbench.reports.comparisons import ALL_PAIRS_UP_TO, comparisons, compariso
 from seqbench.reports.diagnostics import diagnostics_figures
 from seqbench.reports.headline import headline
 from seqbench.reports.optuna_views import optuna_figures
-from seqbench.reports.table import Objective, StudyInfo, compute_seconds, outcomes, run_rows, state_counts
+from seqbench.reports.table import (Objective, StudyInfo, compute_seconds, failed_configurations, outcomes, run_rows,
+                                   state_counts)
 
 PLOTLY_JS = "plotly.min.js"
 MAX_STATEMENTS = 60  # paired statements listed per objective (a big factorial has hundreds)
@@ -69,6 +70,9 @@ def sections(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.D
                     "interval), the mean over all runs at the level, and how many runs diverged.")
         s.items.append(("Best per level", _frame_cells(F.summary_table(df, obj))))
         s.items.append(("Top trials", _frame_cells(F.top_trials(df, obj))))
+        failed = failed_configurations(df, [obj])
+        if not failed.empty:  # a configuration with no result is listed as failed, never left out
+            s.items.append(("Failed configurations (no scored seed)", failed))
         out.append(s)
         out.append(paired_section(df, obj))
     obj = info.objectives[0]

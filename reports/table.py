@@ -251,6 +251,21 @@ def load_curves(df: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+def failed_configurations(df: pd.DataFrame, objectives: list[Objective]) -> pd.DataFrame:
+    """The FAIL trials (not superseded) without one scored seed: trial, swept settings, why. A report
+    lists them as failed, never leaves them out (a crash is a finding, or work --retry-failed redoes)."""
+    rows = outcomes(df)
+    if rows.empty or "state" not in rows.columns or not (rows["state"] == "FAIL").any():
+        return pd.DataFrame(columns=["trial", "fail_reason"])
+    failed = rows[rows["state"] == "FAIL"].assign(fail_reason=rows.get("fail_reason"))
+    scored = failed[[o.column for o in objectives if o.column in failed]].notna().any(axis=1)
+    failed = failed[~failed["trial"].isin(failed.loc[scored, "trial"])].drop_duplicates("trial")
+    params = [c for c in df.columns if c.startswith(PARAM)]
+    out = failed[["trial", *params, "fail_reason"]].rename(columns=lambda c: c[len(PARAM):] if c.startswith(PARAM)
+                                                           else c)
+    return out.reset_index(drop=True)
+
+
 def state_counts(df: pd.DataFrame) -> dict[str, int]:
     """Trials (not runs) by Optuna state, every state listed; superseded attempts count as ``RETRIED``
     (listed when there are some), not as FAIL."""

@@ -89,9 +89,13 @@ def test_compare_ranks_a_configuration_once_after_a_full_disk_and_its_retry(tmp_
     settings = ["model=rnn,gru", "task=copy", "task.delay=3", "seeds=2", *TINY]
     out = tmp_path / "outputs"
     code, text = cli("compare", *settings, "--out-dir", str(out))
-    assert code == 0 and "ranked by val/acc" in text, text
+    assert code == 1 and "ranked by val/acc" in text, text  # a setting stands failed by the disk
+    assert "1 setting(s) failed outside the experiment" in text and "--retry-failed" in text
     ranked = text[text.index("ranked by"):].splitlines()
     assert any("gru" in line and "FAIL" in line for line in ranked), text  # listed as failed, not left out
+    assert "Failed, no result (1): model.name=gru" in text
+    page = (out / "reports" / study_name(build_spec(settings)[0]) / "index.html").read_text()
+    assert "Failed configurations (no scored seed)" in page and "No space left on device" in page
 
     monkeypatch.setattr(seqbench.bench.training.train, "run", real)  # space freed
     code, text = cli("compare", *settings, "--out-dir", str(out), "--retry-failed")

@@ -33,9 +33,10 @@ from seqbench.bench.config import compose, metric_goal_of, parse_value
 from seqbench.bench.core.artifacts import atomic_write, check_writable
 from seqbench.bench.core.errors import UserError, did_you_mean
 from seqbench.bench.core.registry import MODELS, TASKS
+from seqbench.sweeps.progress import failed_trials
 from seqbench.sweeps.spec import parse_spec
 from seqbench.sweeps.storage import check_scheme
-from seqbench.sweeps.study import comparable
+from seqbench.sweeps.study import comparable, failed_outside
 
 ALIASES = {"task": "task.name", "model": "model.name"}
 _REFUSED = {"seed": "compare runs every setting on seeds=N replicates (or seeds=0,1,2); set seeds=",
@@ -222,6 +223,7 @@ class CompareResult:
     spec_path: Path  # <out_dir>/specs/<study>.yaml
     notes: list[str]  # fields routed to per_model/per_task blocks
     report: Any  # bench.commands.report.ReportResult: the dashboard and the tidy table
+    failed_outside: int = 0  # settings whose trial failed outside the experiment (--retry-failed runs them)
 
     @property
     def table(self) -> pd.DataFrame:
@@ -251,9 +253,11 @@ def compare(settings: Sequence[str], *, metric: str | None = None, workers: int 
     atomic_write(path, spec_yaml(raw, name, notes))
     from seqbench.bench.commands.report import report  # here: `compare --print-config/--help` stay light
 
-    status = sweep(path, study=name, out_dir=out_dir, workers=workers, storage=storage,
-                   quiet_summary=True, retry_failed=retry_failed).status  # the ranked table is the one summary
-    return CompareResult(name, status, raw, path, notes, report(name, storage=storage, out_dir=out_dir))
+    swept = sweep(path, study=name, out_dir=out_dir, workers=workers, storage=storage,
+                  quiet_summary=True, retry_failed=retry_failed)  # the ranked table is the one summary
+    outside = sum(1 for t in failed_trials(swept.trials) if failed_outside(t))
+    return CompareResult(name, swept.status, raw, path, notes, report(name, storage=storage, out_dir=out_dir),
+                         outside)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -267,4 +271,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     print(ranked_text(r.table, r.objective))
     print(f"dashboard: {r.report.index}  (summary.md beside it; spec: {r.spec_path})")
+    if r.failed_outside:
+        print(f"{r.failed_outside} setting(s) failed outside the experiment (no space, memory, a kill): run the "
+              "same command with --retry-failed to run them again")
     return r.status
