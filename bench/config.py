@@ -159,6 +159,10 @@ class RunConfig(Section):
         if self.diagnostics.gradients and self.train.compile:
             raise ValueError("diagnostics.gradients: the gradient-through-time probe needs a second backward "
                              "through the eager graph, which compiled graphs refuse; set train.compile=false")
+        for n in self.eval.lengths:  # every length the run builds, checked before any training
+            t.check_length(n)
+        for n in dict.fromkeys([t.seq_len(), *self.eval.lengths]):
+            m.check_positions(n, "the training sequence" if n == t.seq_len() else f"eval.lengths entry {n}")
         es = self.train.early_stop
         if es is not None:
             allowed = t.facts.keys("val")

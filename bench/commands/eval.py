@@ -32,9 +32,10 @@ def evaluate(runs: Sequence[str | Path], overrides: Sequence[str] = (), split: s
     if not runs:
         raise UserError("eval: name at least one run (an id from `seqbench runs`, or a run folder)")
     dirs = [run_dir_of(r, out_dir) for r in runs]
-    for d in dirs:  # every refusal before any work: bad keys, missing checkpoints
+    for d in dirs:  # every refusal before any work: bad keys and lengths, missing checkpoints, no room
         eval_config(load_config(d / artifacts.CONFIG), overrides)
         checkpoint_of(d)
+        artifacts.check_writable(d / artifacts.EVALS)
     return EvalResult([evaluate_run(d, overrides, split, out_dir, argv) for d in dirs])
 
 

@@ -26,6 +26,18 @@ class TaskConfig(Section):
         """Training sequence length (input side)."""
         raise NotImplementedError
 
+    def min_length(self) -> tuple[int, str]:
+        """The shortest sequence the task can build (an ``eval.lengths`` entry below it is refused before
+        training) and why, in words: ``(21, "10 symbols, a delay of at least 1 step and 10 recall steps")``."""
+        return 1, "one step"
+
+    def check_length(self, n: int) -> None:
+        """Refuse an ``eval.lengths`` entry shorter than ``min_length`` (one line: the smallest and why)."""
+        shortest, why = self.min_length()
+        if n < shortest:
+            raise ValueError(f"eval.lengths: {n} is shorter than task {self.name!r} can build: its shortest "
+                             f"sequence is {shortest} ({why}); use lengths >= {shortest}")
+
 
 class TokenTaskConfig(TaskConfig):
     """Per-step classification scored by accuracy on the answer positions (copy, recall, ...)."""
