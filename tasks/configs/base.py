@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from seqbench.bench.core.contract import Goal, MetricDef, OutputKind, TaskFacts
+from seqbench.bench.core.registry import TASKS
 from seqbench.bench.core.schema import Section
 
 
@@ -48,3 +49,19 @@ class TokenTaskConfig(TaskConfig):
 def positive_int(description: str, default: int) -> Any:
     """A strictly positive integer field with its one-line reason."""
     return Field(default, ge=1, description=description)
+
+
+def metric_goal_of(metric: str, tasks: list[str]) -> str:
+    """"maximize" or "minimize" for a metric key, as the runs' tasks declare it (``TaskFacts``; time:
+    minimize). A metric none of the tasks declares reads "maximize"; callers refuse it by name. The
+    tasks must be registered (``seqbench.bench.config`` imports them all and re-exports this)."""
+    if metric.startswith("time/"):
+        return "minimize"
+    for t in tasks:
+        if t not in TASKS:
+            continue
+        try:
+            return TASKS.get(t).config_cls.facts.goal(metric).optuna
+        except KeyError:
+            continue
+    return "maximize"
