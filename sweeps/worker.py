@@ -13,7 +13,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from seqbench.sweeps.liveness import reap_stale, superseded
+from seqbench.sweeps.liveness import reap_stale, superseded, waiting_line
 from seqbench.sweeps.optuna_adapter import claim_waiting
 from seqbench.sweeps.progress import Progress, start_line, trial_line
 from seqbench.sweeps.spec import SweepSpec, parse_spec
@@ -63,19 +63,20 @@ def worker(job: Job, study: optuna.Study | None = None, *, max_trials: int | Non
 
 def _loop(job: Job, study: optuna.Study, spec: SweepSpec, max_trials: int | None, timeout: float | None) -> int:
     timeout = timeout if timeout is not None else spec.timeout
-    t0, finished = time.time(), 0
+    t0, finished, told = time.time(), 0, set()
     poll = max(0.2, min(2.0, job.heartbeat / 2))
     progress = Progress(spec.budget(), n_done(study.get_trials(deepcopy=False)))
     while max_trials is None or finished < max_trials:
         if timeout is not None and time.time() - t0 > timeout:
             break
-        reap_stale(study, job.grace, on_reaped=lambda t: print(
-            f"trial {t.number:>4} FAIL     worker lost (no heartbeat for {job.grace:.0f}s); "
-            "its configuration is queued again", flush=True))
+        reap_stale(study, job.grace, on_reaped=lambda t, why: print(
+            f"trial {t.number:>4} FAIL     {why.removesuffix('; retried')}; its configuration is queued again",
+            flush=True))
         trial = next_trial(study, spec)
         if trial is False:
             break
         if trial is None:
+            _say_waiting(study, job.grace, told)
             time.sleep(poll)
             continue
         print(start_line(trial.number, _params_or_none(trial, spec)), flush=True)
@@ -85,6 +86,14 @@ def _loop(job: Job, study: optuna.Study, spec: SweepSpec, max_trials: int | None
             print(trial_line(frozen, spec.metrics(), progress.tag(n_done(study.get_trials(deepcopy=False)))),
                   flush=True)
     return finished
+
+
+def _say_waiting(study: optuna.Study, grace: float, told: set[int]) -> None:
+    """One line per RUNNING trial this worker waits on (which worker runs it, and when it is given up)."""
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if t.number not in told:
+            told.add(t.number)
+            print(waiting_line(t, grace), flush=True)
 
 
 def _params_or_none(trial: optuna.Trial, spec: SweepSpec) -> dict[str, Any]:

@@ -298,6 +298,7 @@ class TrialAttrs(TypedDict, total=False):
     retried: bool  # a FAIL whose configuration was queued again (dead worker, Ctrl-C)
     retry_of: int  # on the retry: the trial it redoes
     resume_run_ids: list[str]  # on the retry: runs to continue from their checkpoints
+    worker: dict[str, Any]  # who runs it: host, boot (id), pid, started (process start time); sweeps.liveness
 
 
 # -- the W&B group of a sweep's runs (the runner sets it, the published W&B Report filters on it) -------
