@@ -79,8 +79,19 @@ def study_attrs(job: Job, spec: SweepSpec) -> StudyAttrs:
 
 
 def comparable(spec: dict[str, Any]) -> dict[str, Any]:
-    """What must match to continue a study (the budget and the prose may change)."""
-    return {k: v for k, v in spec.items() if k not in ("trials", "timeout", "question")}
+    """What must match to continue a study (the budget and the prose may change, and so may the order of
+    a parameter's values: ``model=gru,lstm`` measures what ``model=lstm,gru`` does)."""
+    out = {k: v for k, v in spec.items() if k not in ("trials", "timeout", "question")}
+    params = out.get("parameters")
+    if isinstance(params, dict):
+        out["parameters"] = {k: {**p, "values": sorted(p["values"], key=_canon)}
+                             if isinstance(p, dict) and isinstance(p.get("values"), list) else p
+                             for k, p in params.items()}
+    return out
+
+
+def _canon(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, default=str)
 
 
 def open_study(job: Job, spec: SweepSpec, *, coordinator: bool = True, wait_s: float = 120.0) -> optuna.Study:
