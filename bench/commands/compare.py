@@ -29,10 +29,11 @@ import yaml
 
 import seqbench.bench.config  # noqa: F401  (fills the registries)
 from seqbench.bench.commands.sweep import sweep
-from seqbench.bench.config import compose, metric_goal_of, parse_value
+from seqbench.bench.config import RunConfig, compose, metric_goal_of, parse_value
 from seqbench.bench.core.artifacts import atomic_write, check_writable
 from seqbench.bench.core.errors import UserError, did_you_mean
 from seqbench.bench.core.registry import MODELS, TASKS
+from seqbench.bench.core.settings import check_key
 from seqbench.sweeps.progress import failed_trials
 from seqbench.sweeps.spec import parse_spec
 from seqbench.sweeps.storage import check_scheme
@@ -43,6 +44,8 @@ _REFUSED = {"seed": "compare runs every setting on seeds=N replicates (or seeds=
             "out_dir": "pass --out-dir DIR", "run_id": "each replicate gets its own run id",
             "resume": "re-running the same compare command continues its study"}
 DEFAULT_SEEDS = 3  # a comparison needs replicates: intervals and paired tests start at n=2
+# the top-level keys compare takes: RunConfig's sections and fields but the ones it sets itself
+SETTINGS = [k for k in RunConfig.model_fields if k not in _REFUSED] + ["seeds"]
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -96,12 +99,17 @@ def parse_grid(settings: list[str]) -> tuple[dict[str, Any], dict[str, list[Any]
     seeds: list[int] | int = DEFAULT_SEEDS
     seen: set[str] = set()
     for word in settings:
+        check_key(word.partition("=")[0], "model=lstm,gru")  # Hydra's ~key, +key, hydra.* first
         if "=" not in word:
             raise UserError(f"{word}: settings look like key=value, e.g. model=lstm,gru task.delay=20,40")
         key, _, text = word.partition("=")
         key = ALIASES.get(key.strip(), key.strip())
-        if key.split(".")[0] in _REFUSED:
-            raise UserError(f"{key}: set by compare; {_REFUSED[key.split('.')[0]]}")
+        top = key.split(".")[0]
+        if top in _REFUSED:
+            raise UserError(f"{key}: set by compare; {_REFUSED[top]}")
+        if top not in SETTINGS:  # suggest only what compare takes (`sedes` is seeds, not the refused seed)
+            raise UserError(f"{key}: unknown setting;{did_you_mean(top, SETTINGS)} compare takes "
+                            f"{', '.join(SETTINGS)} (dotted below task, model, optim, train, eval ...)")
         if key in seen:
             raise UserError(f"{key}: given twice; give it once (a comma list sweeps it)")
         seen.add(key)
