@@ -57,6 +57,8 @@ def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--storage", help="Optuna storage URL or journal path (default <out-dir>/optuna.journal)")
     sp.add_argument("--out-dir", default="outputs", help="root for runs/, the journal and verify/ (default outputs)")
     sp.add_argument("--strict", action="store_true", help="exit 1 when a claim fails")
+    sp.add_argument("--plan", action="store_true", help="print each claim's study, configurations, seeds, looks "
+                    "and an estimate of the time, and run nothing")
     sp.set_defaults(func=cmd_verify)
 
 
@@ -95,6 +97,14 @@ def verify(claims: Sequence[str] = (), *, profile: str = "quick", workers: int =
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    if args.plan:
+        from seqbench.bench.commands.verify_plan import plan_text
+
+        if args.workers < 1:
+            raise UserError(f"--workers: must be >= 1 (got {args.workers})")
+        print(plan_text([load_claim(p) for p in find_claims(list(args.claims))], args.profile, Path(args.out_dir),
+                        args.workers))
+        return 0
     r = verify(args.claims, profile=args.profile, workers=args.workers, storage=args.storage, out_dir=args.out_dir)
     print(format_table(r.table))
     print(f"verify: {', '.join(f'{c.claim.name} {c.verdict_text()}' for c in r.results)} -> {r.index} (+ verify.md)")
