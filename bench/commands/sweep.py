@@ -10,7 +10,8 @@ What a study stores (read by ``reports/``; typed as ``StudyAttrs``/``TrialAttrs`
 study user attrs ``spec``, ``spec_path``, ``question``, ``metrics``, ``out_dir``,
 ``seqbench_version``, ``git_sha``; trial params = the spec's dotted keys; trial user attrs
 ``run_ids``, ``seeds``, ``per_seed``, ``mean``, ``std``, ``n_diverged``, ``config_hash``,
-``wall_s``, and ``fail_reason`` on FAIL; besides, ``prune_reason`` on PRUNED, ``retried`` on a
+``wall_s``, ``worker`` (host, boot id, pid, process start: a re-run on that machine knows at once when it
+is gone), and ``fail_reason`` on FAIL; besides, ``prune_reason`` on PRUNED, ``retried`` on a
 FAIL whose configuration was queued again (dead worker, Ctrl-C), and ``retry_of`` /
 ``resume_run_ids`` on that retry (its runs continue the dead trial's from their checkpoints).
 """
