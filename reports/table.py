@@ -232,7 +232,9 @@ def run_rows(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         return df
     runs = df[df["run_id"].astype(bool)]
-    return runs.sort_values("trial", kind="stable").drop_duplicates("run_id", keep="last").sort_index()
+    if "trial" in runs.columns:  # a frame of runs alone (no trials) has each run once already
+        runs = runs.sort_values("trial", kind="stable")
+    return runs.drop_duplicates("run_id", keep="last").sort_index()
 
 
 def load_curves(df: pd.DataFrame) -> pd.DataFrame:

@@ -54,14 +54,14 @@ def worker(job: Job, study: optuna.Study | None = None, *, max_trials: int | Non
     # own process (or a copy of it) has the command line there, storage password included
     sys.argv[:] = [redact(a) for a in sys.argv]
     spec = parse_spec(job.spec, source=job.spec_path)
-    opened: list[optuna.Study] = [study] if study is not None else []
-    with journal_space(job.storage, job.out_dir, lambda: space_needed(opened[0] if opened else None, spec,
-                                                                       job.out_dir)):
-        opened = opened or [open_study(job, spec, coordinator=False)]
-        return _loop(job, opened[0], spec, max_trials, timeout)
+    opened = {"study": study}  # what a full disk's message estimates the rest of the study from
+    with journal_space(job.storage, job.out_dir, lambda: space_needed(opened["study"], spec, job.out_dir)):
+        opened["study"] = opened["study"] or open_study(job, spec, coordinator=False)
+        return _loop(job, opened["study"], spec, max_trials, timeout)
 
 
 def _loop(job: Job, study: optuna.Study, spec: SweepSpec, max_trials: int | None, timeout: float | None) -> int:
+    """``worker``'s loop: reap dead workers' trials, take the next trial, run it, say so."""
     timeout = timeout if timeout is not None else spec.timeout
     t0, finished, told = time.time(), 0, set()
     poll = max(0.2, min(2.0, job.heartbeat / 2))

@@ -106,10 +106,10 @@ def sweep(spec: str | Path, overrides: Sequence[str] = (), *, trials: int | None
     applied to its base: the one entry behind ``seqbench sweep``, ``compare`` and ``verify``.
 
     ``argv`` is the command line recorded as provenance (default: the equivalent ``seqbench sweep``
-    command); storage passwords are redacted from it. ``status`` is 1 when a trial stands failed for a
-    reason outside the experiment (a full disk, memory, a kill), which ``retry_failed`` runs again. Prints progress (a line per trial started and
+    command); storage passwords are redacted from it. Prints progress (a line per trial started and
     finished) and, unless ``quiet_summary``, the best-configurations table. ``retry_failed``: run again
-    the trials that failed for a reason outside the experiment (``sweeps.study.requeue_failed``).
+    the trials that failed for a reason outside the experiment (``sweeps.study.requeue_failed``); while
+    some stand failed (a full disk, memory, a kill), ``status`` is 1.
     """
     if workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {workers})")
