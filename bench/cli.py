@@ -16,12 +16,11 @@ import argparse
 import atexit
 import importlib
 import os
-import signal
 import sys
-import threading
-from typing import Any, Sequence
+from typing import Sequence
 
 import seqbench
+from seqbench.bench.core import signals
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.settings import hydra_habit
 
@@ -105,14 +104,8 @@ def _closed_stdout() -> int:
     return 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader left
 
 
-def _terminate(signum: int, frame: Any) -> None:
-    # SIGTERM (schedulers, `kill`) stops work like Ctrl-C: a checkpointed run resumes with resume=true
-    raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _terminate)
+    signals.install()  # SIGTERM (schedulers, `kill`) stops work like Ctrl-C: a checkpointed run resumes
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = parse_args(argv)

@@ -24,6 +24,7 @@ from seqbench.bench.core.errors import UserError, validation_problems
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.schema import ADDED_LATER, NOT_IDENTITY, Section, identity
 from seqbench.bench.core.settings import comma_lists, leaves, load_yaml, parse_pairs, parse_value, safe_load, set_dotted
+from seqbench.tasks.configs.base import metric_goal_of  # noqa: F401  (re-exported: callers import it from here)
 
 __all__ = ["RunConfig", "build_config", "compose", "load_config", "load_yaml", "metric_goal_of", "override", "parse_value",
            "safe_load", "validate"]
@@ -108,6 +109,8 @@ class TrackingConfig(Section):
     project: str = Field("seqbench", min_length=1, description="W&B project")
     group: str | None = Field(None, description="W&B group (sweeps use the study name)")
     tags: list[str] = Field(default_factory=list, description="W&B tags")
+    init_timeout: float = Field(10.0, gt=0, description="seconds W&B may take to start a run; online, a server "
+                                "not reached by then is given up once per process and runs log offline")
 
 
 class DiagnosticsConfig(Section):
@@ -159,6 +162,10 @@ class RunConfig(Section):
         if self.diagnostics.gradients and self.train.compile:
             raise ValueError("diagnostics.gradients: the gradient-through-time probe needs a second backward "
                              "through the eager graph, which compiled graphs refuse; set train.compile=false")
+        for n in self.eval.lengths:  # every length the run builds, checked before any training
+            t.check_length(n)
+        for n in dict.fromkeys([t.seq_len(), *self.eval.lengths]):
+            m.check_positions(n, "the training sequence" if n == t.seq_len() else f"eval.lengths entry {n}")
         es = self.train.early_stop
         if es is not None:
             allowed = t.facts.keys("val")
@@ -212,6 +219,7 @@ class Composed:
     dropped: list[str]
     repeated: list[str]
     keys: list[str]  # the dotted leaf keys the overrides set (``model.name`` for ``model=``)
+    typed: list[str]  # every key given: the base's leaves (a file, a spec), the overrides, the blocks
 
 
 def compose(base: Mapping[str, Any] | None = None, overrides: Iterable[str] | Mapping[str, Any] = (), *,
@@ -238,6 +246,7 @@ def compose(base: Mapping[str, Any] | None = None, overrides: Iterable[str] | Ma
     pairs = overrides.items() if isinstance(overrides, Mapping) else parse_pairs(overrides)
     values = setting_leaves(pairs, repeated)
     keys, dropped = list(values), []
+    typed = [*leaves(d.items()), *keys]
     for key in [k for k in values if k in _CHOICE_KEYS]:  # choices first; each is its own section's
         sec = key.split(".")[0]
         dropped += _switch(d, sec, values.pop(key), CHOICES[sec])
@@ -249,7 +258,8 @@ def compose(base: Mapping[str, Any] | None = None, overrides: Iterable[str] | Ma
                  **((per_model or {}).get(model, {}) if isinstance(model, str) else {})}  # the model's win
         for key, value in leaves(block.items()).items():
             set_dotted(d, key, value)
-    return Composed(d, dropped, repeated, keys)
+            typed.append(key)
+    return Composed(d, dropped, repeated, keys, typed)
 
 
 def chosen(d: Mapping[str, Any], section: str) -> Any:
@@ -285,11 +295,13 @@ def build_config(base: dict[str, Any] | list[str] | None = None, overrides: Iter
     """
     if isinstance(base, (list, tuple)):
         base, overrides = {}, [*base, *overrides]
-    return validate(compose(base, overrides).data, source=source)
+    composed = compose(base, overrides)
+    return validate(composed.data, source=source, typed=composed.typed)
 
 
-def validate(d: dict[str, Any], *, source: str = "", blocks_hint: bool = False) -> RunConfig:
-    """A RunConfig of a composed dict; UserError listing every problem, one per field.
+def validate(d: dict[str, Any], *, source: str = "", blocks_hint: bool = False,
+             typed: Iterable[str] = ()) -> RunConfig:
+    """A RunConfig of a composed dict (``typed``: the keys the user gave); UserError listing every problem.
 
     ``blocks_hint``: a field only other tasks/models have gets "go under per_model.<name>" (sweeps).
     """
@@ -302,11 +314,12 @@ def validate(d: dict[str, Any], *, source: str = "", blocks_hint: bool = False) 
             reg.get(name)
     sync_unions()
     try:
-        return RunConfig.model_validate(d)
+        cfg = RunConfig.model_validate(d)
     except ValidationError as e:
         problems = validation_problems(e, allowed_fields=section_fields,
                                        foreign=lambda loc, key: _foreign(loc, key, blocks_hint))
         raise UserError(*(f"{source}: {p}" if source else p for p in problems)) from None
+    return cfg.with_typed(typed)
 
 
 def foreign_field(section: str, name: str, field: str, blocks_hint: bool = False) -> str | None:
@@ -351,7 +364,8 @@ def section_fields(loc: tuple) -> list[str] | None:
 def override(cfg: RunConfig, **dotted: Any) -> RunConfig:
     """A new validated config with ``dotted`` keys (``'model.d_model'`` -> value) replaced
     (``model='gru'`` switches the model, keeping the fields a GRU also has)."""
-    return validate(compose(cfg.to_dict(), dotted).data)
+    composed = compose(cfg.to_dict(), dotted)  # a full dump: only the keys replaced here are newly typed
+    return validate(composed.data, typed=cfg.typed | set(composed.keys))
 
 
 def resolve(path: str | Path | None = None, overrides: Iterable[str] = ()) -> tuple[RunConfig, Composed]:
@@ -359,7 +373,8 @@ def resolve(path: str | Path | None = None, overrides: Iterable[str] = ()) -> tu
     overrides = list(overrides)
     composed = compose(load_yaml(path) if path else {}, overrides)
     try:
-        return validate(composed.data, source=str(path) if path and not overrides else ""), composed
+        return validate(composed.data, source=str(path) if path and not overrides else "",
+                        typed=composed.typed), composed
     except UserError:
         swept = comma_lists(overrides)
         if swept:  # Hydra's `model=lstm,gru` sweep: say where sweeps are, not "unknown name 'lstm,gru'"
@@ -381,17 +396,3 @@ def notes(composed: Composed, source: str | None) -> list[str]:
 def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -> RunConfig:
     return resolve(path, overrides)[0]
 
-
-def metric_goal_of(metric: str, tasks: list[str]) -> str:
-    """"maximize" or "minimize" for a metric key, as the runs' tasks declare it (``TaskFacts``; time:
-    minimize). A metric none of the tasks declares reads "maximize"; callers refuse it by name."""
-    if metric.startswith("time/"):
-        return "minimize"
-    for t in tasks:
-        if t not in TASKS:
-            continue
-        try:
-            return TASKS.get(t).config_cls.facts.goal(metric).optuna
-        except KeyError:
-            continue
-    return "maximize"

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from seqbench.bench.core.artifacts import BASELINE, PARAM
-from seqbench.bench.core.stats import Paired, mean_ci, paired
+from seqbench.bench.core.stats import Paired, mean_ci, metric_bounds, paired
 from seqbench.reports.figures import fmt_ci, label, levels, per_trial, swept
 from seqbench.reports.table import Objective
 
@@ -107,7 +107,8 @@ def comparisons(df: pd.DataFrame, obj: Objective, all_pairs_up_to: int = ALL_PAI
                 shared = [s for s in by_level[a] if s in by_level[b]]
                 if not shared:
                     continue
-                res = paired([by_level[a][s] for s in shared], [by_level[b][s] for s in shared])
+                res = paired([by_level[a][s] for s in shared], [by_level[b][s] for s in shared],
+                             bounds=metric_bounds(obj.column))
                 out.append(Comparison(label(key), a, b, ctx, obj.name, res))
     return out
 

@@ -25,6 +25,7 @@ from plotly.subplots import make_subplots
 
 from seqbench.bench.core.diagnostics_format import FILENAME, DiagnosticsFormatError, read_diagnostics
 from seqbench.reports.figures import PALETTE, label, swept
+from seqbench.reports.table import run_rows
 
 DIAG_COLUMNS = ["run_id", "step", "quantity", "name", "distance", "value"]
 THROUGH_TIME, LAYER, W_HH, GLOBAL, LOSS = "through_time", "layer_grad_norm", "w_hh_spectral_norm", "global_grad_norm", "loss"
@@ -50,7 +51,7 @@ def load_diagnostics(df: pd.DataFrame, warn=lambda m: print(m, file=sys.stderr))
     """Every run's diagnostics as one long frame; empty when no run recorded any."""
     rows: list[tuple[Any, ...]] = []
     if "run_dir" in df.columns:
-        for run_id, run_dir in df.loc[df["run_id"].astype(bool), ["run_id", "run_dir"]].itertuples(index=False):
+        for run_id, run_dir in run_rows(df)[["run_id", "run_dir"]].itertuples(index=False):
             path = Path(run_dir) / FILENAME
             if not path.is_file():
                 continue

@@ -21,9 +21,9 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from seqbench.bench.core.artifacts import BASELINE, FINAL, PARAM
-from seqbench.bench.core.stats import Interval, mean_ci
+from seqbench.bench.core.stats import Interval, mean_ci, metric_bounds
 from seqbench.bench.core.text import MISSING
-from seqbench.reports.table import Objective
+from seqbench.reports.table import Objective, outcomes
 
 LENGTH_KEYS = ("task.delay", "task.length", "task.seq_len", "task.max_len", "task.n_pairs")
 ARCH_KEY = "model.name"
@@ -90,16 +90,19 @@ def _finite(s: pd.Series) -> pd.Series:
 
 def cell_stats(g: pd.DataFrame, col: str) -> dict[str, float]:
     """mean, std (ddof=1), 95% Student-t interval ``lo``/``hi`` (NaN below two runs), n finite runs and
-    diverged runs of a group (``reports.stats.mean_ci``, so every report states the same interval)."""
+    diverged runs of a group (``reports.stats.mean_ci``, so every report states the same interval), the
+    interval inside the metric's range (an accuracy's in [0, 1]: ``stats.metric_bounds``)."""
     v = _finite(g[col]) if col in g else pd.Series(dtype=float)
-    ci = mean_ci(v.tolist())
+    ci = mean_ci(v.tolist(), bounds=metric_bounds(col))
     return {"mean": ci.mean, "std": ci.std, "lo": ci.lo, "hi": ci.hi,
             "n": ci.n, "diverged": int(g["diverged"].fillna(False).astype(bool).sum())}
 
 
 def per_trial(df: pd.DataFrame, obj: Objective) -> pd.DataFrame:
-    """One row per trial: state, swept params, mean/std/n/diverged of the objective over its seeds."""
+    """One row per trial: state, swept params, mean/std/n/diverged of the objective over its seeds.
+    A superseded attempt is left out: its configuration is the retry's row (``reports.table.outcomes``)."""
     params = swept(df) or [c for c in df.columns if c.startswith(PARAM)]
+    df = outcomes(df)
     rows = []
     for trial, g in df.groupby("trial", sort=True):
         rows.append({"trial": trial, "state": g["state"].iloc[0], **{p: g[p].iloc[0] for p in params},
@@ -221,9 +224,12 @@ def fig_factors(df: pd.DataFrame, obj: Objective) -> go.Figure:
     return _layout(fig, f"{obj.name} of every run by factor level", height=340 * nrows + 60)
 
 
-def _ci_half(s: dict[str, float]) -> float:
-    """Half-width of a cell's 95% interval for error bars (0 for one run: drawn as a bare point)."""
-    return (s["hi"] - s["lo"]) / 2 if s["n"] > 1 else 0.0
+def _error_bars(stats: list[dict[str, float]]) -> dict[str, Any]:
+    """Plotly error bars of cells' 95% intervals, up and down apart (an interval kept inside the metric's
+    range is not symmetric about the mean); 0 for one run: drawn as a bare point."""
+    up = [s["hi"] - s["mean"] if s["n"] > 1 else 0.0 for s in stats]
+    down = [s["mean"] - s["lo"] if s["n"] > 1 else 0.0 for s in stats]
+    return dict(type="data", symmetric=False, array=up, arrayminus=down, visible=True)
 
 
 def _group_label(key: Any) -> str:
@@ -240,7 +246,7 @@ def fig_length(df: pd.DataFrame, obj: Objective, length: str, arch: str | None) 
         pts = [(lv, s) for lv, s in pts if s["n"]]
         fig.add_trace(go.Scatter(
             x=[p[0] for p in pts], y=[p[1]["mean"] for p in pts], mode="lines+markers", name=_group_label(a),
-            error_y=dict(type="data", array=[_ci_half(p[1]) for p in pts], visible=True),
+            error_y=_error_bars([p[1] for p in pts]),
             line=dict(color=PALETTE[i % len(PALETTE)]),
             customdata=[[p[1]["n"], p[1]["diverged"]] for p in pts],
             hovertemplate="%{x}: %{y:.4g}<br>runs %{customdata[0]}, diverged %{customdata[1]}<extra>%{fullData.name}</extra>"))
@@ -275,7 +281,7 @@ def fig_length_generalisation(df: pd.DataFrame, metric: str, arch: str | None,
     for i, (a, g) in enumerate(groups):
         ys = [cell_stats(g, f"{FINAL}test@{L}/{metric}") for L in lens]
         fig.add_trace(go.Scatter(x=lens, y=[s["mean"] for s in ys], mode="lines+markers",
-                                 error_y=dict(type="data", array=[_ci_half(s) for s in ys], visible=True),
+                                 error_y=_error_bars(ys),
                                  name=_group_label(a) if length is None else
                                  _group_label(a).replace(" · ", f" · {label(length)}="),
                                  line=dict(color=PALETTE[i % len(PALETTE)])))
@@ -295,7 +301,7 @@ def curve_metric(curves: pd.DataFrame, obj: Objective) -> str | None:
 def fig_learning_curves(curves: pd.DataFrame, df: pd.DataFrame, metric: str, color: str | None) -> go.Figure:
     """``metric`` against step for every run, one colour per level of ``color``."""
     c = curves[curves["metric"] == metric]
-    by_run = df.set_index("run_id")
+    by_run = df[df["run_id"].astype(bool)].drop_duplicates("run_id", keep="last").set_index("run_id")
     lv = levels(df[color]) if color else [None]
     colors = {v: PALETTE[i % len(PALETTE)] for i, v in enumerate(lv)}
     shown: set[Any] = set()

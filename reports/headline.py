@@ -26,7 +26,7 @@ from seqbench.bench.core.stats import Paired
 from seqbench.bench.core.text import text_table
 from seqbench.reports.comparisons import Comparison, comparisons, order_key, ranked, trial_baselines, versus_baseline
 from seqbench.reports.figures import ARCH_KEY, fmt_ci, label, per_trial, swept
-from seqbench.reports.table import Objective
+from seqbench.reports.table import Objective, failed_configurations
 
 MAX_PRINTED = 30  # paired statements `seqbench compare` prints in the terminal (all are in summary.md)
 
@@ -95,7 +95,7 @@ def headline(table: pd.DataFrame, obj: Objective, max_paired: int = MAX_PAIRED) 
     when no run scored."""
     t = per_trial(table, obj) if not table.empty else pd.DataFrame()
     if t.empty or not np.isfinite(t["mean"].astype(float)).any():
-        return []
+        return _failed_line(table, obj)
     t = t[np.isfinite(t["mean"].astype(float))].copy()
     keys = swept(table)
     base = trial_baselines(table, obj)
@@ -115,7 +115,17 @@ def headline(table: pd.DataFrame, obj: Objective, max_paired: int = MAX_PAIRED) 
         lines += _baseline_lines(t, keys, obj)
         lines += _rest_line(t, tied, keys)
     lines += _paired_line(table, obj, best, keys, max_paired)
-    return lines
+    return lines + _failed_line(table, obj)
+
+
+def _failed_line(table: pd.DataFrame, obj: Objective) -> list[str]:
+    """The configurations that failed without a result: named, never left out of the answer."""
+    failed = failed_configurations(table, [obj]) if not table.empty else pd.DataFrame()
+    if failed.empty:
+        return []
+    keys = [c for c in failed.columns if c not in ("trial", "fail_reason")]
+    named = "; ".join(", ".join(f"{k}={r[k]}" for k in keys) or f"trial {r['trial']}" for _, r in failed.iterrows())
+    return [f"Failed, no result ({len(failed)}): {named} (reasons in the failed configurations table)."]
 
 
 def _who(tied: pd.DataFrame, t: pd.DataFrame, keys: list[str]) -> str:

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from seqbench.bench.core.artifacts import atomic_write
+from seqbench.bench.core.disk import disk_full, is_disk_full
 from seqbench.bench.core.provenance import git_sha, package_version
 from seqbench.bench.core.text import MISSING, duration, markdown_table
 from seqbench.reports import figures as F
@@ -25,7 +26,8 @@ from seqbench.reports.comparisons import ALL_PAIRS_UP_TO, comparisons, compariso
 from seqbench.reports.diagnostics import diagnostics_figures
 from seqbench.reports.headline import headline
 from seqbench.reports.optuna_views import optuna_figures
-from seqbench.reports.table import Objective, StudyInfo, compute_seconds, state_counts
+from seqbench.reports.table import (Objective, StudyInfo, compute_seconds, failed_configurations, outcomes, run_rows,
+                                   state_counts)
 
 PLOTLY_JS = "plotly.min.js"
 MAX_STATEMENTS = 60  # paired statements listed per objective (a big factorial has hundreds)
@@ -59,7 +61,8 @@ def sections(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.D
              color_by: str | None = None) -> list[Section]:
     """What the dashboard shows, chosen from what the study swept (see reports.figures' heuristics)."""
     out: list[Section] = []
-    runs = df[df["run_id"].astype(bool)] if not df.empty else df
+    runs = run_rows(df)  # before outcomes: a run whose retry waits still shows its curve
+    df = outcomes(df)  # a superseded attempt's runs are its retry's: pooled and ranked once
     for obj in info.objectives:
         s = Section(f"Summary: {obj.name} ({obj.goal})",
                     "Best configuration at every level of each swept factor: the trial with the best seed-mean "
@@ -67,6 +70,9 @@ def sections(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.D
                     "interval), the mean over all runs at the level, and how many runs diverged.")
         s.items.append(("Best per level", _frame_cells(F.summary_table(df, obj))))
         s.items.append(("Top trials", _frame_cells(F.top_trials(df, obj))))
+        failed = failed_configurations(df, [obj])
+        if not failed.empty:  # a configuration with no result is listed as failed, never left out
+            s.items.append(("Failed configurations (no scored seed)", failed))
         out.append(s)
         out.append(paired_section(df, obj))
     obj = info.objectives[0]
@@ -133,12 +139,12 @@ def paired_section(df: pd.DataFrame, obj: Objective, limit: int = MAX_STATEMENTS
 def answer(info: StudyInfo, df: pd.DataFrame) -> list[str]:
     """The report's opening: the answer to the study's question from the measured numbers
     (``reports.headline``), one objective after the other."""
-    return [line for obj in info.objectives for line in headline(df, obj)]
+    return [line for obj in info.objectives for line in headline(outcomes(df), obj)]
 
 
 def header_facts(info: StudyInfo, df: pd.DataFrame, built: dict[str, Any]) -> list[tuple[str, str]]:
     counts = state_counts(df)
-    runs = df[df["run_id"].astype(bool)] if not df.empty else df
+    runs = run_rows(df)
     by_status = runs["status"].value_counts().to_dict() if not runs.empty else {}
     made = " ".join(x for x in (info.seqbench_version, f"({info.git_sha})" if info.git_sha else "") if x)
     return [
@@ -217,25 +223,41 @@ def summary_md(info: StudyInfo, df: pd.DataFrame, secs: list[Section], built: di
     return "\n".join(out)
 
 
+def _plotly_stamp() -> str:
+    return f"/* plotly.js for plotly.py {plotly.__version__} */\n"
+
+
 def write_plotly_js(folder: Path) -> None:
     """plotly.min.js beside a page (rewritten only when plotly's version changed)."""
+    if not _plotly_current(folder):
+        atomic_write(folder / PLOTLY_JS, _plotly_stamp() + get_plotlyjs())
+
+
+def _plotly_current(folder: Path) -> bool:
     js = folder / PLOTLY_JS
-    stamp = f"/* plotly.js for plotly.py {plotly.__version__} */\n"
-    if not js.is_file() or not js.read_text(errors="ignore").startswith(stamp):
-        atomic_write(js, stamp + get_plotlyjs())
+    return js.is_file() and js.read_text(errors="ignore").startswith(_plotly_stamp())
 
 
 def write_report(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.DataFrame, report_dir: Path,
                  built: dict[str, Any], color_by: str | None = None) -> Path:
-    """Write index.html, plotly.min.js, summary.md and trials.csv into ``report_dir``; return index.html."""
-    report_dir.mkdir(parents=True, exist_ok=True)
+    """Write index.html, plotly.min.js, summary.md and trials.csv into ``report_dir``; return index.html.
+    A full disk is one line naming the folder and the report's size; a page already there stays whole."""
     secs = sections(info, df, curves, diag, color_by)
-    write_plotly_js(report_dir)
-    atomic_write(report_dir / "trials.csv", df.to_csv(index=False))
-    atomic_write(report_dir / "summary.md", summary_md(info, df, secs, built))
-    index = report_dir / "index.html"
-    atomic_write(index, page(info, df, secs, built))
-    return index
+    files = {"trials.csv": df.to_csv(index=False), "summary.md": summary_md(info, df, secs, built),
+             "index.html": page(info, df, secs, built)}  # the page last: a reader finds it complete
+    try:
+        report_dir.mkdir(parents=True, exist_ok=True)
+        write_plotly_js(report_dir)
+        for name, text in files.items():
+            atomic_write(report_dir / name, text)
+    except OSError as e:
+        if not is_disk_full(e):
+            raise
+        need = sum(len(t.encode()) for t in files.values()) + (0 if _plotly_current(report_dir) else
+                                                               len(get_plotlyjs()))
+        raise disk_full("--out", report_dir, need, e, then="free space or choose another --out DIR, and build "
+                        "it again (the study is untouched)") from None
+    return report_dir / "index.html"
 
 
 def built_by() -> dict[str, Any]:

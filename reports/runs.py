@@ -23,7 +23,7 @@ import pandas as pd
 import yaml
 
 from seqbench.bench.core.artifacts import BEST, CONFIG, CONFIG_KEY, EVAL, FINAL, RESULT_PARTS, runs_path
-from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.errors import UserError, did_you_mean
 from seqbench.bench.core.text import MISSING, duration, text_table
 from seqbench.reports.table import read_results, run_fields
 
@@ -103,7 +103,9 @@ def _known_keys(df: pd.DataFrame) -> str:
 
 
 def filter_runs(df: pd.DataFrame, filters: list[str]) -> pd.DataFrame:
-    """Keep rows matching every ``key=value`` (``value`` may be a comma list: any of them)."""
+    """Keep rows matching every ``key=value`` (``value`` may be a comma list: any of them). A value no run
+    has is refused with the values there are (a typo, ``model=lstn``, would otherwise list nothing)."""
+    every = df
     for f in filters:
         if "=" not in f:
             raise UserError(f"{f}: filters look like key=value, e.g. model=lstm task.delay=40 status=completed")
@@ -112,9 +114,21 @@ def filter_runs(df: pd.DataFrame, filters: list[str]) -> pd.DataFrame:
         if col is None:
             raise UserError(f"{key.strip()}: no run has this field; filter on {_known_keys(df)} or any config key "
                             "(`seqbench list -v`)")
-        wanted = {_cell(v.strip()) for v in text.split(",")}
+        wanted = {_cell(v.strip()): v.strip() for v in text.split(",")}
+        _check_values(key.strip(), wanted, every[col])
         df = df[[_cell(v) in wanted for v in df[col]]]
     return df
+
+
+def _check_values(key: str, wanted: dict[str, str], column: pd.Series) -> None:
+    """UserError for a filter value that no run has, naming the nearest value (in any case) and the rest."""
+    have = {_cell(v): str(v) for v in column if _present(v)}
+    missing = [typed for cell, typed in wanted.items() if cell not in have]
+    if missing and len(have) > 0:
+        shown = sorted(have.values(), key=str)
+        more = f" (+{len(shown) - 12} more)" if len(shown) > 12 else ""
+        raise UserError(f"{key}: no run has {key}={missing[0]};{did_you_mean(missing[0], shown)} values here: "
+                        f"{', '.join(shown[:12])}{more}")
 
 
 def _cell(v: Any) -> str:

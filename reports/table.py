@@ -14,9 +14,16 @@ disk), so anything a figure shows can be checked against the table. Columns:
 - ``steps``, ``train_time_s``, ``wall_time_s``, ``n_params``, ``samples_per_s``, ``task``, ``model``,
   ``tokens_per_s``, ``model_flops_per_s``, ``mfu`` (throughput; absent in older runs)
 - ``trial_wall_s``, ``fail_reason`` (or the prune reason)
+- ``superseded`` (a FAIL attempt whose configuration was queued again: killed, interrupted, a full
+  disk, ``--retry-failed``) and ``retry_of`` (on a retry: the trial it redoes, else NaN)
 
 A trial that started no run (WAITING, RUNNING before its first seed, a FAIL before training) still
 gets one row with an empty ``run_id`` so that trial counts by state come from the same frame.
+
+A retry continues its failed twin's runs (same run ids): the twin's rows stay, marked ``superseded``,
+so the history is kept, while everything that states a configuration's outcome reads ``outcomes(df)``
+(no superseded row) and everything keyed by run (curves, diagnostics, throughput) reads
+``run_rows(df)`` (each run once, as its latest attempt sees it).
 """
 from __future__ import annotations
 
@@ -36,6 +43,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.liveness import superseded
 
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
+RETRIED = "RETRIED"  # state_counts' name for superseded FAIL attempts (the sweep summary says "retried")
 _RUN_SCALARS = ("steps", "train_time_s", "wall_time_s", "n_params", "samples_per_s", "task", "model",
                 "solved", "reason", "tokens_per_s", "model_flops_per_s", "mfu")
 
@@ -172,7 +180,8 @@ def build_table(study: optuna.Study, runs: Path) -> pd.DataFrame:
         base: dict[str, Any] = {"trial": t.number, "state": t.state.name,
                                 "config_hash": ua.get("config_hash"),
                                 "fail_reason": ua.get("fail_reason") or ua.get("prune_reason"),
-                                "trial_wall_s": _num(ua.get("wall_s"))}
+                                "trial_wall_s": _num(ua.get("wall_s")), "superseded": t.number in gone,
+                                "retry_of": _num(ua.get("retry_of"))}
         base.update({PARAM + k: _param_value(v) for k, v in t.params.items()})
         values = t.values or []
         for k, o in enumerate(objectives):
@@ -201,7 +210,7 @@ def build_table(study: optuna.Study, runs: Path) -> pd.DataFrame:
             rows.append(row)
     lead = ["trial", "state", "seed", "run_id", "status", "diverged"]
     if not rows:  # a study with no trials yet: the columns every reader expects, no rows
-        return pd.DataFrame(columns=lead + ["run_dir", "trial_wall_s"]
+        return pd.DataFrame(columns=lead + ["run_dir", "trial_wall_s", "superseded", "retry_of"]
                             + [c for o in objectives for c in (o.column, o.trial_column)])
     df = pd.DataFrame(rows)
     lead += sorted(c for c in df.columns if c.startswith(PARAM))
@@ -209,10 +218,29 @@ def build_table(study: optuna.Study, runs: Path) -> pd.DataFrame:
     return df[lead + [c for c in df.columns if c not in lead]]
 
 
+def outcomes(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows that state outcomes: every row but those of superseded attempts (their runs continue
+    in the retry's rows; a configuration is ranked, counted and pooled once)."""
+    if df.empty or "superseded" not in df.columns:
+        return df
+    return df[~df["superseded"].astype(bool)]
+
+
+def run_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per run folder: a run shared by a failed attempt and its retry appears once, as the
+    latest attempt sees it (a retry still waiting leaves the failed attempt's row, so its curve stays)."""
+    if df.empty:
+        return df
+    runs = df[df["run_id"].astype(bool)]
+    if "trial" in runs.columns:  # a frame of runs alone (no trials) has each run once already
+        runs = runs.sort_values("trial", kind="stable")
+    return runs.drop_duplicates("run_id", keep="last").sort_index()
+
+
 def load_curves(df: pd.DataFrame) -> pd.DataFrame:
-    """Every run's ``metrics.csv`` as a long frame: run_id, step, metric, value."""
+    """Every run's ``metrics.csv`` as a long frame: run_id, step, metric, value (each run once)."""
     parts = []
-    for run_id, run_dir in df.loc[df["run_id"].astype(bool), ["run_id", "run_dir"]].itertuples(index=False):
+    for run_id, run_dir in run_rows(df)[["run_id", "run_dir"]].itertuples(index=False):
         rows = read_metrics(Path(run_dir))
         if not rows:
             continue
@@ -225,9 +253,28 @@ def load_curves(df: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+def failed_configurations(df: pd.DataFrame, objectives: list[Objective]) -> pd.DataFrame:
+    """The FAIL trials (not superseded) without one scored seed: trial, swept settings, why. A report
+    lists them as failed, never leaves them out (a crash is a finding, or work --retry-failed redoes)."""
+    rows = outcomes(df)
+    if rows.empty or "state" not in rows.columns or not (rows["state"] == "FAIL").any():
+        return pd.DataFrame(columns=["trial", "fail_reason"])
+    failed = rows[rows["state"] == "FAIL"].assign(fail_reason=rows.get("fail_reason"))
+    scored = failed[[o.column for o in objectives if o.column in failed]].notna().any(axis=1)
+    failed = failed[~failed["trial"].isin(failed.loc[scored, "trial"])].drop_duplicates("trial")
+    params = [c for c in df.columns if c.startswith(PARAM)]
+    out = failed[["trial", *params, "fail_reason"]].rename(columns=lambda c: c[len(PARAM):] if c.startswith(PARAM)
+                                                           else c)
+    return out.reset_index(drop=True)
+
+
 def state_counts(df: pd.DataFrame) -> dict[str, int]:
-    """Trials (not runs) by Optuna state, every state listed."""
-    per_trial = df.drop_duplicates("trial")["state"].value_counts() if not df.empty else {}
+    """Trials (not runs) by Optuna state, every state listed; superseded attempts count as ``RETRIED``
+    (listed when there are some), not as FAIL."""
+    trials = df.drop_duplicates("trial") if not df.empty else df
+    if not df.empty and "superseded" in df.columns:
+        trials = trials.assign(state=trials["state"].where(~trials["superseded"].astype(bool), RETRIED))
+    per_trial = trials["state"].value_counts() if not df.empty else {}
     counts = {s: int(per_trial.get(s, 0)) for s in STATES}
     counts.update({s: int(n) for s, n in dict(per_trial).items() if s not in counts})
     return counts

@@ -10,9 +10,16 @@
   entry, round-robin over the devices (``placement``): a forked child would inherit this process's
   CUDA driver state, which is not fork-safe and fixes the visible devices. GPU trials are long, so
   the import per worker costs little there.
+
+Workers die with the command: each asks the kernel for SIGTERM when its parent dies (Linux
+``prctl(PR_SET_PDEATHSIG)``; elsewhere a thread watches the parent), so a ``kill -9`` of the command
+leaves no worker training on. A stop signal the command gets (Ctrl-C, ``kill``, a scheduler's SIGTERM)
+is passed on to every worker at once (``bench.core.signals``), and each stops as a single run does:
+the step it is on is checkpointed, its trial recorded as interrupted and queued again.
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -21,9 +28,11 @@ import sys
 import threading
 import time
 from dataclasses import asdict
+from typing import Callable
 
 import torch
 
+from seqbench.bench.core import signals
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.study import Job
 from seqbench.sweeps.worker import worker
@@ -97,16 +106,21 @@ def exec_workers(job: Job, devices: list[str | None]) -> int:
     # workers import the installed seqbench, like this process (no PYTHONPATH games)
     env = {**os.environ, JOB_ENV: json.dumps(asdict(job))}
     envs = [env if d is None else {**env, CUDA_ENV: d} for d in devices]
-    procs = [subprocess.Popen([sys.executable, "-m", "seqbench.sweeps.processes"], env=e) for e in envs]
+    parent = os.getpid()
+    procs = [subprocess.Popen([sys.executable, "-m", "seqbench.sweeps.processes"], env=e,
+                              preexec_fn=lambda: die_with_parent(parent)) for e in envs]
+    signals.forward(_passer([p.pid for p in procs]))
     try:
         return _worst([p.wait() for p in procs])
     except KeyboardInterrupt:
-        for p in procs:  # they got the same Ctrl-C: let them record their trials
+        for p in procs:  # each got the stop (forwarded): let them record their trials
             try:
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 p.kill()
         raise
+    finally:
+        signals.forward(None)
 
 
 def fork_workers(job: Job, n: int) -> int:
@@ -115,27 +129,70 @@ def fork_workers(job: Job, n: int) -> int:
     # sweeps.worker -> sweeps.trial: every copy shares it instead of paying the ~4 s import again
     sys.stdout.flush()  # a buffer not yet written would be written once by each copy
     sys.stderr.flush()
-    children = []
+    children: list[int] = []
+    parent = os.getpid()
     for _ in range(n - 1):
         pid = os.fork()
         if pid == 0:  # the copy: work, then leave without running this process's exit handlers
             code = 1
             try:
+                signals.reset()
+                signals.install()  # stops raise KeyboardInterrupt here too (a notebook's sweep installed none)
+                die_with_parent(parent)
                 code = _work(job)
             finally:
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(code)
         children.append(pid)
+    signals.forward(_passer(children))  # a stop this process gets reaches every worker at once
     try:
         mine = _work(job, interrupt=True)
         return _worst([mine, *(_wait(pid) for pid in children)])
     except KeyboardInterrupt:
-        for pid in children:  # they got the same Ctrl-C: let them record their trials
+        for pid in children:  # each got the stop: let them record their trials
             if _wait(pid, timeout=30) is None:
                 os.kill(pid, signal.SIGKILL)
                 _wait(pid)
         raise
+    finally:
+        signals.forward(None)
+
+
+def _passer(pids: list[int]) -> Callable[[int], None]:
+    """Pass a stop signal on to the worker processes ``pids`` (those already gone are skipped)."""
+    def pass_on(signum: int) -> None:
+        for pid in pids:
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                continue
+    return pass_on
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(parent: int) -> None:
+    """In a worker: get SIGTERM when process ``parent`` dies, so no worker outlives the command (even
+    after its ``kill -9``). Linux asks the kernel (``prctl``); elsewhere a thread polls the parent."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        except (OSError, AttributeError):
+            _watch_parent(parent)
+    else:
+        _watch_parent(parent)
+    if os.getppid() != parent:  # it died before the request took hold
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _watch_parent(parent: int, every: float = 1.0) -> None:
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os.kill(os.getpid(), signal.SIGTERM)
+    threading.Thread(target=watch, name="seqbench-parent-watch", daemon=True).start()
 
 
 def _wait(pid: int, timeout: float | None = None) -> int | None:
@@ -172,6 +229,7 @@ def _work(job: Job, *, interrupt: bool = False) -> int:
 
 def _worker_main(payload: str) -> int:
     os.environ.pop(JOB_ENV, None)  # not inherited by anything the worker starts
+    signals.install()  # a stop (forwarded by the command) is a KeyboardInterrupt, as in the command itself
     return _work(Job(**json.loads(payload)))
 
 

@@ -396,5 +396,5 @@ def trial_config(spec: SweepSpec, params: dict[str, Any], seed: int, extra: dict
         raise UserError(*(f"{k}: unknown field{_foreign(composed.data, k)}" for k in composed.dropped))
     for k, v in extra.items():
         set_dotted(composed.data, k, v)
-    return validate(composed.data)
+    return validate(composed.data, typed=[*composed.typed, *extra])
 

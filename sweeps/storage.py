@@ -18,13 +18,16 @@ import re
 import shutil
 import sys
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable, Iterator
 
 import optuna
 from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 
+from seqbench.bench.core.disk import disk_full, is_disk_full
 from seqbench.bench.core.errors import UserError
 
 _RDB_SCHEMES = ("postgresql", "postgres", "mysql", "sqlite")
@@ -102,6 +105,22 @@ def _with_driver(url: str) -> str:
     return f"postgresql://{rest}"
 
 
+@contextmanager
+def journal_space(url: str | None, out_dir: str | Path, need: Callable[[], float] = lambda: 0) -> Iterator[None]:
+    """A full disk under the block, met by a journal write (Optuna appends each operation), becomes one
+    line: the journal, the space free and ``need()`` (what the rest of the study is expected to write).
+    What the journal holds stays readable: a record torn mid-write is cut when it is next opened."""
+    try:
+        yield
+    except OSError as e:
+        path = journal_path(url, out_dir)
+        if path is None or not is_disk_full(e):
+            raise
+        raise disk_full("--storage", e.filename or path, need(), e,
+                        then="free space and run the same command again; finished trials are kept and the "
+                        "trial cut short is retried") from None
+
+
 def describe(url: str | None, out_dir: str | Path) -> str:
     path = journal_path(url, out_dir)
     return f"journal {path}" if path is not None else redact(str(url))
@@ -172,19 +191,36 @@ def repair_journal(path: Path) -> Path | None:
         if fixed is None:
             return None
         backup = path.with_name(f"{path.name}.torn-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}")
-        try:
-            shutil.copyfile(path, backup)
-            if data.startswith(fixed):
-                os.truncate(path, len(fixed))  # only the tail goes: needs no free space
-            else:
-                tmp = path.with_name(path.name + ".repair")
-                tmp.write_bytes(fixed)
-                os.replace(tmp, path)
-        except OSError as e:
-            raise UserError(f"--storage: journal {path} has a torn record (a crash or a full disk mid-write) "
-                            f"and cannot be repaired ({e.strerror}); free space and run again") from None
+        kept = _cut(path, data, fixed, backup)
     finally:
         lock.release()
     print(f"warning: journal {path} had a torn record (a crash or a full disk mid-write): cut "
-          f"{len(data) - len(fixed)} bytes; the original is kept as {backup.name}", file=sys.stderr)
-    return backup
+          f"{len(data) - len(fixed)} bytes; " + (f"the original is kept as {backup.name}" if kept else
+                                                 "no room for a copy of the original (a full disk)"), file=sys.stderr)
+    return backup if kept else None
+
+
+def _cut(path: Path, data: bytes, fixed: bytes, backup: Path) -> bool:
+    """Replace the journal's bytes ``data`` by ``fixed``, the original kept as ``backup`` (returns True).
+    On a full disk a torn tail is still cut, without the copy (False): it is a write that never
+    finished, and truncating needs no space, so the study opens and reports where it stands."""
+    try:
+        shutil.copyfile(path, backup)
+    except OSError as e:
+        backup.unlink(missing_ok=True)
+        if not (is_disk_full(e) and data.startswith(fixed)):
+            raise UserError(f"--storage: journal {path} has a torn record (a crash or a full disk mid-write) "
+                            f"and cannot be repaired ({e.strerror}); free space and run again") from None
+        os.truncate(path, len(fixed))
+        return False
+    try:
+        if data.startswith(fixed):
+            os.truncate(path, len(fixed))  # only the tail goes: needs no free space
+        else:
+            tmp = path.with_name(path.name + ".repair")
+            tmp.write_bytes(fixed)
+            os.replace(tmp, path)
+    except OSError as e:
+        raise UserError(f"--storage: journal {path} has a torn record (a crash or a full disk mid-write) "
+                        f"and cannot be repaired ({e.strerror}); free space and run again") from None
+    return True

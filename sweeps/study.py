@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,8 @@ from optuna.exceptions import DuplicatedStudyError
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from seqbench.bench.core.artifacts import StudyAttrs, check_study_attrs
+from seqbench.bench.core.artifacts import StudyAttrs, check_study_attrs, runs_path
+from seqbench.bench.core.disk import tree_size
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.provenance import git_sha, package_version
 from seqbench.sweeps.liveness import requeue, superseded, trial_params
@@ -77,8 +79,19 @@ def study_attrs(job: Job, spec: SweepSpec) -> StudyAttrs:
 
 
 def comparable(spec: dict[str, Any]) -> dict[str, Any]:
-    """What must match to continue a study (the budget and the prose may change)."""
-    return {k: v for k, v in spec.items() if k not in ("trials", "timeout", "question")}
+    """What must match to continue a study (the budget and the prose may change, and so may the order of
+    a parameter's values: ``model=gru,lstm`` measures what ``model=lstm,gru`` does)."""
+    out = {k: v for k, v in spec.items() if k not in ("trials", "timeout", "question")}
+    params = out.get("parameters")
+    if isinstance(params, dict):
+        out["parameters"] = {k: {**p, "values": sorted(p["values"], key=_canon)}
+                             if isinstance(p, dict) and isinstance(p.get("values"), list) else p
+                             for k, p in params.items()}
+    return out
+
+
+def _canon(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, default=str)
 
 
 def open_study(job: Job, spec: SweepSpec, *, coordinator: bool = True, wait_s: float = 120.0) -> optuna.Study:
@@ -133,6 +146,19 @@ def counts_as_done(t: FrozenTrial, gone: set[int]) -> bool:
 def n_done(trials: list[FrozenTrial]) -> int:
     gone = superseded(trials)
     return sum(1 for t in trials if counts_as_done(t, gone))
+
+
+def space_needed(study: optuna.Study | None, spec: SweepSpec, out_dir: str) -> float:
+    """Bytes the rest of the study is expected to write: its runs left times the median size of its
+    finished run folders (a few sampled); 0 when nothing finished yet (or the study cannot be read)."""
+    try:
+        trials = study.get_trials(deepcopy=False) if study is not None else []
+    except Exception:  # noqa: BLE001 - an estimate for an error message; never a second error
+        return 0.0
+    done = [r for t in trials if t.state == TrialState.COMPLETE for r in t.user_attrs.get("run_ids", [])]
+    sizes = [tree_size(runs_path(out_dir) / r) for r in done[-9:]]
+    left = max(0, spec.budget() - n_done(trials)) * len(spec.seeds)
+    return left * statistics.median(sizes) if sizes else 0.0
 
 
 def enqueue_missing_grid(study: optuna.Study, spec: SweepSpec) -> int:

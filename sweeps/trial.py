@@ -22,7 +22,7 @@ from seqbench.bench.core.artifacts import TrialAttrs, check_trial_attrs, wandb_g
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.training import train  # train.run looked up per call (tests replace it)
 from seqbench.bench.training.tracking import RunTracker
-from seqbench.sweeps.liveness import Heartbeat, requeue
+from seqbench.sweeps.liveness import Heartbeat, requeue, this_worker
 from seqbench.sweeps.optuna_adapter import frozen, set_trial_flag
 from seqbench.sweeps.pruning import PruningCallback
 from seqbench.sweeps.spec import SweepSpec, trial_config
@@ -61,6 +61,7 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
     n_div, reasons = 0, []
     state, values, params = TrialState.COMPLETE, None, {}
     set_trial_flag(study, trial, "worker", f"{socket.gethostname()}:{os.getpid()}")
+    _set(trial, {"worker": this_worker()})  # a re-run on this machine knows at once when it is gone
     hb = Heartbeat(study, trial, job.heartbeat)
     with hb:
         try:

@@ -13,12 +13,12 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from seqbench.sweeps.liveness import reap_stale, superseded
+from seqbench.sweeps.liveness import reap_stale, superseded, waiting_line
 from seqbench.sweeps.optuna_adapter import claim_waiting
 from seqbench.sweeps.progress import Progress, start_line, trial_line
 from seqbench.sweeps.spec import SweepSpec, parse_spec
-from seqbench.sweeps.storage import redact
-from seqbench.sweeps.study import Job, counts_as_done, n_done, open_study, optuna_quiet
+from seqbench.sweeps.storage import journal_space, redact
+from seqbench.sweeps.study import Job, counts_as_done, n_done, open_study, optuna_quiet, space_needed
 from seqbench.sweeps.trial import run_trial, suggest
 
 
@@ -54,21 +54,29 @@ def worker(job: Job, study: optuna.Study | None = None, *, max_trials: int | Non
     # own process (or a copy of it) has the command line there, storage password included
     sys.argv[:] = [redact(a) for a in sys.argv]
     spec = parse_spec(job.spec, source=job.spec_path)
-    study = study or open_study(job, spec, coordinator=False)
+    opened = {"study": study}  # what a full disk's message estimates the rest of the study from
+    with journal_space(job.storage, job.out_dir, lambda: space_needed(opened["study"], spec, job.out_dir)):
+        opened["study"] = opened["study"] or open_study(job, spec, coordinator=False)
+        return _loop(job, opened["study"], spec, max_trials, timeout)
+
+
+def _loop(job: Job, study: optuna.Study, spec: SweepSpec, max_trials: int | None, timeout: float | None) -> int:
+    """``worker``'s loop: reap dead workers' trials, take the next trial, run it, say so."""
     timeout = timeout if timeout is not None else spec.timeout
-    t0, finished = time.time(), 0
+    t0, finished, told = time.time(), 0, set()
     poll = max(0.2, min(2.0, job.heartbeat / 2))
     progress = Progress(spec.budget(), n_done(study.get_trials(deepcopy=False)))
     while max_trials is None or finished < max_trials:
         if timeout is not None and time.time() - t0 > timeout:
             break
-        reap_stale(study, job.grace, on_reaped=lambda t: print(
-            f"trial {t.number:>4} FAIL     worker lost (no heartbeat for {job.grace:.0f}s); "
-            "its configuration is queued again", flush=True))
+        reap_stale(study, job.grace, on_reaped=lambda t, why: print(
+            f"trial {t.number:>4} FAIL     {why.removesuffix('; retried')}; its configuration is queued again",
+            flush=True))
         trial = next_trial(study, spec)
         if trial is False:
             break
         if trial is None:
+            _say_waiting(study, job.grace, told)
             time.sleep(poll)
             continue
         print(start_line(trial.number, _params_or_none(trial, spec)), flush=True)
@@ -78,6 +86,14 @@ def worker(job: Job, study: optuna.Study | None = None, *, max_trials: int | Non
             print(trial_line(frozen, spec.metrics(), progress.tag(n_done(study.get_trials(deepcopy=False)))),
                   flush=True)
     return finished
+
+
+def _say_waiting(study: optuna.Study, grace: float, told: set[int]) -> None:
+    """One line per RUNNING trial this worker waits on (which worker runs it, and when it is given up)."""
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if t.number not in told:
+            told.add(t.number)
+            print(waiting_line(t, grace), flush=True)
 
 
 def _params_or_none(trial: optuna.Trial, spec: SweepSpec) -> dict[str, Any]:

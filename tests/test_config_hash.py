@@ -15,7 +15,9 @@ KNOWN = [
     (["task=adding", "model=gru", "model.d_model=32"], "b933a4aadd30"),
     (["model=transformer", "model.n_heads=2", "model.d_model=16", "optim.schedule=cosine",
       "optim.warmup_steps=10"], "0e910eec4af8"),
-    (["train.early_stop={metric: val/acc, threshold: 0.9}", "eval.lengths=[20,40]", "seed=3"], "d88e667382f2"),
+    # [20, 40] (d88e667382f2 then) is refused now: the default copy task builds nothing shorter than 21;
+    # the same hash code, with that check switched off, still gives d88e667382f2 for it
+    (["train.early_stop={metric: val/acc, threshold: 0.9}", "eval.lengths=[21,40]", "seed=3"], "81280813702a"),
     (["task=sentiment", "model=lstm"], "85c545362241"),
     # every field that only says where or how a run is logged, observed or scheduled: the default's hash
     (["train.threads=4", "train.checkpoint_every=null", "train.flush_denormal=false", "tracking.wandb=off",

@@ -19,7 +19,7 @@ from seqbench.sweeps.spec import load_spec
 COMMON = {"model.d_model": [16, 32], "model.n_layers": [1, 2], "model.dropout": [0.0, 0.1],
           "train.max_steps": [50, 100], "train.batch_size": [8, 16], "optim.lr": [0.001, 0.003],
           "optim.warmup_steps": [0, 10], "optim.schedule": ["constant", "cosine"], "seed": [0, 1],
-          "eval.lengths": [[12, 24], []], "tracking.wandb": ["off", "offline"]}
+          "eval.lengths": [[24, 48], []], "tracking.wandb": ["off", "offline"]}
 PER_TASK = {"copy": {"task.delay": [5, 9], "task.n_symbols": [2, 3]}, "adding": {"task.length": [20, 30]}}
 PER_MODEL = {"rnn": {}, "gru": {}, "lstm": {"model.forget_bias": [0.5, 2.0]},
              "transformer": {"model.n_heads": [2, 4], "model.norm_position": ["pre", "post"]}}

@@ -19,6 +19,7 @@ class FakePopen:
 
     def __init__(self, args, env=None, **kw):
         FakePopen.started.append(dict(env or {}))
+        self.pid = 2**22 + len(FakePopen.started)  # above Linux's largest pid_max: no process a stop reaches
 
     def wait(self, timeout=None):
         return 0

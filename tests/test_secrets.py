@@ -123,6 +123,7 @@ def test_worker_processes_do_not_carry_the_storage_url_on_their_command_line(tmp
     class FakePopen:
         def __init__(self, args, env=None, **kw):
             seen.append((list(args), dict(env or {})))
+            self.pid = 2**22 + len(seen)  # above Linux's largest pid_max: no process a stop reaches
 
         def wait(self):
             return 0

@@ -86,15 +86,21 @@ def test_retry_failed_reruns_a_trial_failed_by_a_full_disk_and_not_a_diverged_on
     monkeypatch.setattr(seqbench.bench.training.train, "run", disk_full)
     out = tmp_path / "out"
     p = lr_by_width_spec(tmp_path, max_steps=30)
-    assert main(["sweep", str(p), "--out-dir", str(out)]) == 0
+    assert main(["sweep", str(p), "--out-dir", str(out)]) == 1  # done, but two trials stand failed by the disk
+    assert "2 failed outside the experiment" in capsys.readouterr().out
     first = {(t.params["optim.lr"], t.params["model.d_model"]): t for t in load(out).get_trials()}
     assert first[(1e4, 16)].user_attrs["n_diverged"] == 1 and first[(1e4, 16)].state == TrialState.FAIL
     full = [first[(lr, 12)] for lr in (1e4, 1e-3)]
     assert all(t.state == TrialState.FAIL and "No space left" in t.user_attrs["fail_reason"] for t in full)
     monkeypatch.setattr(seqbench.bench.training.train, "run", real_run)  # space freed
 
-    assert main(["sweep", str(p), "--out-dir", str(out)]) == 0  # without the flag: nothing runs again
-    assert "4 done" in capsys.readouterr().out and len(load(out).get_trials()) == 4
+    assert main(["sweep", str(p), "--out-dir", str(out)]) == 1  # without the flag: nothing runs again
+    text = capsys.readouterr().out
+    assert "4 done, 3 of them failed: 2 outside the experiment (no space, memory, a kill), which --retry-failed " \
+        "runs again" in text and len(load(out).get_trials()) == 4
+    failed = text[text.index("best configurations and failed ones:"):].splitlines()
+    assert sum(" FAIL " in line for line in failed) == 3  # listed as failed, never left out
+    assert "run the same command with --retry-failed" in text
     assert main(["sweep", str(p), "--out-dir", str(out), "--retry-failed"]) == 0
     text = capsys.readouterr().out
     assert "--retry-failed: 2 trial(s)" in text

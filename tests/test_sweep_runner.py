@@ -197,7 +197,7 @@ def test_sigkill_mid_study_then_rerun_retries_the_stuck_trial_and_meets_the_budg
     assert after[0].datetime_complete == before[0].datetime_complete  # completed trial untouched
     assert after[0].user_attrs == before[0].user_attrs
     assert after[1].state == TrialState.FAIL and after[1].user_attrs["retried"]
-    assert "no heartbeat" in after[1].user_attrs["fail_reason"]
+    assert "on this machine has exited" in after[1].user_attrs["fail_reason"]  # known at once: no grace waited
     retry = [t for t in after if t.user_attrs.get("retry_of") == 1]
     assert len(retry) == 1 and retry[0].state == TrialState.COMPLETE and retry[0].params == {"train.max_steps": 1000}
     run_id = after[1].user_attrs["run_ids"][0]  # the retry continued the killed run's folder

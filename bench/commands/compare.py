@@ -29,19 +29,23 @@ import yaml
 
 import seqbench.bench.config  # noqa: F401  (fills the registries)
 from seqbench.bench.commands.sweep import sweep
-from seqbench.bench.config import compose, metric_goal_of, parse_value
+from seqbench.bench.config import RunConfig, compose, metric_goal_of, parse_value
 from seqbench.bench.core.artifacts import atomic_write, check_writable
 from seqbench.bench.core.errors import UserError, did_you_mean
 from seqbench.bench.core.registry import MODELS, TASKS
+from seqbench.bench.core.settings import check_key
+from seqbench.sweeps.progress import failed_trials
 from seqbench.sweeps.spec import parse_spec
 from seqbench.sweeps.storage import check_scheme
-from seqbench.sweeps.study import comparable
+from seqbench.sweeps.study import comparable, failed_outside
 
 ALIASES = {"task": "task.name", "model": "model.name"}
 _REFUSED = {"seed": "compare runs every setting on seeds=N replicates (or seeds=0,1,2); set seeds=",
             "out_dir": "pass --out-dir DIR", "run_id": "each replicate gets its own run id",
             "resume": "re-running the same compare command continues its study"}
 DEFAULT_SEEDS = 3  # a comparison needs replicates: intervals and paired tests start at n=2
+# the top-level keys compare takes: RunConfig's sections and fields but the ones it sets itself
+SETTINGS = [k for k in RunConfig.model_fields if k not in _REFUSED] + ["seeds"]
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,6 +61,8 @@ def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--metric", help="objective key, e.g. val/loss or test/acc (default: the task's primary "
                     "validation metric); its goal is the one the task declares")
     sp.add_argument("--study", help="study name (default: compare-<digest of the settings>)")
+    sp.add_argument("--retry-failed", action="store_true", help="run again the settings whose trials failed "
+                    "for a reason outside the experiment (no space left, out of memory, killed)")
     sp.add_argument("--print-config", "--print-spec", dest="print_config", action="store_true",
                     help="print the equivalent sweep YAML and run nothing")
     sp.set_defaults(func=cmd_compare)
@@ -93,12 +99,17 @@ def parse_grid(settings: list[str]) -> tuple[dict[str, Any], dict[str, list[Any]
     seeds: list[int] | int = DEFAULT_SEEDS
     seen: set[str] = set()
     for word in settings:
+        check_key(word.partition("=")[0], "model=lstm,gru")  # Hydra's ~key, +key, hydra.* first
         if "=" not in word:
             raise UserError(f"{word}: settings look like key=value, e.g. model=lstm,gru task.delay=20,40")
         key, _, text = word.partition("=")
         key = ALIASES.get(key.strip(), key.strip())
-        if key.split(".")[0] in _REFUSED:
-            raise UserError(f"{key}: set by compare; {_REFUSED[key.split('.')[0]]}")
+        top = key.split(".")[0]
+        if top in _REFUSED:
+            raise UserError(f"{key}: set by compare; {_REFUSED[top]}")
+        if top not in SETTINGS:  # suggest only what compare takes (`sedes` is seeds, not the refused seed)
+            raise UserError(f"{key}: unknown setting;{did_you_mean(top, SETTINGS)} compare takes "
+                            f"{', '.join(SETTINGS)} (dotted below task, model, optim, train, eval ...)")
         if key in seen:
             raise UserError(f"{key}: given twice; give it once (a comma list sweeps it)")
         seen.add(key)
@@ -220,6 +231,7 @@ class CompareResult:
     spec_path: Path  # <out_dir>/specs/<study>.yaml
     notes: list[str]  # fields routed to per_model/per_task blocks
     report: Any  # bench.commands.report.ReportResult: the dashboard and the tidy table
+    failed_outside: int = 0  # settings whose trial failed outside the experiment (--retry-failed runs them)
 
     @property
     def table(self) -> pd.DataFrame:
@@ -231,9 +243,10 @@ class CompareResult:
 
 
 def compare(settings: Sequence[str], *, metric: str | None = None, workers: int = 1, storage: str | None = None,
-            out_dir: str | Path = "outputs", study: str | None = None) -> CompareResult:
+            out_dir: str | Path = "outputs", study: str | None = None, retry_failed: bool = False) -> CompareResult:
     """Compare ``settings`` (``key=a,b`` sweeps a key; ``seeds=N``) as a grid study over seeds: write its
-    spec, run it through ``sweep()``, build its report through ``report()``."""
+    spec, run it through ``sweep()``, build its report through ``report()``. ``retry_failed``: as
+    ``sweep(retry_failed=True)``."""
     if workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {workers})")
     raw, notes = build_spec(list(settings), metric)
@@ -248,9 +261,11 @@ def compare(settings: Sequence[str], *, metric: str | None = None, workers: int 
     atomic_write(path, spec_yaml(raw, name, notes))
     from seqbench.bench.commands.report import report  # here: `compare --print-config/--help` stay light
 
-    status = sweep(path, study=name, out_dir=out_dir, workers=workers, storage=storage,
-                   quiet_summary=True).status  # the ranked table is the one summary
-    return CompareResult(name, status, raw, path, notes, report(name, storage=storage, out_dir=out_dir))
+    swept = sweep(path, study=name, out_dir=out_dir, workers=workers, storage=storage,
+                  quiet_summary=True, retry_failed=retry_failed)  # the ranked table is the one summary
+    outside = sum(1 for t in failed_trials(swept.trials) if failed_outside(t))
+    return CompareResult(name, swept.status, raw, path, notes, report(name, storage=storage, out_dir=out_dir),
+                         outside)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -259,9 +274,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(spec_yaml(raw, args.study or study_name(raw), notes), end="")
         return 0
     r = compare(args.settings, metric=args.metric, workers=args.workers, storage=args.storage,
-                out_dir=args.out_dir, study=args.study)
+                out_dir=args.out_dir, study=args.study, retry_failed=args.retry_failed)
     from seqbench.reports.headline import ranked_text  # here: `compare --print-config/--help` stay light
 
     print(ranked_text(r.table, r.objective))
     print(f"dashboard: {r.report.index}  (summary.md beside it; spec: {r.spec_path})")
+    if r.failed_outside:
+        print(f"{r.failed_outside} setting(s) failed outside the experiment (no space, memory, a kill): run the "
+              "same command with --retry-failed to run them again")
     return r.status

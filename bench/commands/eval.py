@@ -32,9 +32,10 @@ def evaluate(runs: Sequence[str | Path], overrides: Sequence[str] = (), split: s
     if not runs:
         raise UserError("eval: name at least one run (an id from `seqbench runs`, or a run folder)")
     dirs = [run_dir_of(r, out_dir) for r in runs]
-    for d in dirs:  # every refusal before any work: bad keys, missing checkpoints
+    for d in dirs:  # every refusal before any work: bad keys and lengths, missing checkpoints, no room
         eval_config(load_config(d / artifacts.CONFIG), overrides)
         checkpoint_of(d)
+        artifacts.check_writable(d / artifacts.EVALS)
     return EvalResult([evaluate_run(d, overrides, split, out_dir, argv) for d in dirs])
 
 
@@ -44,6 +45,8 @@ def register(sp: argparse.ArgumentParser) -> None:
                     "then eval.lengths=[...] / eval.test_batches=N")
     sp.add_argument("--split", default="test", choices=["test", "val"], help="split to evaluate (default test)")
     sp.add_argument("--out-dir", default="outputs", help="root holding runs/ (default outputs)")
+    sp.add_argument("--print-config", action="store_true", help="print each run's config as the evaluation would "
+                    "use it (eval.* settings applied) and evaluate nothing")
     sp.set_defaults(func=cmd_eval)
 
 
@@ -51,6 +54,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     # settings (key=value) and run names share the positional list: a word with "=" is a setting
     overrides = [a for a in args.overrides if "=" in a]
     runs = [a for a in args.overrides if "=" not in a]
+    if args.print_config:
+        for run in runs or [""]:
+            d = run_dir_of(run, args.out_dir)
+            print(f"# {d} ({args.split} split)\n" + eval_config(load_config(d / artifacts.CONFIG), overrides).to_yaml(),
+                  end="")
+        return 0
     res = evaluate(runs, overrides, args.split, args.out_dir, argv=args.command_line)
     for ev in res.runs:
         if ev.warning:

@@ -36,7 +36,7 @@ class ReportResult:
     @property
     def n_runs(self) -> int:
         t = self.built.table
-        return int(t["run_id"].astype(bool).sum()) if not t.empty else 0
+        return int(t.loc[t["run_id"].astype(bool), "run_id"].nunique()) if not t.empty else 0  # a retry shares runs
 
 
 def report(name: str, *, storage: str | None = None, out_dir: str | Path = "outputs", out: str | Path | None = None,

@@ -10,7 +10,8 @@ What a study stores (read by ``reports/``; typed as ``StudyAttrs``/``TrialAttrs`
 study user attrs ``spec``, ``spec_path``, ``question``, ``metrics``, ``out_dir``,
 ``seqbench_version``, ``git_sha``; trial params = the spec's dotted keys; trial user attrs
 ``run_ids``, ``seeds``, ``per_seed``, ``mean``, ``std``, ``n_diverged``, ``config_hash``,
-``wall_s``, and ``fail_reason`` on FAIL; besides, ``prune_reason`` on PRUNED, ``retried`` on a
+``wall_s``, ``worker`` (host, boot id, pid, process start: a re-run on that machine knows at once when it
+is gone), and ``fail_reason`` on FAIL; besides, ``prune_reason`` on PRUNED, ``retried`` on a
 FAIL whose configuration was queued again (dead worker, Ctrl-C), and ``retry_of`` /
 ``resume_run_ids`` on that retry (its runs continue the dead trial's from their checkpoints).
 """
@@ -30,10 +31,10 @@ from seqbench.bench.config import notes
 from seqbench.bench.core.artifacts import check_writable, runs_path
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps import spec_path
-from seqbench.sweeps.progress import summary
+from seqbench.sweeps.progress import done_text, failed_trials, summary
 from seqbench.sweeps.spec import resolve_spec
-from seqbench.sweeps.storage import check_scheme, describe, redact
-from seqbench.sweeps.study import Job, n_done, open_study, optuna_quiet, requeue_failed
+from seqbench.sweeps.storage import check_scheme, describe, journal_space, redact
+from seqbench.sweeps.study import Job, failed_outside, open_study, optuna_quiet, requeue_failed, space_needed
 
 
 def register(sp: argparse.ArgumentParser) -> None:
@@ -90,7 +91,7 @@ class SweepResult:
     """What ``sweep()`` returns: the study it ran (or continued) and where its files are."""
 
     study: str  # the study name (what ``seqbench report NAME`` takes)
-    status: int  # 0 when every worker finished cleanly
+    status: int  # 0 when every worker finished cleanly and no trial stands failed outside the experiment
     out_dir: Path  # runs/ and the default journal live here
     storage: str | None  # as given (None: the journal under out_dir)
     trials: list[Any]  # the study's trials after the sweep (optuna FrozenTrial)
@@ -107,7 +108,8 @@ def sweep(spec: str | Path, overrides: Sequence[str] = (), *, trials: int | None
     ``argv`` is the command line recorded as provenance (default: the equivalent ``seqbench sweep``
     command); storage passwords are redacted from it. Prints progress (a line per trial started and
     finished) and, unless ``quiet_summary``, the best-configurations table. ``retry_failed``: run again
-    the trials that failed for a reason outside the experiment (``sweeps.study.requeue_failed``).
+    the trials that failed for a reason outside the experiment (``sweeps.study.requeue_failed``); while
+    some stand failed (a full disk, memory, a kill), ``status`` is 1.
     """
     if workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {workers})")
@@ -138,29 +140,37 @@ def sweep(spec: str | Path, overrides: Sequence[str] = (), *, trials: int | None
               argv=[redact(a) for a in ["seqbench", "sweep", *argv]])
     check_scheme(storage)
     check_writable(Path(out))  # one line now, not a failed trial per configuration later
-    st = open_study(job, resolved, coordinator=True)
+    opened: dict[str, Any] = {}
+    with journal_space(storage, out, lambda: space_needed(opened.get("study"), resolved, out)):
+        st = opened["study"] = open_study(job, resolved, coordinator=True)
+        _announce(job, resolved, st, workers, placed, retry_failed)
+        if workers == 1 and devices is None:
+            worker.worker(job, st)
+            status = 0
+        else:  # --devices with one worker: a process of its own, so the device choice is exact
+            status = processes.run_workers(job, workers, placed)
+        final = st.get_trials(deepcopy=False)  # read only: reopening would append to the journal
+    if status == 0 and any(failed_outside(t) for t in failed_trials(final)):
+        status = 1  # not done: a full disk, memory, a kill; the summary says --retry-failed runs them again
+    if not quiet_summary:
+        print(summary(final, resolved))
+    return SweepResult(job.study, status, Path(out), storage, final, resolved)
+
+
+def _announce(job: Job, resolved: Any, st: Any, workers: int, placed: list[str | None], retry_failed: bool) -> None:
+    """The sweep's opening lines: what --retry-failed queued, the study and where it stands, the question."""
     if retry_failed:
         again = requeue_failed(st)
         print(f"--retry-failed: {len(again)} trial(s) that failed outside the experiment queued again"
               + (f" ({', '.join(str(t.number) for t in again)})" if again else ""), flush=True)
-    done = n_done(st.get_trials(deepcopy=False))
     print(f"study {job.study}: {resolved.method}, {resolved.budget()} configurations x {len(resolved.seeds)} "
-          f"seed(s), {done} done; {workers} worker(s)" + (f", {threads} torch thread(s) each" if threads else "")
-          + f"; storage {describe(storage, out)}", flush=True)
+          f"seed(s), {done_text(st.get_trials(deepcopy=False))}; {workers} worker(s)"
+          + (f", {job.threads} torch thread(s) each" if job.threads else "")
+          + f"; storage {describe(job.storage, job.out_dir)}", flush=True)
     if resolved.question:
         print(f"question: {resolved.question}", flush=True)
     if placed[0] is not None:
         print("CUDA_VISIBLE_DEVICES per worker: " + ", ".join(placed), flush=True)
-    if workers == 1 and devices is None:
-        worker.worker(job, st)
-        status = 0
-    else:  # --devices with one worker: a process of its own, so the device choice is exact
-        status = processes.run_workers(job, workers, placed)
-    st = open_study(job, resolved, coordinator=False)
-    final = st.get_trials(deepcopy=False)
-    if not quiet_summary:
-        print(summary(final, resolved))
-    return SweepResult(job.study, status, Path(out), storage, final, resolved)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

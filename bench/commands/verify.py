@@ -39,7 +39,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.text import text_table
 from seqbench.bench.training.cost_config import VOCAB, fit_exponent, model_config
 from seqbench.bench.training.flops import forward_macs
-from seqbench.reports.table import Objective, build_table, load_study, runs_root
+from seqbench.reports.table import Objective, build_table, load_study, outcomes, runs_root
 from seqbench.reports.verify_html import claim_figure, cost_figure, verdict_figure, write_verify
 from seqbench.sweeps.claims.judge import ERROR, FAILS, INVALID, ClaimResult, decided, judge_all, verdict_table
 from seqbench.sweeps.claims.measure import RUN_STATUSES
@@ -57,6 +57,8 @@ def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--storage", help="Optuna storage URL or journal path (default <out-dir>/optuna.journal)")
     sp.add_argument("--out-dir", default="outputs", help="root for runs/, the journal and verify/ (default outputs)")
     sp.add_argument("--strict", action="store_true", help="exit 1 when a claim fails")
+    sp.add_argument("--plan", action="store_true", help="print each claim's study, configurations, seeds, looks "
+                    "and an estimate of the time, and run nothing")
     sp.set_defaults(func=cmd_verify)
 
 
@@ -95,6 +97,14 @@ def verify(claims: Sequence[str] = (), *, profile: str = "quick", workers: int =
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    if args.plan:
+        from seqbench.bench.commands.verify_plan import plan_text
+
+        if args.workers < 1:
+            raise UserError(f"--workers: must be >= 1 (got {args.workers})")
+        print(plan_text([load_claim(p) for p in find_claims(list(args.claims))], args.profile, Path(args.out_dir),
+                        args.workers))
+        return 0
     r = verify(args.claims, profile=args.profile, workers=args.workers, storage=args.storage, out_dir=args.out_dir)
     print(format_table(r.table))
     print(f"verify: {', '.join(f'{c.claim.name} {c.verdict_text()}' for c in r.results)} -> {r.index} (+ verify.md)")
@@ -201,10 +211,12 @@ def _run_seeds(claim, profile: str, out_dir: Path, workers: int, storage: str | 
 
 
 def failed_trials(table: pd.DataFrame) -> list[str]:
-    """Trials that failed for a reason other than diverged seeds (an exception, a lost worker)."""
+    """Trials that failed for a reason other than diverged seeds (an exception, a lost worker); an
+    attempt that was retried is not one (its retry's rows say how the configuration ended)."""
     if table.empty or "state" not in table.columns:
         return []
     out = []
+    table = outcomes(table)
     for trial, g in table[table["state"] == "FAIL"].groupby("trial"):
         # from the runs' own results, not the reason's text: every seed ran to an end, one or more diverged
         diverged_only = g["status"].isin(RUN_STATUSES).all() and (g["status"] == "diverged").any()

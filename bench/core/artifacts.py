@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal, Mapping, TypedDict
 
+from seqbench.bench.core.disk import disk_full, is_disk_full
 from seqbench.bench.core.errors import UserError
 
 RUNS = "runs"  # <out_dir>/runs/<run_id>/
@@ -297,6 +298,7 @@ class TrialAttrs(TypedDict, total=False):
     retried: bool  # a FAIL whose configuration was queued again (dead worker, Ctrl-C)
     retry_of: int  # on the retry: the trial it redoes
     resume_run_ids: list[str]  # on the retry: runs to continue from their checkpoints
+    worker: dict[str, Any]  # who runs it: host, boot (id), pid, started (process start time); sweeps.liveness
 
 
 # -- the W&B group of a sweep's runs (the runner sets it, the published W&B Report filters on it) -------
@@ -332,4 +334,6 @@ def check_writable(out_dir: Path) -> None:
             f.write(b"\0" * _PROBE_BYTES)
             f.flush()
     except OSError as e:
+        if is_disk_full(e):
+            raise disk_full("out_dir", out_dir, _PROBE_BYTES, e) from None
         raise UserError(f"out_dir: cannot write to {out_dir} ({e.strerror})") from None

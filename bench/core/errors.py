@@ -26,9 +26,11 @@ class UserError(Exception):
 
 
 def did_you_mean(word: Any, choices: Iterable[str], spell: Callable[[str], str] = str) -> str:
-    """``" did you mean lstm?"`` for the choice closest to a misspelt ``word``, else ``""``."""
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
-    return f" did you mean {spell(close[0])}?" if close else ""
+    """``" did you mean lstm?"`` for the choice closest to a misspelt ``word`` (in any case: ``LSTM``),
+    else ``""``. Give only choices the caller accepts: a suggestion the command then refuses misleads."""
+    by_lower = {str(c).lower(): str(c) for c in choices}
+    close = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1)
+    return f" did you mean {spell(by_lower[close[0]])}?" if close else ""
 
 
 # pydantic's names for the members of a union in an error location: ('train', 'devices', 'int'),

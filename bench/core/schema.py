@@ -6,7 +6,7 @@ import types
 import typing
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
 INT_LIMIT = 2**31 - 1  # sizes, steps and lengths beyond this are typos, not experiments
@@ -50,6 +50,22 @@ class Section(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False)
+    # the dotted keys the user gave (command line, file, sweep spec), recorded by the composition that built
+    # the config: pydantic's model_fields_set does not survive a dump-and-validate, after which all are set
+    _typed: frozenset[str] = PrivateAttr(default_factory=frozenset)
+
+    @property
+    def typed(self) -> frozenset[str]:
+        """Dotted keys the user set (``tracking.wandb``); W&B's WANDB_* variables yield to these only."""
+        return self._typed
+
+    def with_typed(self, keys: typing.Iterable[str]) -> "Section":
+        """This section, recording ``keys`` as what the user typed (the composition calls it once)."""
+        self._typed = frozenset(keys)
+        return self
+
+    def __eq__(self, other: object) -> bool:  # the configuration, not how it was typed
+        return type(other) is type(self) and self.__dict__ == other.__dict__
 
     @model_validator(mode="before")
     @classmethod

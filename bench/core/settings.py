@@ -55,8 +55,12 @@ def parse_value(text: str) -> Any:
 
 
 def check_key(key: str, example: str) -> str:
-    """A dotted key with no empty part (``model.d_model``), stripped."""
+    """A dotted key with no empty part (``model.d_model``), stripped; Hydra's spellings (``+key``,
+    ``~key``, ``hydra.*``) get a line saying what seqbench does instead."""
     key = key.strip()
+    habit = hydra_key(key)
+    if habit:
+        raise UserError(habit)
     if not key or not all(key.split(".")):
         raise UserError(f"{key or '(empty)'}: malformed key; use dotted names like {example}")
     return key
@@ -66,6 +70,9 @@ def parse_pairs(items: Iterable[str], *, example: str = "model.d_model=64") -> l
     """``["a.b=1", ...]`` -> ``[("a.b", 1), ...]``; UserError on an item that is not key=value."""
     pairs = []
     for item in items:
+        habit = hydra_key(item.partition("=")[0].strip())
+        if habit:
+            raise UserError(habit)
         if "=" not in item:
             raise UserError(f"{item}: settings look like key=value, e.g. {example}")
         key, _, text = item.partition("=")
@@ -98,6 +105,21 @@ def hydra_habit(command: str, words: Iterable[str]) -> str | None:
                     "settings use `seqbench compare model=lstm,gru task.delay=20,40` (comma lists)")
         if kind == "cfg":
             return f"{word}: Hydra's config printer; seqbench spells it `seqbench {command} ... --print-config`"
+    return None
+
+
+def hydra_key(key: str) -> str | None:
+    """The one line for a Hydra override habit in ``key``, or None."""
+    bare = key.lstrip("+~")
+    if key.startswith("~"):
+        return (f"{key}: Hydra's delete syntax; seqbench deletes nothing: a field left out keeps its default "
+                f"(`seqbench list -v`), so drop the setting or give {bare}=<value>")
+    if key.startswith("+"):
+        return (f"{key}: Hydra's add syntax; seqbench sets any field as {bare}=<value> (no +), and a field the "
+                "config does not have is refused by name")
+    if bare.split(".")[0] == "hydra":
+        return (f"{key}: seqbench is not Hydra; runs go under --out-dir DIR (or out_dir=DIR), sweeps are "
+                "`seqbench sweep SPEC` and comma lists `seqbench compare`")
     return None
 
 

@@ -7,6 +7,7 @@ when a statement rests on one run. No torch here: reports and verdicts import th
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -15,6 +16,42 @@ from scipy import stats as _st
 
 LEVEL = 0.95
 _NOISE = 1e-12  # relative spread below this is float rounding (equal values summed differently), not data
+
+
+_LOG_WORDS = {"loss", "mse", "bpc", "ppl", "perplexity", "nll", "norm"}  # positive, skewed over seeds
+_LINEAR_WORDS = {"exponent", "rate", "diff", "delta"}  # signed quantities (decay_rate, time_exponent)
+_UNIT_WORDS = {"acc", "accuracy", "exact", "recall", "solved", "f1", "share"}  # in [0, 1]
+UNBOUNDED = (-math.inf, math.inf)
+
+
+def metric_scale(metric: str) -> tuple[str, tuple[float, float]]:
+    """(scale, range) a metric's seed values are judged on, from its name: log for positive skewed
+    metrics, linear clipped to [0, 1] for shares and accuracies, linear otherwise. A length
+    (``test@200/acc``) or a record (``diag/decay_rate@first``) does not change what a metric is."""
+    words = set(re.split(r"[^a-z0-9]+", re.sub(r"@\d+", "", metric.lower()).split("@")[0]))
+    if words & _LINEAR_WORDS:
+        return "linear", (0.0, 1.0) if words & _UNIT_WORDS else UNBOUNDED
+    if words & _LOG_WORDS:
+        return "log", (0.0, math.inf)
+    if words & _UNIT_WORDS:
+        return "linear", (0.0, 1.0)
+    return "linear", UNBOUNDED
+
+
+def metric_bounds(column: str) -> tuple[float, float]:
+    """The range of the metric a table column holds (``objective:val/acc``, ``final.test@40/acc``):
+    [0, 1] for accuracies and shares, [0, inf) for losses, unbounded otherwise."""
+    return metric_scale(re.sub(r"^(objective:|trial_value:|final\.|best\.|baseline\.|eval\.)", "", column))[1]
+
+
+def clip(iv: "Interval", bounds: tuple[float, float]) -> "Interval":
+    """``iv`` with its interval kept inside ``bounds`` (a mean never lies outside them; a Student-t
+    interval over few seeds can, and an accuracy interval below 0 states something impossible)."""
+    lo_b, hi_b = bounds
+    if math.isnan(iv.lo) or bounds == UNBOUNDED:
+        return iv
+    return Interval(iv.mean, min(max(iv.lo, lo_b), hi_b), min(max(iv.hi, lo_b), hi_b), iv.n, iv.std, iv.level,
+                    iv.scale)
 
 
 @dataclass(frozen=True)
@@ -51,8 +88,9 @@ class Interval:
         return f"{m} [{self.lo:.{digits}g}, {self.hi:.{digits}g}]{pct} n={self.n}"
 
 
-def mean_ci(values: Sequence[float], level: float = LEVEL) -> Interval:
-    """Mean and Student-t interval of the finite values (NaN/inf, e.g. diverged seeds, are dropped)."""
+def mean_ci(values: Sequence[float], level: float = LEVEL, bounds: tuple[float, float] = UNBOUNDED) -> Interval:
+    """Mean and Student-t interval of the finite values (NaN/inf, e.g. diverged seeds, are dropped), the
+    interval kept inside ``bounds`` (the metric's range, ``metric_bounds``)."""
     x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
     n = int(x.size)
     if n == 0:
@@ -64,7 +102,7 @@ def mean_ci(values: Sequence[float], level: float = LEVEL) -> Interval:
     if std <= _NOISE * float(np.abs(x).max()):  # equal values: no spread, a point interval
         return Interval(mean, mean, mean, n, 0.0, level)
     lo, hi = _st.t.interval(level, df=n - 1, loc=mean, scale=std / math.sqrt(n))
-    return Interval(mean, float(lo), float(hi), n, std, level)
+    return clip(Interval(mean, float(lo), float(hi), n, std, level), bounds)
 
 
 @dataclass(frozen=True)
@@ -78,15 +116,18 @@ class Paired:
     n: int
 
 
-def paired(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> Paired:
-    """Compare two equal-length seed-aligned samples; pairs where either side is not finite are dropped."""
+def paired(a: Sequence[float], b: Sequence[float], level: float = LEVEL,
+           bounds: tuple[float, float] = UNBOUNDED) -> Paired:
+    """Compare two equal-length seed-aligned samples; pairs where either side is not finite are dropped.
+    ``bounds``: the metric's range, so the difference's interval stays within +-(its width)."""
     if len(a) != len(b):
         raise ValueError(f"paired samples need equal lengths, got {len(a)} and {len(b)}")
     pairs = [(x, y) for x, y in zip(a, b)
              if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)]
     d = np.asarray([x - y for x, y in pairs], dtype=float)
     n = int(d.size)
-    diff = mean_ci(d.tolist(), level)
+    width = bounds[1] - bounds[0]
+    diff = mean_ci(d.tolist(), level, (-width, width) if math.isfinite(width) else UNBOUNDED)
     p_t = p_w = d_z = math.nan
     if n >= 2 and diff.std > 0:
         p_t = float(_st.ttest_rel([x for x, _ in pairs], [y for _, y in pairs]).pvalue)

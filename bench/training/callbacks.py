@@ -19,6 +19,7 @@ from typing import Any, Iterator
 import pytorch_lightning as pl
 import torch
 
+from seqbench.bench.core import signals
 from seqbench.bench.core.text import duration
 from seqbench.bench.training.tracking import RunTracker
 
@@ -293,7 +294,11 @@ class AtomicCheckpoint(pl.Callback):
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.tmp")
-        trainer.save_checkpoint(tmp)
+        try:
+            trainer.save_checkpoint(tmp)
+        except OSError:  # a full disk: the half-written copy would hold the space the last good one needs
+            tmp.unlink(missing_ok=True)
+            raise
         if trainer.global_rank == 0:
             os.replace(tmp, self.path)
         self.saved_step = trainer.global_step
@@ -304,7 +309,8 @@ class GracefulStop(RunStopper):
 
     The handler only sets a flag; this callback acts on it at the end of a step, so the
     checkpoint's step is the step at which the signal arrived and a resume trains no step twice.
-    A second signal raises ``KeyboardInterrupt`` at once (the user insists; nothing is saved).
+    A second signal raises ``KeyboardInterrupt`` at once (the user insists; nothing is saved), unless it
+    repeats the first within ``signals.REPEAT_S`` (the same stop delivered twice: ``bench.core.signals``).
     Under several processes the ranks agree on stopping every ``trainer.log_every_n_steps``
     steps (one collective there, none per step).
     """
@@ -332,6 +338,8 @@ class GracefulStop(RunStopper):
                 signal.signal(s, h)
 
     def _handle(self, signum: int, frame: Any) -> None:
+        if not signals.noted(signum):
+            return  # the same stop delivered twice (to the process group and by a sweep's parent)
         if self.signal_name is not None:
             raise KeyboardInterrupt
         self.signal_name = signal.Signals(signum).name

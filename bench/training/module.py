@@ -6,6 +6,7 @@ It never looks at the model's or the task's name: batches come from ``task.loade
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as pl
@@ -14,7 +15,9 @@ import torchmetrics
 from torch import nn
 
 from seqbench.bench.config import RunConfig
+from seqbench.bench.core import artifacts
 from seqbench.bench.core.contract import Batch
+from seqbench.bench.core.errors import UserError
 from seqbench.bench.training.schedules import lr_multiplier
 from seqbench.models.base import build_model
 from seqbench.tasks.base import Task
@@ -106,6 +109,23 @@ class SeqModule(pl.LightningModule):
         self._test_split = "test"  # the split ``evaluate_at`` reads ("val" for ``seqbench eval --split val``)
         self._state: Any = None  # recurrent state carried across batches (stateful tasks)
         self.train_loss = LossMeter()
+
+    @classmethod
+    def load_from_checkpoint(cls, checkpoint_path: Any, map_location: Any = None,  # type: ignore[override]
+                             **kwargs: Any) -> "SeqModule":
+        """Lightning's habit, on a seqbench checkpoint: a ``<run>/checkpoints/last.ckpt`` is read through
+        its run folder (config.yaml rebuilds the task and model), as ``seqbench.load_model(run)`` does;
+        anything else is one line pointing there (the checkpoint holds weights, not what rebuilds them)."""
+        from seqbench.bench.training.trained import load_model  # here: trained imports this module
+
+        path = Path(str(checkpoint_path))
+        run = path.parent.parent
+        if path.parent.name != "checkpoints" or not (run / artifacts.CONFIG).is_file() or kwargs:
+            extra = f" ({', '.join(kwargs)} not taken)" if kwargs else ""
+            raise UserError(f"checkpoint_path: {path} is not a checkpoint of a seqbench run folder{extra}; load "
+                            "a trained run with seqbench.load_model(RUN_ID or run folder)")
+        model = load_model(run)
+        return model.to(map_location) if isinstance(map_location, (str, torch.device)) else model
 
     # -- data -------------------------------------------------------------------------
     def train_dataloader(self):

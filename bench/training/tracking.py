@@ -22,7 +22,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -117,19 +117,30 @@ class RunTracker:
 
     # -- W&B ----------------------------------------------------------------------------
     def start_wandb(self, config_extra: Mapping[str, Any] | None = None) -> WandbRun | None:
-        """Open this run's W&B run (None when W&B is off or fails to start: training goes on)."""
+        """Open this run's W&B run (None when W&B is off or fails to start: training goes on). Online,
+        a server not reached within ``tracking.init_timeout`` is given up for the rest of the process
+        (a sweep worker does not wait again for every trial): this run and later ones log offline."""
         target = wandb_target(self.cfg)
         if target.mode == "off":
             return None
+        if target.mode == "online" and _unreachable:
+            target = replace(target, mode="offline")
         try:
             self.wandb = WandbRun(self.cfg, self.run_id, target, resumed=self.resumed, config_extra=config_extra)
         except Exception as e:  # noqa: BLE001 - tracking must never stop training
-            _warn_once(f"W&B disabled for this run: {type(e).__name__}: {e}")
-            self.wandb = None
+            if target.mode != "online":
+                _warn_once(f"W&B disabled for this run: {type(e).__name__}: {e}")
+                self.wandb = None
+                return None
+            _unreachable.append(" ".join(str(e).split())[:200])
+            _warn_once(f"W&B could not start online ({type(e).__name__}: {_unreachable[0]}); this process logs "
+                       "offline from now on (upload later with `wandb sync`)")
+            return self.start_wandb(config_extra)
         return self.wandb
 
 
 _warned: set[str] = set()
+_unreachable: list[str] = []  # why W&B's server was given up in this process (empty: not given up)
 
 
 def _warn_once(msg: str) -> None:
@@ -158,15 +169,15 @@ def wandb_target(cfg: RunConfig, env: Mapping[str, str] | None = None) -> WandbT
     user set wins, then W&B's own variables (``WANDB_MODE``, ``WANDB_PROJECT``, ``WANDB_ENTITY``,
     ``WANDB_DIR``), then seqbench's defaults (offline, project ``seqbench``, ``<out_dir>/wandb``)."""
     env = os.environ if env is None else env
-    t, typed = cfg.tracking, cfg.tracking.model_fields_set
+    t, typed = cfg.tracking, cfg.typed  # what the composition recorded, not pydantic's model_fields_set
     mode = t.wandb
     wanted = env.get("WANDB_MODE", "").strip().lower()
-    if "wandb" not in typed and wanted:
+    if "tracking.wandb" not in typed and wanted:
         if wanted in _MODES:
             mode = _MODES[wanted]
         else:
             _warn_once(f"WANDB_MODE={wanted!r} is not one of {', '.join(_MODES)}; using tracking.wandb={t.wandb}")
-    project = t.project if "project" in typed else (env.get("WANDB_PROJECT", "").strip() or t.project)
+    project = t.project if "tracking.project" in typed else (env.get("WANDB_PROJECT", "").strip() or t.project)
     root = Path(env["WANDB_DIR"]) if env.get("WANDB_DIR", "").strip() else Path(cfg.out_dir)
     return WandbTarget(mode, project, env.get("WANDB_ENTITY", "").strip() or None, root, t.group)
 
@@ -210,7 +221,8 @@ class WandbRun:
             resume="allow" if resumed else None, reinit="create_new",
             config={**cfg.to_dict(), "config_hash": cfg.config_hash(), **(config_extra or {})},
             # the harness records code, versions and console itself (results.json, the terminal)
-            settings=wandb.Settings(console="off", save_code=False, x_save_requirements=False))
+            settings=wandb.Settings(console="off", save_code=False, x_save_requirements=False,
+                                    init_timeout=cfg.tracking.init_timeout))
         self.run.define_metric(STEP)
         self.run.define_metric("*", step_metric=STEP)
 

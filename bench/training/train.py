@@ -21,6 +21,7 @@ import torch
 from seqbench.bench.config import RunConfig, load_config
 from seqbench.bench.core import artifacts
 from seqbench.bench.core.artifacts import read_results
+from seqbench.bench.core.disk import disk_full, is_disk_full, tree_size
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import TASKS
 from seqbench.bench.training.callbacks import (
@@ -84,6 +85,20 @@ def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequenc
             print(f"[{cfg.task.name}/{cfg.model.name}] {tracker.run_id} interrupted; continue it with:\n  "
                   f"{resume_command(tracker)}", file=sys.stderr, flush=True)
         raise
+    except OSError as e:
+        if not is_disk_full(e):
+            raise
+        raise out_of_space(tracker, e) from None
+
+
+def out_of_space(tracker: RunTracker, e: OSError) -> UserError:
+    """A full disk mid-run, in one line: the file, the space free and needed (a checkpoint is written
+    beside the last one before it replaces it), and how the run continues from its last checkpoint."""
+    ckpt = tracker.checkpoint
+    need = ckpt.stat().st_size if ckpt.is_file() else tree_size(tracker.dir)
+    then = (f"free space and continue it from its last checkpoint: {resume_command(tracker)}" if ckpt.is_file()
+            else "free space and run it again")
+    return disk_full("out_dir", e.filename or tracker.dir, need, e, then)
 
 
 def check_resumable(cfg: RunConfig) -> None:

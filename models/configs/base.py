@@ -71,6 +71,18 @@ class ModelConfig(Section):
         """True when outputs at t depend on inputs after t (refused on causal tasks)."""
         return False
 
+    def max_positions(self) -> int | None:
+        """The longest input the model takes (a learned position table's size); None: any length.
+        A longer training or ``eval.lengths`` sequence is refused before training."""
+        return None
+
+    def check_positions(self, n: int, what: str) -> None:
+        """Refuse a sequence of ``n`` positions (``what``: which one) longer than ``max_positions``."""
+        most = self.max_positions()
+        if most is not None and n > most:
+            raise ValueError(f"model.max_len: {what} has {n} positions, more than the learned encoding's "
+                             f"model.max_len={most}; raise model.max_len or set model.pos_encoding=sinusoidal")
+
     def forward_macs(self, spec: TaskSpec, T: int, target_len: int | None) -> int | None:
         """Multiply-accumulates of one forward pass over one training sequence of ``T`` input
         positions; ``target_len`` is the decoder's positions on a seq2seq task (None otherwise).

@@ -37,6 +37,9 @@ class TransformerFields(ModelConfig):
         "sinusoidal", description="position signal; sinusoidal extends to lengths longer than training")
     max_len: int = Field(2048, ge=1, description="positions a learned encoding has (longer inputs are refused)")
 
+    def max_positions(self) -> int | None:
+        return self.max_len if self.pos_encoding == "learned" else None
+
     @model_validator(mode="after")
     def _heads_divide(self):
         if self.d_model % self.n_heads:

@@ -5,33 +5,15 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from typing import Any
 
 import pandas as pd
 
 from seqbench.bench.core.artifacts import BASELINE, BEST, FINAL, PARAM
+from seqbench.bench.core.stats import metric_scale  # noqa: F401  (judge and the verify page read it from here)
 from seqbench.sweeps.claims.rules import Baseline, Rule
 
 RUN_STATUSES = ("completed", "diverged")
-_LOG_WORDS = {"loss", "mse", "bpc", "ppl", "perplexity", "nll", "norm"}  # positive, skewed over seeds
-_LINEAR_WORDS = {"exponent", "rate", "diff", "delta"}  # signed quantities (decay_rate, time_exponent)
-_UNIT_WORDS = {"acc", "accuracy", "exact", "recall", "solved", "f1", "share"}  # in [0, 1]
-
-
-def metric_scale(metric: str) -> tuple[str, tuple[float, float]]:
-    """(scale, range) a metric's seed values are judged on, from its name: log for positive skewed
-    metrics, linear clipped to [0, 1] for shares and accuracies, linear otherwise."""
-    words = set(re.split(r"[^a-z0-9]+", metric.lower().split("@")[0]))
-    if words & _LINEAR_WORDS:
-        return "linear", (0.0, 1.0) if words & _UNIT_WORDS else (-math.inf, math.inf)
-    if words & _LOG_WORDS:
-        return "log", (0.0, math.inf)
-    if words & _UNIT_WORDS:
-        return "linear", (0.0, 1.0)
-    return "linear", (-math.inf, math.inf)
-
-
 def _label(where: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in where.items()) or "(one configuration)"
 

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from seqbench.bench.core.contract import Goal, MetricDef, OutputKind, TaskFacts
+from seqbench.bench.core.registry import TASKS
 from seqbench.bench.core.schema import Section
 
 
@@ -26,6 +27,18 @@ class TaskConfig(Section):
         """Training sequence length (input side)."""
         raise NotImplementedError
 
+    def min_length(self) -> tuple[int, str]:
+        """The shortest sequence the task can build (an ``eval.lengths`` entry below it is refused before
+        training) and why, in words: ``(21, "10 symbols, a delay of at least 1 step and 10 recall steps")``."""
+        return 1, "one step"
+
+    def check_length(self, n: int) -> None:
+        """Refuse an ``eval.lengths`` entry shorter than ``min_length`` (one line: the smallest and why)."""
+        shortest, why = self.min_length()
+        if n < shortest:
+            raise ValueError(f"eval.lengths: {n} is shorter than task {self.name!r} can build: its shortest "
+                             f"sequence is {shortest} ({why}); use lengths >= {shortest}")
+
 
 class TokenTaskConfig(TaskConfig):
     """Per-step classification scored by accuracy on the answer positions (copy, recall, ...)."""
@@ -36,3 +49,19 @@ class TokenTaskConfig(TaskConfig):
 def positive_int(description: str, default: int) -> Any:
     """A strictly positive integer field with its one-line reason."""
     return Field(default, ge=1, description=description)
+
+
+def metric_goal_of(metric: str, tasks: list[str]) -> str:
+    """"maximize" or "minimize" for a metric key, as the runs' tasks declare it (``TaskFacts``; time:
+    minimize). A metric none of the tasks declares reads "maximize"; callers refuse it by name. The
+    tasks must be registered (``seqbench.bench.config`` imports them all and re-exports this)."""
+    if metric.startswith("time/"):
+        return "minimize"
+    for t in tasks:
+        if t not in TASKS:
+            continue
+        try:
+            return TASKS.get(t).config_cls.facts.goal(metric).optuna
+        except KeyError:
+            continue
+    return "maximize"

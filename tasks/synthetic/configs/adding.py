@@ -36,3 +36,6 @@ class AddingConfig(TaskConfig):
 
     def seq_len(self) -> int:
         return self.length
+
+    def min_length(self) -> tuple[int, str]:
+        return 2, "one marked number in each half"

@@ -45,3 +45,7 @@ class AssocRecallConfig(TokenTaskConfig):
 
     def seq_len(self) -> int:
         return self.length
+
+    def min_length(self) -> tuple[int, str]:
+        n = self.n_pairs
+        return 3 * n, f"{n} key-value pairs (task.n_pairs: {2 * n} steps) and {n} query steps"

@@ -36,3 +36,7 @@ class CopyConfig(TokenTaskConfig):
 
     def seq_len(self) -> int:
         return self.delay + 2 * self.n_symbols
+
+    def min_length(self) -> tuple[int, str]:
+        n = self.n_symbols
+        return 2 * n + 1, f"{n} symbols (task.n_symbols), a delay of at least 1 step and {n} recall steps"

@@ -42,3 +42,7 @@ class SelectiveCopyConfig(TokenTaskConfig):
 
     def seq_len(self) -> int:
         return self.length + self.n_symbols
+
+    def min_length(self) -> tuple[int, str]:
+        n = self.n_symbols
+        return 2 * n, f"{n} symbols (task.n_symbols) scattered over at least {n} steps, then {n} recall steps"
