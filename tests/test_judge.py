@@ -49,42 +49,53 @@ def claim(expect: list[dict], controls: list[dict] | None = None, **extra) -> ob
 
 
 GRU_LEARNS = {"name": "gru learns", "where": {"model.name": "gru"}, "metric": "val/mse", "below": {"baseline": 0.1}}
+
+
+def eight(*values: float) -> list[float]:
+    """8 seeds cycling ``values``: a baseline multiple is judged per seed, and a sign test needs 6 or more
+    seeds to decide at 95% (8 of 8: p = 0.0039; 3 of 3: 0.125)."""
+    return [values[i % len(values)] for i in range(8)]
 RNN_AT_BASE = {"name": "rnn at the baseline", "where": {"model.name": "rnn"}, "metric": "val/mse",
                "between": [{"baseline": 0.9}, {"baseline": 1.1}], "control": "gru learns"}
 
 
 # -- controls -----------------------------------------------------------------------------------
 def test_a_failed_control_makes_the_claim_invalid_never_holds_or_fails():
-    c = claim([RNN_AT_BASE], [GRU_LEARNS])
-    rnn = [0.165, 0.168, 0.166]  # at the baseline: the rule alone would hold
-    verdict, rules, controls, why = judge_all(c, table({"rnn": rnn, "gru": [0.16, 0.17, 0.165]}), SWEPT, "quick")
+    c = claim([RNN_AT_BASE], [GRU_LEARNS], seeds=8)
+    rnn = eight(0.165, 0.168, 0.166)  # at the baseline: the rule alone would hold
+    verdict, rules, controls, why = judge_all(c, table({"rnn": rnn, "gru": eight(0.16, 0.17, 0.165)}), SWEPT, "quick")
     assert controls[0].verdict == FAILS and verdict == INVALID and why == "control: gru learns"
     assert rules[0].verdict == INVALID and "control: gru learns failed" in rules[0].why
     # the same rnn seeds with a comparator that trains: the rule is judged, and holds
-    verdict, rules, controls, _ = judge_all(c, table({"rnn": rnn, "gru": [1e-3, 2e-3, 1.5e-3]}), SWEPT, "quick")
+    verdict, rules, controls, _ = judge_all(c, table({"rnn": rnn, "gru": eight(1e-3, 2e-3, 1.5e-3)}), SWEPT, "quick")
     assert (controls[0].verdict, rules[0].verdict, verdict) == (HOLDS, HOLDS, HOLDS)
     # ... and an rnn far below the baseline (it learned) fails the two-sided band
-    verdict, rules, _, _ = judge_all(c, table({"rnn": [0.01, 0.012, 0.011], "gru": [1e-3, 2e-3, 1.5e-3]}), SWEPT,
-                                     "quick")
+    verdict, rules, _, _ = judge_all(c, table({"rnn": eight(0.01, 0.012, 0.011), "gru": eight(1e-3, 2e-3, 1.5e-3)}),
+                                     SWEPT, "quick")
     assert rules[0].verdict == FAILS and verdict == FAILS
+    # with 3 seeds nothing is decided: 3 of 3 seeds at the baseline is p = 1/8 (a tie of 3 was "certain")
+    three = judge_all(claim([RNN_AT_BASE], [GRU_LEARNS]), table({"rnn": rnn[:3], "gru": [1e-3, 2e-3, 1.5e-3]}),
+                      SWEPT, "quick")
+    assert three[0] == INCONCLUSIVE and three[2][0].p_alone == pytest.approx(0.25)
 
 
 def test_an_at_the_baseline_rule_without_a_control_cannot_hold():
     c = claim([{**RNN_AT_BASE, "control": None}])
-    t = table({"rnn": [0.165, 0.168, 0.166], "gru": [1e-3] * 3})
+    t = table({"rnn": eight(0.165, 0.168, 0.166), "gru": [1e-3] * 8})
     verdict, rules, _, _ = judge_all(c, t, SWEPT, "quick")
     assert verdict == INVALID and rules[0].verdict == INVALID and "no control" in rules[0].why
     # unless the rule says why none is needed (e.g. measured at initialisation), and that reason is shown
-    c = claim([{**RNN_AT_BASE, "control": None, "no_control": "measured at initialisation"}])
+    c = claim([{**RNN_AT_BASE, "control": None, "no_control": "measured at initialisation"}], seeds=8)
     verdict, rules, _, _ = judge_all(c, t, SWEPT, "quick")
     assert verdict == HOLDS and rules[0].verdict == HOLDS
 
 
 def test_a_model_worse_than_the_baseline_is_not_at_the_baseline():
     # issue 19: "above 0.8 x baseline" passed an LSTM at 0.067 against a 0.0495 baseline; a band does not
-    c = claim([RNN_AT_BASE], [GRU_LEARNS])
-    verdict, rules, _, _ = judge_all(c, table({"rnn": [0.30, 0.32, 0.31], "gru": [1e-3] * 3}), SWEPT, "quick")
-    assert rules[0].verdict == FAILS and rules[0].interval.lo > 1.1 * BASE
+    c = claim([RNN_AT_BASE], [GRU_LEARNS], seeds=8)
+    verdict, rules, _, _ = judge_all(c, table({"rnn": eight(0.30, 0.32, 0.31), "gru": [1e-3] * 8}), SWEPT, "quick")
+    assert rules[0].verdict == FAILS and rules[0].interval.fmt().startswith("0/8 seeds")
+    assert rules[0].cut == {"lo": pytest.approx(0.9 * BASE), "hi": pytest.approx(1.1 * BASE)}
 
 
 @pytest.mark.parametrize("change, message", [
@@ -182,7 +193,8 @@ def test_an_interval_never_leaves_the_metrics_range():
     assert r.interval.mean == pytest.approx(math.exp(np.mean(np.log(mse))))
     acc = [0.99, 1.0, 0.97]
     a = judge_rule(Rule.model_validate({"name": "a", "where": {"model.name": "gru"}, "metric": "val/acc",
-                                        "above": 0.5}), table({"gru": acc, "rnn": acc}, metric="val/acc"), SWEPT)
+                                        "above": 0.5, "by_mean": "the clipped t interval is what is tested"}),
+                   table({"gru": acc, "rnn": acc}, metric="val/acc"), SWEPT)
     assert st.t.interval(0.95, 2, loc=np.mean(acc), scale=st.sem(acc))[1] > 1 and a.interval.hi == 1.0
     rates = judge_rule(Rule.model_validate({"name": "s", "where": {"model.name": "gru"}, "metric": "solved",
                                             "above": 0.1}), table({"gru": [True] * 3, "rnn": [False] * 3}), SWEPT)

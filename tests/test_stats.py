@@ -144,8 +144,12 @@ def test_estimates_match_scipy_on_their_scale():
     assert rate.p_value(0.2, "above") == pytest.approx(st.binomtest(3, 4, 0.2, alternative="greater").pvalue)
     ci95 = st.binomtest(3, 4).proportion_ci(method="exact")
     assert rate.interval().fmt() == f"3/4 seeds [{ci95.low:.3g}, {ci95.high:.3g}] n=4"
-    same = Estimate((0.5, 0.5, 0.5))
-    assert same.p_value(0.4, "above") == 0.0 and same.p_value(0.4, "below") == 1.0  # no spread: certain
+    same = Estimate((0.5, 0.5, 0.5))  # no spread among 3 seeds is no test, not certainty (it was p = 0 and 1)
+    assert same.tied and same.p_value(0.4, "above") == 1.0 and same.p_value(0.4, "below") == 1.0
+    assert Estimate((0.5, 0.5, 0.5 + 1e-15)).tied and not Estimate((0.5, 0.5, 0.51)).tied
+    assert Estimate((0.3, 0.3), "log").tied and not Estimate((1.0, 1.0, 0.0), "rate").tied
+    # the same seeds judged per seed: an exact sign test says 3 of 3 is p = 1/8, nowhere near certain
+    assert Estimate((1.0, 1.0, 1.0), "rate").p_value(0.5, "above") == pytest.approx(0.125)
     with pytest.raises(ValueError, match="positive values"):
         Estimate((0.0, 0.1), "log")
 

@@ -56,8 +56,13 @@ def test_holds_fails_and_inconclusive_from_the_interval():
 
 def test_baseline_thresholds_and_paired_differences():
     t = table(GOOD)
+    # a baseline multiple asks, per seed, whether a run left the plateau: 3 of 3 seeds is p = 1/8, undecided
     at_base = judge_rule(rule(where={"model.name": "rnn", "task.length": 50}, above={"baseline": 0.9}), t, SWEPT)
-    assert at_base.verdict == HOLDS and at_base.thresholds["above"] == pytest.approx(0.15)
+    assert at_base.cut["above"] == pytest.approx(0.15) and at_base.thresholds == {"above": 0.5}
+    assert at_base.verdict == INCONCLUSIVE and at_base.interval.fmt().startswith("3/3 seeds")
+    eight = table({**GOOD, ("rnn", 50): [0.16, 0.17, 0.165] * 2 + [0.16, 0.17]})
+    at_base = judge_rule(rule(where={"model.name": "rnn", "task.length": 50}, above={"baseline": 0.9}), eight, SWEPT)
+    assert at_base.verdict == HOLDS and at_base.p_alone == pytest.approx(2 * 0.5 ** 8)  # 8 of 8: a sign test
     diff = judge_rule(rule(where={"model.name": "rnn", "task.length": 50}, minus={"model.name": "gru",
                                                                                   "task.length": 50}, above=0.1),
                       t, SWEPT)
@@ -79,16 +84,19 @@ def test_missing_configuration_and_missing_metric_are_named():
 
 
 def test_diverged_seed_is_inconclusive_unless_the_rule_says_what_it_counts_as():
-    t = table({**GOOD, ("gru", 50): [0.001, None, 0.002, 0.0015]})
+    t = table({**GOOD, ("gru", 50): [0.001, None, 0.002, 0.0015, 0.001, 0.002, 0.0012, 0.0018, 0.0011]})
     where = {"model.name": "gru", "task.length": 50}
     default = judge_rule(rule(where=where, below=0.01), t, SWEPT)
     assert default.verdict == INCONCLUSIVE and default.n_diverged == 1 and "diverged" in default.why
     left_out = judge_rule(rule(where=where, below=0.01, diverged="exclude"), t, SWEPT)
-    assert left_out.verdict == HOLDS and left_out.interval.n == 3 and "1 diverged, left out" in left_out.measured()
+    assert left_out.verdict == HOLDS and left_out.interval.n == 8 and "1 diverged, left out" in left_out.measured()
+    assert left_out.estimate.scale == "log"  # nothing imputed: the geometric mean
+    # an imputed seed is a point mass (every diverged seed the same value): judged per seed, 8 of 9 pass
     as_base = judge_rule(rule(where=where, below=0.01, diverged="baseline"), t, SWEPT)
-    assert as_base.verdict == INCONCLUSIVE and as_base.interval.n == 4  # the untrained seed widens it past 0.01
+    assert as_base.per_seed.startswith("diverged seeds are imputed") and as_base.interval.n == 9
+    assert as_base.verdict == HOLDS and as_base.p_alone == pytest.approx(2 * 10 / 2 ** 9)  # P(>= 8 of 9 | 1/2)
     as_base_above = judge_rule(rule(where=where, above=0.5, diverged="baseline"), t, SWEPT)
-    assert as_base_above.verdict == FAILS
+    assert as_base_above.verdict == FAILS and as_base_above.interval.mean == 0.0
 
 
 def test_claim_verdict_combines_rules():

@@ -153,7 +153,10 @@ class Estimate:
 
     def p_value(self, threshold: float, side: str) -> float:
         """One-sided p for "the quantity is ``side`` (below/above) ``threshold``" (exact binomial for a
-        rate, one-sample t otherwise); 0 or 1 when the seeds agree exactly (no spread, no test)."""
+        rate, one-sample t otherwise). Seeds that agree exactly give 1 (no test, never decided): zero
+        spread among 3 seeds is not zero spread of the metric (a coin that came up heads 3 times is not
+        two-headed; an exact test of the share of seeds says p = 0.125), so only a per-seed rule
+        (``success:``, exact binomial) can decide on such seeds."""
         if side not in ("below", "above"):
             raise ValueError(side)
         alt = "less" if side == "below" else "greater"
@@ -168,10 +171,17 @@ class Estimate:
             if threshold <= 0:  # every positive value is above a threshold <= 0
                 return 0.0 if side == "above" else 1.0
             x, threshold = np.log(x), math.log(threshold)
-        if x.std(ddof=1) <= _NOISE * float(np.abs(x).max()):  # equal values: the answer is certain
-            m = float(x.mean())
-            return 0.0 if (m < threshold if side == "below" else m > threshold) else 1.0
+        if self.tied:
+            return 1.0
         return float(_st.ttest_1samp(x, threshold, alternative=alt).pvalue)
+
+    @property
+    def tied(self) -> bool:
+        """Every seed gave the same value (up to float rounding) on a mean's scale: no t-test exists."""
+        if self.scale == "rate" or self.n < 2:
+            return False
+        x = np.log(np.asarray(self.values)) if self.scale == "log" else np.asarray(self.values, dtype=float)
+        return bool(x.std(ddof=1) <= _NOISE * float(np.abs(x).max()))
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
