@@ -3,6 +3,7 @@ sequential looks with the training replaced by fabricated tables, and three tiny
 (one holds, one fails, one whose control fails: a judge that always answers the same fails two)."""
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from scipy import stats as st
 
 from seqbench.bench.cli import main
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.stats import look_alphas
 from seqbench.sweeps.claims.judge import (FAILS, HOLDS, INCONCLUSIVE, INVALID, judge_all, judge_rule)
 from seqbench.sweeps.claims.schema import Rule, load_claim, parse_claim
 
@@ -111,11 +113,12 @@ def test_broken_rules_are_refused_with_the_field_named(change, message):
         claim([{**RNN_AT_BASE, **change}], [GRU_LEARNS])
 
 
-def test_looks_are_validated_and_kept_out_of_the_study_name():
+def test_looks_are_validated_and_kept_out_of_the_study_name_so_the_lock_sees_them_change():
     c = claim([GRU_LEARNS], looks=[3, 5, 8])
     assert c.looks_for("quick") == [3, 5, 8] and c.seeds_for("quick")[:3] == [0, 1, 2]
     more = claim([GRU_LEARNS], looks=[3, 5, 8, 12])
-    assert more.digest("quick") == c.digest("quick")  # more seeds continue the same study
+    # the same study name: more looks over these seeds meet this study's lock (the next test), never a new study
+    assert more.digest("quick") == c.digest("quick")
     assert claim([GRU_LEARNS]).digest("quick") == c.digest("quick")
     assert claim([{**GRU_LEARNS, "below": 0.01}], base={"task": {"name": "adding", "length": 9}}).digest("quick") \
         != c.digest("quick")
@@ -123,6 +126,28 @@ def test_looks_are_validated_and_kept_out_of_the_study_name():
         claim([GRU_LEARNS], looks=[5, 3])
     with pytest.raises(UserError, match="the last look needs 8 seeds"):
         claim([GRU_LEARNS], looks=[3, 8], seeds=[0, 1, 2, 3])
+
+
+def test_seeds_and_looks_are_locked_once_judged_and_fresh_seeds_start_a_fresh_study(tmp_path, monkeypatch):
+    from seqbench.bench.commands.verify import run_claim
+
+    noisy = {s: v for s, v in enumerate([0.05, 0.2, 0.08, 0.15, 0.04, 0.12, 0.09, 0.11, 0.3, 0.02] * 11)}
+    _fake_runs(monkeypatch, noisy)
+    res = run_claim(load_claim(_seq_claim(tmp_path, [3, 5])), "quick", tmp_path, 1, None)
+    assert res.verdict == INCONCLUSIVE  # undecided after its last look: the temptation to add one
+    lock = json.loads(next((tmp_path / "verify" / "seq").glob("quick-*-looks.json")).read_text())
+    assert lock["studies"] == [{"study": res.study, "seeds": [0, 1, 2, 3, 4], "looks": [3, 5]}]
+    for looks, seeds in (([3, 5, 8], None), ([5], None), ([3, 5], [0, 1, 2, 3, 9])):
+        with pytest.raises(UserError) as e:  # more looks, other looks, a seed swapped: one line, the fix named
+            run_claim(load_claim(_seq_claim(tmp_path, looks, seeds)), "quick", tmp_path, 1, None)
+        msg = str(e.value)
+        assert "\n" not in msg and "looks are locked once judged" in msg and f"at looks {looks}" in msg
+        assert "start a fresh study with fresh seeds" in msg and "judged seeds 0-4 at looks [3, 5]" in msg
+    again = run_claim(load_claim(_seq_claim(tmp_path, [3, 5])), "quick", tmp_path, 1, None)  # as locked: resumes
+    assert again.study == res.study
+    fresh = run_claim(load_claim(_seq_claim(tmp_path, [3, 5, 8], list(range(100, 108)))), "quick", tmp_path, 1,
+                      None)
+    assert fresh.study.startswith(res.study + "-") and fresh.rules[0].interval.n == 8
 
 
 # -- per-seed outcomes: exact binomial -----------------------------------------------------------
@@ -202,7 +227,7 @@ def test_an_interval_never_leaves_the_metrics_range():
 
 
 # -- sequential looks ---------------------------------------------------------------------------
-def _seq_claim(tmp_path: Path, looks: list[int]) -> Path:
+def _seq_claim(tmp_path: Path, looks: list[int], seeds: list[int] | None = None) -> Path:
     raw = {"question": "Does the gru learn?", "source": SOURCE, "figure": "factors",
            "base": {"task": {"name": "adding", "length": 8}, "train": {"max_steps": 2},
                     "tracking": {"wandb": "off"}, "eval": {"test": False}},
@@ -210,6 +235,8 @@ def _seq_claim(tmp_path: Path, looks: list[int]) -> Path:
            "parameters": {"model.name": {"values": ["gru"]}}, "looks": looks,
            "profiles": {"quick": {}, "paper": {}},
            "expect": [{"name": "gru below 0.1", "where": {"model.name": "gru"}, "metric": "val/mse", "below": 0.1}]}
+    if seeds is not None:
+        raw["seeds"] = seeds
     path = tmp_path / "seq.yaml"
     path.write_text(yaml.safe_dump(raw))
     return path
@@ -241,15 +268,18 @@ def test_a_sequential_claim_stops_at_the_first_look_that_decides_it(tmp_path, mo
 
     logs = np.log([SEQ[s] for s in range(3)])
     p3 = st.ttest_1samp(logs, math.log(0.1), alternative="less").pvalue
-    assert 0.05 / 3 / 2 < p3 < 0.05 / 2  # n=3 would hold at 95% with one look, not at 0.05/3
+    first = look_alphas([3, 5, 8], 0.05)[0]  # O'Brien-Fleming-type: 0.0014 at look 1, most alpha kept for later
+    assert first / 2 < p3 < 0.05 / 2  # n=3 would hold at 95% with one look, not at look 1 of 3
     asked = _fake_runs(monkeypatch, SEQ)
     res = run_claim(load_claim(_seq_claim(tmp_path, [3, 5, 8])), "quick", tmp_path, 1, None)
     assert asked == [[0, 1, 2], [3, 4]]  # seeds appended in order; seeds 5-7 never trained
-    assert res.verdict == HOLDS and res.verdict_text() == "holds (decided at look 2 of 3, n=5, alpha 0.0167)"
+    assert res.verdict == HOLDS and res.verdict_text() == "holds (decided at look 2 of 3, n=5, alpha 0.0118)"
     assert res.rules[0].interval.n == 5
     one = _fake_runs(monkeypatch, SEQ)
-    single = run_claim(load_claim(_seq_claim(tmp_path, [3])), "quick", tmp_path, 1, None)
-    assert one == [[0, 1, 2]] and single.verdict == HOLDS  # the same 3 seeds decide a one-look claim
+    single = run_claim(load_claim(_seq_claim(tmp_path, [3])), "quick", tmp_path / "fresh", 1, None)
+    assert one == [[0, 1, 2]] and single.verdict == HOLDS  # the same 3 seeds decide a one-look claim ...
+    with pytest.raises(UserError, match="looks are locked once judged"):  # ... but not after looks [3, 5, 8]
+        run_claim(load_claim(_seq_claim(tmp_path, [3])), "quick", tmp_path, 1, None)
 
 
 def test_a_claim_no_look_decides_runs_every_look_and_says_so(tmp_path, monkeypatch):

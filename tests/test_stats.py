@@ -162,3 +162,18 @@ def test_holm_matches_the_textbook_step_down():
     assert holm_divisors([0.01, 0.04, 0.03]) == [3, 1, 2]
     p = holm([0.2, math.nan, 0.01])
     assert p[0] == pytest.approx(0.2) and math.isnan(p[1]) and p[2] == pytest.approx(0.02)  # NaN not counted
+
+
+def test_alpha_is_spent_over_looks_obrien_fleming_type_most_of_it_at_the_last():
+    from seqbench.bench.core.stats import look_alphas, obrien_fleming_spent
+
+    # Lan-DeMets O'Brien-Fleming-type spending 2 - 2 Phi(z_0.975 / sqrt(t)), by hand at t = 3/8 and 5/8
+    assert obrien_fleming_spent(3 / 8, 0.05) == pytest.approx(2 * st.norm.sf(1.959964 / math.sqrt(3 / 8)))
+    assert obrien_fleming_spent(1.0, 0.05) == pytest.approx(0.05)
+    spent = look_alphas([3, 5, 8], 0.05)
+    assert spent == pytest.approx([0.001372, 0.011798, 0.036830], abs=2e-6) and sum(spent) == pytest.approx(0.05)
+    assert spent[-1] > 2 * 0.05 / 3  # the last look keeps most of alpha (Bonferroni gave 0.0167 to each)
+    assert look_alphas([5], 0.05) == pytest.approx([0.05])  # one look spends all of it
+    assert look_alphas([5, 10], 0.05)[1] > look_alphas([3, 5, 8], 0.05)[2]
+    with pytest.raises(ValueError, match="increasing"):
+        look_alphas([5, 3], 0.05)

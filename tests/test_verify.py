@@ -344,9 +344,13 @@ def test_cost_claim_looks_count_replicates_and_stop_at_the_first_deciding_look(m
     assert claim.replicates_for("quick") == 9 and claim.replicates_for("paper") == 2
     res = v.run_claim(claim, "quick", tmp_path, 1, None)
     assert res.verdict == HOLDS and len(calls) == 6  # look 1 (0.85, 1.15, 1.0) undecided; look 2 decides
-    assert res.looks == "decided at look 2 of 3, n=6 replicates, alpha 0.0167"
+    assert res.looks == "decided at look 2 of 3, n=6 replicates, alpha 0.0157"  # O'Brien-Fleming-type share
     assert len(res.table) == 6 and res.rules[0].interval.n == 6
     again = v.run_claim(claim, "quick", tmp_path, 1, None)  # cached: nothing measured again
     assert again.verdict == HOLDS and len(calls) == 6
+    # the looks were judged: re-cutting them over the same replicates is refused, in one line
+    with pytest.raises(UserError, match=r"looks \[3, 6\], but study quick-\w+-cost already judged seeds 0-8 at "
+                                        r"looks \[3, 6, 9\] .*start a fresh study with another --out-dir"):
+        v.run_claim(parse_claim(cost_claim(looks=[3, 6]), "c"), "quick", tmp_path, 1, None)
     with pytest.raises(UserError, match=r"cost.replicates: 5 disagrees with looks: \[3, 6\]"):
         parse_claim(cost_claim(looks=[3, 6], replicates=5), "c")

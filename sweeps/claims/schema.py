@@ -15,7 +15,8 @@ A claim extends a sweep spec (``sweeps/spec.py``: ``base``, ``method``, ``metric
       quick: {base: {train: {max_steps: 600}}, parameters: {task.length: {values: [50]}}, seeds: 3}
       paper: {base: {train: {max_steps: 16000, batch_size: 32}}, parameters: {task.length: {values: [600]}}}
     looks: [3, 5, 8]                 # optional: verify judges at 3 seeds, adds seeds up to 5, then 8, and stops
-                                     # at the first look that decides every rule (alpha 0.05 / 3 per look)
+                                     # at the first look that decides every rule (alpha 0.05 spent over them,
+                                     # most at the last: 0.0014, 0.0118, 0.0368); locked once judged
     controls:                        # rules that must hold for the claim to mean anything (a comparator trains)
       - {name: GRU learns, where: {model.name: gru}, metric: val/mse, below: {baseline: 0.1}}
     expect:                          # rules over the measured metrics, judged over the seed replicates
@@ -183,8 +184,10 @@ class Claim(Section):
         return seeds
 
     def digest(self, profile: str) -> str:
-        """Short hash of the resolved spec without its seeds: a changed claim is a new study, an unchanged
-        one resumes, and adding seeds (a later look) continues the same study."""
+        """Short hash of the resolved spec without its seeds and looks: a changed claim is a new study, an
+        unchanged one resumes. Seeds and looks are left out on purpose: changed after a first verdict, they
+        name the same study, whose lock (``lock.py``) refuses them rather than starting a study that
+        re-judges seen seeds; fresh seeds get a study of their own there."""
         d = {k: v for k, v in self.resolved(profile).items() if k not in VERIFY_KEYS}
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
