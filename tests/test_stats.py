@@ -154,6 +154,14 @@ def test_estimates_match_scipy_on_their_scale():
         Estimate((0.0, 0.1), "log")
 
 
+def test_clopper_pearson_from_beta_quantiles_is_scipys_exact_interval():
+    from seqbench.bench.core.stats import clopper_pearson
+
+    for n, k, level in [(3, 3, 0.95), (8, 8, 0.95), (8, 0, 0.99), (5, 2, 1 - 0.0014), (1, 0, 0.95), (12, 7, 0.9)]:
+        ci = st.binomtest(k, n).proportion_ci(confidence_level=level, method="exact")
+        assert clopper_pearson(k, n, level) == (pytest.approx(ci.low, abs=1e-12), pytest.approx(ci.high, abs=1e-12))
+
+
 def test_holm_matches_the_textbook_step_down():
     from seqbench.bench.core.stats import holm, holm_divisors
 

@@ -139,9 +139,8 @@ class Estimate:
             k, n = int(round(x.sum())), self.n
             if n == 0:
                 return Interval(math.nan, math.nan, math.nan, 0, math.nan, level, "rate")
-            ci = _st.binomtest(k, n).proportion_ci(confidence_level=level, method="exact")
-            return Interval(k / n, float(ci.low), float(ci.high), n, float(x.std(ddof=1)) if n > 1 else math.nan,
-                            level, "rate")
+            lo, hi = clopper_pearson(k, n, level)
+            return Interval(k / n, lo, hi, n, float(x.std(ddof=1)) if n > 1 else math.nan, level, "rate")
         if self.scale == "log":
             iv = mean_ci(np.log(x).tolist(), level)
             f = (lambda v: math.exp(v)) if iv.n else (lambda v: v)
@@ -182,6 +181,16 @@ class Estimate:
             return False
         x = np.log(np.asarray(self.values)) if self.scale == "log" else np.asarray(self.values, dtype=float)
         return bool(x.std(ddof=1) <= _NOISE * float(np.abs(x).max()))
+
+
+def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
+    """The exact (Clopper & Pearson 1934) interval of a share k/n, from its beta quantiles (as statsmodels'
+    proportion_confint(method="beta")); scipy's binomtest(...).proportion_ci(method="exact") finds the same
+    bounds by root-finding, ~10x slower, which the judge's calibration (thousands of studies) felt."""
+    a = 1 - level
+    lo = float(_st.beta.ppf(a / 2, k, n - k + 1)) if k > 0 else 0.0
+    hi = float(_st.beta.isf(a / 2, k + 1, n - k)) if k < n else 1.0
+    return lo, hi
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:

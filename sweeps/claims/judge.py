@@ -138,7 +138,8 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], g
         return res
     res.thresholds = th
     res.estimate = Estimate(tuple(values), scale, bounds)
-    res.interval = res.estimate.interval()
+    if unresolved or res.estimate.n < (1 if scale == "rate" else 2):
+        res.interval = res.estimate.interval()  # shown though not judged (decide() sets the judged ones')
     if unresolved:
         res.verdict = INCONCLUSIVE
         res.why = (f"{res.n_diverged} seed(s) diverged and the rule does not say what a diverged seed counts as "
