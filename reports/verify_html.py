@@ -85,7 +85,8 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
         if r.estimate is None and r.interval is None:
             continue
         metric = r.rule.metric
-        base = _baseline(table, metric) if not r.per_seed and r.rule.minus is None else None
+        shares = r.per_seed or r.rule.rate  # 0/1 per seed, the thresholds on the share
+        base = _baseline(table, metric) if not shares and r.rule.minus is None else None
         if r.rule.largest is not None:  # the panel shows values of the swept key, not of the metric
             metric, base = quantity_text(r.rule), None
         if r.rule.minus is not None:
@@ -93,8 +94,8 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
                 side_base = _baseline(table, metric) if r.rule.largest is None else None
                 log = r.rule.largest is None and metric_scale(metric)[0] == "log"
                 _add_side(cell(metric, log, side_base), label, side, metric)
-        if r.per_seed:  # a share of seeds: 0/1 per seed, the thresholds on the share
-            title = r.threshold_text().split(":")[0] if r.rule.metric != "solved" else "share of seeds solved"
+        if shares:
+            title = r.threshold_text().split(":")[0] if r.per_seed else "share of seeds solved"
         elif r.rule.minus is not None:
             title = f"{'ratio' if r.ratio else 'difference'} of {metric}"
         else:

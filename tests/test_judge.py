@@ -178,6 +178,34 @@ def test_the_solved_flag_is_a_per_seed_outcome():
     unsolved = judge_rule(Rule.model_validate({"name": "s", "where": {"model.name": "rnn"}, "metric": "solved",
                                                "above": 0.5}), t, SWEPT)
     assert unsolved.verdict == FAILS and unsolved.interval.hi < 0.5
+    from seqbench.reports.verify_html import verdict_figure
+
+    titles = [a.text for a in verdict_figure(t, [solved, unsolved]).layout.annotations]
+    assert titles == ["share of seeds solved"]
+
+
+def test_an_accuracy_of_1_on_every_seed_is_a_count_of_seeds_not_certainty():
+    """Issue 27: 5 seeds at accuracy 1.0 were a tied mean, p = 0, holds. Accuracy is bounded (a seed
+    clicks or stays on a plateau), so it is judged per seed: 5 of 5 is p = 1/32 one-sided, undecided at
+    95% two-sided; 8 of 8 holds. A claim that says why a mean fits (by_mean:) gets the t-test, and tied
+    seeds leave it untested rather than certain."""
+    acc = {"name": "a", "where": {"model.name": "gru"}, "metric": "val/acc", "above": 0.95}
+    five = judge_rule(Rule.model_validate(acc), table({"gru": [1.0] * 5, "rnn": [0.2] * 5}, "val/acc"), SWEPT)
+    assert five.verdict == INCONCLUSIVE and five.p_alone == pytest.approx(2 / 32)
+    assert five.per_seed.startswith("val/acc is bounded") and five.cut == {"above": 0.95}
+    assert five.threshold_text() == "share of seeds with val/acc > 0.95: > 0.5"
+    eight = judge_rule(Rule.model_validate(acc), table({"gru": [1.0] * 8, "rnn": [0.2] * 8}, "val/acc"), SWEPT)
+    assert eight.verdict == HOLDS and eight.p_alone == pytest.approx(2 / 256)
+    from seqbench.reports.verify_html import verdict_figure
+
+    titles = [a.text for a in verdict_figure(table({"gru": [1.0] * 8, "rnn": [0.2] * 8}, "val/acc"),
+                                             [eight]).layout.annotations]
+    assert titles == ["share of seeds with val/acc > 0.95"]
+    by_mean = judge_rule(Rule.model_validate({**acc, "by_mean": "a test"}),
+                         table({"gru": [1.0] * 5, "rnn": [0.2] * 5}, "val/acc"), SWEPT)
+    assert by_mean.verdict == INCONCLUSIVE and by_mean.estimate.tied and "zero spread over 5 seeds" in by_mean.why
+    with pytest.raises(UserError, match="by_mean: val/mse is judged on its mean already"):
+        claim([{**GRU_LEARNS, "below": 0.01, "by_mean": "not needed"}])
 
 
 # -- Holm ---------------------------------------------------------------------------------------

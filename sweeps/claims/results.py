@@ -13,12 +13,14 @@ from seqbench.bench.core.stats import Estimate, Interval
 from seqbench.sweeps.claims.schema import Baseline, Claim, Rule
 
 HOLDS, FAILS, INCONCLUSIVE, MISSING, ERROR, INVALID = "holds", "fails", "inconclusive", "missing", "error", "invalid"
+
+
 @dataclass
 class RuleResult:
     rule: Rule
     verdict: str
     interval: Interval | None = None
-    thresholds: dict[str, float] = field(default_factory=dict)  # below/above/lo/hi after baseline scaling
+    thresholds: dict[str, float] = field(default_factory=dict)  # below/above/lo/hi (baseline-scaled) on the estimate
     n_diverged: int = 0
     why: str = ""
     config: str = ""
