@@ -23,7 +23,7 @@ from seqbench.reports.cost import fig_cost
 from seqbench.reports.diagnostics import fig_through_time, load_diagnostics
 from seqbench.reports.html import _CSS, _md_table, _table_html, built_by, write_plotly_js
 from seqbench.reports.table import Objective, load_curves
-from seqbench.sweeps.claims.judge import ClaimResult, RuleResult, metric_scale, verdict_table
+from seqbench.sweeps.claims.judge import ClaimResult, RuleResult, metric_scale, quantity_text, verdict_table
 
 _COLORS = {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700", "error": "#6e7781",
            "invalid": "#8250df"}
@@ -85,17 +85,19 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
         if r.estimate is None and r.interval is None:
             continue
         metric = r.rule.metric
-        base = _baseline(table, metric) if not r.rule.rate and r.rule.minus is None else None
+        shares = r.per_seed or r.rule.rate  # 0/1 per seed, the thresholds on the share
+        base = _baseline(table, metric) if not shares and r.rule.minus is None else None
         if r.rule.largest is not None:  # the panel shows values of the swept key, not of the metric
-            metric, base = r.threshold_text().split(":")[0], None
-        if r.rule.rate:
-            title = f"share of seeds: {r.threshold_text().split(':')[0]}" if r.rule.success else "share of seeds solved"
-        elif r.rule.minus is not None:
-            title = f"{'ratio' if r.ratio else 'difference'} of {metric}"
+            metric, base = quantity_text(r.rule), None
+        if r.rule.minus is not None:
             for label, side in r.sides:  # both compared configurations, drawn separately
                 side_base = _baseline(table, metric) if r.rule.largest is None else None
                 log = r.rule.largest is None and metric_scale(metric)[0] == "log"
                 _add_side(cell(metric, log, side_base), label, side, metric)
+        if shares:
+            title = r.threshold_text().split(":")[0] if r.per_seed else "share of seeds solved"
+        elif r.rule.minus is not None:
+            title = f"{'ratio' if r.ratio else 'difference'} of {metric}"
         else:
             title = metric
         p = cell(title, (r.estimate is not None and r.estimate.scale == "log") or r.ratio, base)
@@ -255,11 +257,13 @@ def page(results: list[ClaimResult], table: pd.DataFrame, built: dict[str, Any])
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>seqbench verify</title>",
              f"<script src='plotly.min.js' charset='utf-8'></script><style>{_CSS}</style></head><body>",
              "<h1>seqbench verify: published claims, measured</h1>",
-             "<p class='caption'>Each rule is judged over seed replicates: a success rate with an exact "
-             "(Clopper-Pearson) interval, a loss or MSE on the log scale (geometric mean, Student-t on logs), "
-             "other metrics with a Student-t interval clipped to the metric's range. A claim's rules and controls "
-             "are Holm-corrected together, and its 95% is spent over its pre-registered looks (more seeds only "
-             "when the first look does not decide). <b>holds</b>: the interval is inside the rule's thresholds; "
+             "<p class='caption'>Each rule is judged over seed replicates: per seed (the share of seeds that "
+             "pass, exact Clopper-Pearson interval and binomial test) for success rates, bounded metrics, baseline "
+             "multiples, imputed diverged seeds and grid steps; a loss or MSE on the log scale (geometric mean, "
+             "Student-t on logs); other metrics with a Student-t interval clipped to the metric's range. A claim's "
+             "rules and controls are Holm-corrected together, and its 95% is spent over its pre-registered looks "
+             "(O'Brien-Fleming-type: most of it at the last; more seeds only when a look does not decide). "
+             "<b>holds</b>: the interval is inside the rule's thresholds; "
              "<b>fails</b>: wholly outside; <b>inconclusive</b>: not decided; <b>invalid</b>: a positive control "
              "(the comparator trains) failed, so the rule's claim cannot be judged. "
              f"Built by seqbench {e(built['version'])} ({e(built['git_sha'])}) on {e(built['when'])}.</p>",

@@ -3,6 +3,7 @@ sequential looks with the training replaced by fabricated tables, and three tiny
 (one holds, one fails, one whose control fails: a judge that always answers the same fails two)."""
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from scipy import stats as st
 
 from seqbench.bench.cli import main
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.stats import look_alphas
 from seqbench.sweeps.claims.judge import (FAILS, HOLDS, INCONCLUSIVE, INVALID, judge_all, judge_rule)
 from seqbench.sweeps.claims.schema import Rule, load_claim, parse_claim
 
@@ -49,42 +51,53 @@ def claim(expect: list[dict], controls: list[dict] | None = None, **extra) -> ob
 
 
 GRU_LEARNS = {"name": "gru learns", "where": {"model.name": "gru"}, "metric": "val/mse", "below": {"baseline": 0.1}}
+
+
+def eight(*values: float) -> list[float]:
+    """8 seeds cycling ``values``: a baseline multiple is judged per seed, and a sign test needs 6 or more
+    seeds to decide at 95% (8 of 8: p = 0.0039; 3 of 3: 0.125)."""
+    return [values[i % len(values)] for i in range(8)]
 RNN_AT_BASE = {"name": "rnn at the baseline", "where": {"model.name": "rnn"}, "metric": "val/mse",
                "between": [{"baseline": 0.9}, {"baseline": 1.1}], "control": "gru learns"}
 
 
 # -- controls -----------------------------------------------------------------------------------
 def test_a_failed_control_makes_the_claim_invalid_never_holds_or_fails():
-    c = claim([RNN_AT_BASE], [GRU_LEARNS])
-    rnn = [0.165, 0.168, 0.166]  # at the baseline: the rule alone would hold
-    verdict, rules, controls, why = judge_all(c, table({"rnn": rnn, "gru": [0.16, 0.17, 0.165]}), SWEPT, "quick")
+    c = claim([RNN_AT_BASE], [GRU_LEARNS], seeds=8)
+    rnn = eight(0.165, 0.168, 0.166)  # at the baseline: the rule alone would hold
+    verdict, rules, controls, why = judge_all(c, table({"rnn": rnn, "gru": eight(0.16, 0.17, 0.165)}), SWEPT, "quick")
     assert controls[0].verdict == FAILS and verdict == INVALID and why == "control: gru learns"
     assert rules[0].verdict == INVALID and "control: gru learns failed" in rules[0].why
     # the same rnn seeds with a comparator that trains: the rule is judged, and holds
-    verdict, rules, controls, _ = judge_all(c, table({"rnn": rnn, "gru": [1e-3, 2e-3, 1.5e-3]}), SWEPT, "quick")
+    verdict, rules, controls, _ = judge_all(c, table({"rnn": rnn, "gru": eight(1e-3, 2e-3, 1.5e-3)}), SWEPT, "quick")
     assert (controls[0].verdict, rules[0].verdict, verdict) == (HOLDS, HOLDS, HOLDS)
     # ... and an rnn far below the baseline (it learned) fails the two-sided band
-    verdict, rules, _, _ = judge_all(c, table({"rnn": [0.01, 0.012, 0.011], "gru": [1e-3, 2e-3, 1.5e-3]}), SWEPT,
-                                     "quick")
+    verdict, rules, _, _ = judge_all(c, table({"rnn": eight(0.01, 0.012, 0.011), "gru": eight(1e-3, 2e-3, 1.5e-3)}),
+                                     SWEPT, "quick")
     assert rules[0].verdict == FAILS and verdict == FAILS
+    # with 3 seeds nothing is decided: 3 of 3 seeds at the baseline is p = 1/8 (a tie of 3 was "certain")
+    three = judge_all(claim([RNN_AT_BASE], [GRU_LEARNS]), table({"rnn": rnn[:3], "gru": [1e-3, 2e-3, 1.5e-3]}),
+                      SWEPT, "quick")
+    assert three[0] == INCONCLUSIVE and three[2][0].p_alone == pytest.approx(0.25)
 
 
 def test_an_at_the_baseline_rule_without_a_control_cannot_hold():
     c = claim([{**RNN_AT_BASE, "control": None}])
-    t = table({"rnn": [0.165, 0.168, 0.166], "gru": [1e-3] * 3})
+    t = table({"rnn": eight(0.165, 0.168, 0.166), "gru": [1e-3] * 8})
     verdict, rules, _, _ = judge_all(c, t, SWEPT, "quick")
     assert verdict == INVALID and rules[0].verdict == INVALID and "no control" in rules[0].why
     # unless the rule says why none is needed (e.g. measured at initialisation), and that reason is shown
-    c = claim([{**RNN_AT_BASE, "control": None, "no_control": "measured at initialisation"}])
+    c = claim([{**RNN_AT_BASE, "control": None, "no_control": "measured at initialisation"}], seeds=8)
     verdict, rules, _, _ = judge_all(c, t, SWEPT, "quick")
     assert verdict == HOLDS and rules[0].verdict == HOLDS
 
 
 def test_a_model_worse_than_the_baseline_is_not_at_the_baseline():
     # issue 19: "above 0.8 x baseline" passed an LSTM at 0.067 against a 0.0495 baseline; a band does not
-    c = claim([RNN_AT_BASE], [GRU_LEARNS])
-    verdict, rules, _, _ = judge_all(c, table({"rnn": [0.30, 0.32, 0.31], "gru": [1e-3] * 3}), SWEPT, "quick")
-    assert rules[0].verdict == FAILS and rules[0].interval.lo > 1.1 * BASE
+    c = claim([RNN_AT_BASE], [GRU_LEARNS], seeds=8)
+    verdict, rules, _, _ = judge_all(c, table({"rnn": eight(0.30, 0.32, 0.31), "gru": [1e-3] * 8}), SWEPT, "quick")
+    assert rules[0].verdict == FAILS and rules[0].interval.fmt().startswith("0/8 seeds")
+    assert rules[0].cut == {"lo": pytest.approx(0.9 * BASE), "hi": pytest.approx(1.1 * BASE)}
 
 
 @pytest.mark.parametrize("change, message", [
@@ -100,11 +113,12 @@ def test_broken_rules_are_refused_with_the_field_named(change, message):
         claim([{**RNN_AT_BASE, **change}], [GRU_LEARNS])
 
 
-def test_looks_are_validated_and_kept_out_of_the_study_name():
+def test_looks_are_validated_and_kept_out_of_the_study_name_so_the_lock_sees_them_change():
     c = claim([GRU_LEARNS], looks=[3, 5, 8])
     assert c.looks_for("quick") == [3, 5, 8] and c.seeds_for("quick")[:3] == [0, 1, 2]
     more = claim([GRU_LEARNS], looks=[3, 5, 8, 12])
-    assert more.digest("quick") == c.digest("quick")  # more seeds continue the same study
+    # the same study name: more looks over these seeds meet this study's lock (the next test), never a new study
+    assert more.digest("quick") == c.digest("quick")
     assert claim([GRU_LEARNS]).digest("quick") == c.digest("quick")
     assert claim([{**GRU_LEARNS, "below": 0.01}], base={"task": {"name": "adding", "length": 9}}).digest("quick") \
         != c.digest("quick")
@@ -112,6 +126,28 @@ def test_looks_are_validated_and_kept_out_of_the_study_name():
         claim([GRU_LEARNS], looks=[5, 3])
     with pytest.raises(UserError, match="the last look needs 8 seeds"):
         claim([GRU_LEARNS], looks=[3, 8], seeds=[0, 1, 2, 3])
+
+
+def test_seeds_and_looks_are_locked_once_judged_and_fresh_seeds_start_a_fresh_study(tmp_path, monkeypatch):
+    from seqbench.bench.commands.verify import run_claim
+
+    noisy = {s: v for s, v in enumerate([0.05, 0.2, 0.08, 0.15, 0.04, 0.12, 0.09, 0.11, 0.3, 0.02] * 11)}
+    _fake_runs(monkeypatch, noisy)
+    res = run_claim(load_claim(_seq_claim(tmp_path, [3, 5])), "quick", tmp_path, 1, None)
+    assert res.verdict == INCONCLUSIVE  # undecided after its last look: the temptation to add one
+    lock = json.loads(next((tmp_path / "verify" / "seq").glob("quick-*-looks.json")).read_text())
+    assert lock["studies"] == [{"study": res.study, "seeds": [0, 1, 2, 3, 4], "looks": [3, 5]}]
+    for looks, seeds in (([3, 5, 8], None), ([5], None), ([3, 5], [0, 1, 2, 3, 9])):
+        with pytest.raises(UserError) as e:  # more looks, other looks, a seed swapped: one line, the fix named
+            run_claim(load_claim(_seq_claim(tmp_path, looks, seeds)), "quick", tmp_path, 1, None)
+        msg = str(e.value)
+        assert "\n" not in msg and "looks are locked once judged" in msg and f"at looks {looks}" in msg
+        assert "start a fresh study with fresh seeds" in msg and "judged seeds 0-4 at looks [3, 5]" in msg
+    again = run_claim(load_claim(_seq_claim(tmp_path, [3, 5])), "quick", tmp_path, 1, None)  # as locked: resumes
+    assert again.study == res.study
+    fresh = run_claim(load_claim(_seq_claim(tmp_path, [3, 5, 8], list(range(100, 108)))), "quick", tmp_path, 1,
+                      None)
+    assert fresh.study.startswith(res.study + "-") and fresh.rules[0].interval.n == 8
 
 
 # -- per-seed outcomes: exact binomial -----------------------------------------------------------
@@ -142,6 +178,34 @@ def test_the_solved_flag_is_a_per_seed_outcome():
     unsolved = judge_rule(Rule.model_validate({"name": "s", "where": {"model.name": "rnn"}, "metric": "solved",
                                                "above": 0.5}), t, SWEPT)
     assert unsolved.verdict == FAILS and unsolved.interval.hi < 0.5
+    from seqbench.reports.verify_html import verdict_figure
+
+    titles = [a.text for a in verdict_figure(t, [solved, unsolved]).layout.annotations]
+    assert titles == ["share of seeds solved"]
+
+
+def test_an_accuracy_of_1_on_every_seed_is_a_count_of_seeds_not_certainty():
+    """Issue 27: 5 seeds at accuracy 1.0 were a tied mean, p = 0, holds. Accuracy is bounded (a seed
+    clicks or stays on a plateau), so it is judged per seed: 5 of 5 is p = 1/32 one-sided, undecided at
+    95% two-sided; 8 of 8 holds. A claim that says why a mean fits (by_mean:) gets the t-test, and tied
+    seeds leave it untested rather than certain."""
+    acc = {"name": "a", "where": {"model.name": "gru"}, "metric": "val/acc", "above": 0.95}
+    five = judge_rule(Rule.model_validate(acc), table({"gru": [1.0] * 5, "rnn": [0.2] * 5}, "val/acc"), SWEPT)
+    assert five.verdict == INCONCLUSIVE and five.p_alone == pytest.approx(2 / 32)
+    assert five.per_seed.startswith("val/acc is bounded") and five.cut == {"above": 0.95}
+    assert five.threshold_text() == "share of seeds with val/acc > 0.95: > 0.5"
+    eight = judge_rule(Rule.model_validate(acc), table({"gru": [1.0] * 8, "rnn": [0.2] * 8}, "val/acc"), SWEPT)
+    assert eight.verdict == HOLDS and eight.p_alone == pytest.approx(2 / 256)
+    from seqbench.reports.verify_html import verdict_figure
+
+    titles = [a.text for a in verdict_figure(table({"gru": [1.0] * 8, "rnn": [0.2] * 8}, "val/acc"),
+                                             [eight]).layout.annotations]
+    assert titles == ["share of seeds with val/acc > 0.95"]
+    by_mean = judge_rule(Rule.model_validate({**acc, "by_mean": "a test"}),
+                         table({"gru": [1.0] * 5, "rnn": [0.2] * 5}, "val/acc"), SWEPT)
+    assert by_mean.verdict == INCONCLUSIVE and by_mean.estimate.tied and "zero spread over 5 seeds" in by_mean.why
+    with pytest.raises(UserError, match="by_mean: val/mse is judged on its mean already"):
+        claim([{**GRU_LEARNS, "below": 0.01, "by_mean": "not needed"}])
 
 
 # -- Holm ---------------------------------------------------------------------------------------
@@ -182,7 +246,8 @@ def test_an_interval_never_leaves_the_metrics_range():
     assert r.interval.mean == pytest.approx(math.exp(np.mean(np.log(mse))))
     acc = [0.99, 1.0, 0.97]
     a = judge_rule(Rule.model_validate({"name": "a", "where": {"model.name": "gru"}, "metric": "val/acc",
-                                        "above": 0.5}), table({"gru": acc, "rnn": acc}, metric="val/acc"), SWEPT)
+                                        "above": 0.5, "by_mean": "the clipped t interval is what is tested"}),
+                   table({"gru": acc, "rnn": acc}, metric="val/acc"), SWEPT)
     assert st.t.interval(0.95, 2, loc=np.mean(acc), scale=st.sem(acc))[1] > 1 and a.interval.hi == 1.0
     rates = judge_rule(Rule.model_validate({"name": "s", "where": {"model.name": "gru"}, "metric": "solved",
                                             "above": 0.1}), table({"gru": [True] * 3, "rnn": [False] * 3}), SWEPT)
@@ -190,7 +255,7 @@ def test_an_interval_never_leaves_the_metrics_range():
 
 
 # -- sequential looks ---------------------------------------------------------------------------
-def _seq_claim(tmp_path: Path, looks: list[int]) -> Path:
+def _seq_claim(tmp_path: Path, looks: list[int], seeds: list[int] | None = None) -> Path:
     raw = {"question": "Does the gru learn?", "source": SOURCE, "figure": "factors",
            "base": {"task": {"name": "adding", "length": 8}, "train": {"max_steps": 2},
                     "tracking": {"wandb": "off"}, "eval": {"test": False}},
@@ -198,6 +263,8 @@ def _seq_claim(tmp_path: Path, looks: list[int]) -> Path:
            "parameters": {"model.name": {"values": ["gru"]}}, "looks": looks,
            "profiles": {"quick": {}, "paper": {}},
            "expect": [{"name": "gru below 0.1", "where": {"model.name": "gru"}, "metric": "val/mse", "below": 0.1}]}
+    if seeds is not None:
+        raw["seeds"] = seeds
     path = tmp_path / "seq.yaml"
     path.write_text(yaml.safe_dump(raw))
     return path
@@ -229,15 +296,18 @@ def test_a_sequential_claim_stops_at_the_first_look_that_decides_it(tmp_path, mo
 
     logs = np.log([SEQ[s] for s in range(3)])
     p3 = st.ttest_1samp(logs, math.log(0.1), alternative="less").pvalue
-    assert 0.05 / 3 / 2 < p3 < 0.05 / 2  # n=3 would hold at 95% with one look, not at 0.05/3
+    first = look_alphas([3, 5, 8], 0.05)[0]  # O'Brien-Fleming-type: 0.0014 at look 1, most alpha kept for later
+    assert first / 2 < p3 < 0.05 / 2  # n=3 would hold at 95% with one look, not at look 1 of 3
     asked = _fake_runs(monkeypatch, SEQ)
     res = run_claim(load_claim(_seq_claim(tmp_path, [3, 5, 8])), "quick", tmp_path, 1, None)
     assert asked == [[0, 1, 2], [3, 4]]  # seeds appended in order; seeds 5-7 never trained
-    assert res.verdict == HOLDS and res.verdict_text() == "holds (decided at look 2 of 3, n=5, alpha 0.0167)"
+    assert res.verdict == HOLDS and res.verdict_text() == "holds (decided at look 2 of 3, n=5, alpha 0.0118)"
     assert res.rules[0].interval.n == 5
     one = _fake_runs(monkeypatch, SEQ)
-    single = run_claim(load_claim(_seq_claim(tmp_path, [3])), "quick", tmp_path, 1, None)
-    assert one == [[0, 1, 2]] and single.verdict == HOLDS  # the same 3 seeds decide a one-look claim
+    single = run_claim(load_claim(_seq_claim(tmp_path, [3])), "quick", tmp_path / "fresh", 1, None)
+    assert one == [[0, 1, 2]] and single.verdict == HOLDS  # the same 3 seeds decide a one-look claim ...
+    with pytest.raises(UserError, match="looks are locked once judged"):  # ... but not after looks [3, 5, 8]
+        run_claim(load_claim(_seq_claim(tmp_path, [3])), "quick", tmp_path, 1, None)
 
 
 def test_a_claim_no_look_decides_runs_every_look_and_says_so(tmp_path, monkeypatch):

@@ -144,10 +144,22 @@ def test_estimates_match_scipy_on_their_scale():
     assert rate.p_value(0.2, "above") == pytest.approx(st.binomtest(3, 4, 0.2, alternative="greater").pvalue)
     ci95 = st.binomtest(3, 4).proportion_ci(method="exact")
     assert rate.interval().fmt() == f"3/4 seeds [{ci95.low:.3g}, {ci95.high:.3g}] n=4"
-    same = Estimate((0.5, 0.5, 0.5))
-    assert same.p_value(0.4, "above") == 0.0 and same.p_value(0.4, "below") == 1.0  # no spread: certain
+    same = Estimate((0.5, 0.5, 0.5))  # no spread among 3 seeds is no test, not certainty (it was p = 0 and 1)
+    assert same.tied and same.p_value(0.4, "above") == 1.0 and same.p_value(0.4, "below") == 1.0
+    assert Estimate((0.5, 0.5, 0.5 + 1e-15)).tied and not Estimate((0.5, 0.5, 0.51)).tied
+    assert Estimate((0.3, 0.3), "log").tied and not Estimate((1.0, 1.0, 0.0), "rate").tied
+    # the same seeds judged per seed: an exact sign test says 3 of 3 is p = 1/8, nowhere near certain
+    assert Estimate((1.0, 1.0, 1.0), "rate").p_value(0.5, "above") == pytest.approx(0.125)
     with pytest.raises(ValueError, match="positive values"):
         Estimate((0.0, 0.1), "log")
+
+
+def test_clopper_pearson_from_beta_quantiles_is_scipys_exact_interval():
+    from seqbench.bench.core.stats import clopper_pearson
+
+    for n, k, level in [(3, 3, 0.95), (8, 8, 0.95), (8, 0, 0.99), (5, 2, 1 - 0.0014), (1, 0, 0.95), (12, 7, 0.9)]:
+        ci = st.binomtest(k, n).proportion_ci(confidence_level=level, method="exact")
+        assert clopper_pearson(k, n, level) == (pytest.approx(ci.low, abs=1e-12), pytest.approx(ci.high, abs=1e-12))
 
 
 def test_holm_matches_the_textbook_step_down():
@@ -158,3 +170,18 @@ def test_holm_matches_the_textbook_step_down():
     assert holm_divisors([0.01, 0.04, 0.03]) == [3, 1, 2]
     p = holm([0.2, math.nan, 0.01])
     assert p[0] == pytest.approx(0.2) and math.isnan(p[1]) and p[2] == pytest.approx(0.02)  # NaN not counted
+
+
+def test_alpha_is_spent_over_looks_obrien_fleming_type_most_of_it_at_the_last():
+    from seqbench.bench.core.stats import look_alphas, obrien_fleming_spent
+
+    # Lan-DeMets O'Brien-Fleming-type spending 2 - 2 Phi(z_0.975 / sqrt(t)), by hand at t = 3/8 and 5/8
+    assert obrien_fleming_spent(3 / 8, 0.05) == pytest.approx(2 * st.norm.sf(1.959964 / math.sqrt(3 / 8)))
+    assert obrien_fleming_spent(1.0, 0.05) == pytest.approx(0.05)
+    spent = look_alphas([3, 5, 8], 0.05)
+    assert spent == pytest.approx([0.001372, 0.011798, 0.036830], abs=2e-6) and sum(spent) == pytest.approx(0.05)
+    assert spent[-1] > 2 * 0.05 / 3  # the last look keeps most of alpha (Bonferroni gave 0.0167 to each)
+    assert look_alphas([5], 0.05) == pytest.approx([0.05])  # one look spends all of it
+    assert look_alphas([5, 10], 0.05)[1] > look_alphas([3, 5, 8], 0.05)[2]
+    with pytest.raises(ValueError, match="increasing"):
+        look_alphas([5, 3], 0.05)

@@ -6,11 +6,13 @@ entry (``bench.commands.sweep.sweep``: resumable, parallel), look by look: the f
 study ``verify-<claim>-<profile>-<spec hash>`` (the hash leaves seeds and looks out, so re-running
 continues it and a changed claim starts afresh), each later look's new seeds in
 ``<study>+s<first>-<last>`` (the runner keeps a study's seed list fixed). After each look every rule
-is judged at alpha 0.05 / len(looks) (Bonferroni over the pre-registered looks, so the stated 95%
-holds whichever look stops); verify stops at the first look that decides every rule, or finds a failed
-control. ``kind: cost`` claims run ``seqbench cost`` once per replicate (cached as JSON), their looks
-counted in replicates. The table
-is printed, and ``<out-dir>/verify/`` gets ``index.html`` and ``verify.md``.
+is judged at that look's share of alpha 0.05 (``stats.look_alphas``: O'Brien-Fleming-type spending,
+most of it kept for the last look; the shares sum to 0.05, so the stated 95% holds whichever look
+stops); verify stops at the first look that decides every rule, or finds a failed control. The seeds
+and looks are locked when first judged (``sweeps/claims/lock.py``): changing them afterwards is refused;
+fresh seeds start a fresh study. ``kind: cost`` claims run ``seqbench cost`` once per replicate (cached
+as JSON), their looks counted in replicates. The table is printed, and ``<out-dir>/verify/`` gets
+``index.html`` and ``verify.md``.
 
 Exit status: 0 when every claim was judged, whatever the verdicts; 1 when something failed to run
 (a claim raised, a trial failed for a reason other than diverged seeds); with ``--strict`` also 1
@@ -36,12 +38,14 @@ from seqbench.bench.core.artifacts import FINAL, PARAM
 from seqbench.bench.core.contract import OutputKind, TaskSpec
 from seqbench.bench.core.diagnostics_format import FILENAME, DiagnosticsFormatError, read_diagnostics
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.stats import look_alphas
 from seqbench.bench.core.text import text_table
 from seqbench.bench.training.cost_config import VOCAB, fit_exponent, model_config
 from seqbench.bench.training.flops import forward_macs
 from seqbench.reports.table import Objective, build_table, load_study, outcomes, runs_root
 from seqbench.reports.verify_html import claim_figure, cost_figure, verdict_figure, write_verify
 from seqbench.sweeps.claims.judge import ERROR, FAILS, INVALID, ClaimResult, decided, judge_all, verdict_table
+from seqbench.sweeps.claims.lock import lock_path, record, study_for
 from seqbench.sweeps.claims.measure import RUN_STATUSES
 from seqbench.sweeps.claims.schema import ALPHA, cost_config, find_claims, load_claim, sweep_spec, swept_values
 from seqbench.sweeps.claims.schema import MIN_COST_LENGTHS as MIN_FIT_LENGTHS
@@ -139,13 +143,20 @@ def run_claim(claim, profile: str, out_dir: Path, workers: int, storage: str | N
     return res
 
 
+FRESH_SEEDS = "fresh seeds (seeds: values no study of this claim used)"
+FRESH_REPLICATES = "another --out-dir (a cost claim's replicates are measured afresh there)"
+
+
 def _run_sweep(claim, profile: str, out_dir: Path, workers: int, storage: str | None):
-    """The claim's looks in order: run the next seeds, judge everything so far at alpha / len(looks),
+    """The claim's looks in order: run the next seeds, judge everything so far at the look's spent alpha,
     stop at the first look that decides every rule (or finds a failed control)."""
     spec = sweep_spec(claim, profile)  # every seed's configs built: a bad field fails before training
     seeds = claim.seeds_for(profile)
     looks = claim.looks_for(profile) or [len(seeds)]
-    base = f"verify-{claim.name}-{profile}-{claim.digest(profile)}"  # the digest leaves seeds out
+    digest = claim.digest(profile)  # leaves seeds and looks out: a change to them meets the lock
+    lock = lock_path(out_dir / "verify" / claim.name, profile, digest)
+    base = study_for(lock, f"verify-{claim.name}-{profile}-{digest}", seeds[:looks[-1]], looks,
+                     f"{claim.name} (profile {profile})", FRESH_SEEDS)
     swept = swept_values(claim, profile)
     tables, errors, prev = [], [], 0
     for k, n in enumerate(looks):
@@ -158,6 +169,7 @@ def _run_sweep(claim, profile: str, out_dir: Path, workers: int, storage: str | 
             not t.empty for t in tables) else tables[0]
         (verdict, rules, controls, why), done, said = _judge_look(
             claim, table, swept, profile, looks, k, f"n={n}", lambda: f"adding seeds {seeds[n:looks[k + 1]]}")
+        record(lock, base, seeds[:looks[-1]], looks)  # judged: from now on these seeds have these looks
         if done or k == len(looks) - 1:
             break
         prev = n
@@ -172,11 +184,11 @@ def _run_sweep(claim, profile: str, out_dir: Path, workers: int, storage: str | 
 
 def _judge_look(claim, table: pd.DataFrame, swept: dict[str, list[Any]], profile: str, looks: list[int], k: int,
                 n: str, next_step) -> tuple[tuple, bool, str]:
-    """Judge everything measured after look ``k`` at alpha / len(looks) (Bonferroni over the pre-registered
-    looks: 95% overall, whichever look stops); print the look's verdict and, if undecided with looks left,
-    ``next_step()``. Returns judge_all's (verdict, rules, controls, why), whether it decided, and the verdict
-    line's "decided at look k of K, ..." (or "undecided after ...")."""
-    alpha = ALPHA / len(looks)
+    """Judge everything measured after look ``k`` at the alpha that look spends (``stats.look_alphas``: the
+    shares sum to ALPHA, so 95% overall whichever look stops); print the look's verdict and, if undecided
+    with looks left, ``next_step()``. Returns judge_all's (verdict, rules, controls, why), whether it
+    decided, and the verdict line's "decided at look k of K, ..." (or "undecided after ...")."""
+    alpha = look_alphas(looks, ALPHA)[k]
     judged = judge_all(claim, table, swept, profile, alpha)
     done = decided(*judged[:3])
     look = f"look {k + 1} of {len(looks)}, {n}, alpha {alpha:.3g}"
@@ -276,7 +288,7 @@ def diag_metrics(recs: list[Any]) -> dict[str, float]:
 
 def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | None):
     """The claim's replicates of ``seqbench cost`` (each cached as JSON), look by look as a sweep claim's
-    seeds: judged at alpha / len(looks) after each look, stopping at the first that decides. Rows = model x
+    seeds: judged at the look's spent alpha after each look, stopping at the first that decides. Rows = model x
     replicate with the fitted exponents, the FLOP count's at the same lengths and the fixed-cost share
     (see :func:`cost_metrics`)."""
     # the measurement's floor (torch), here so that `verify --help` imports none of it
@@ -287,6 +299,9 @@ def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | N
     swept, digest = swept_values(claim, profile), claim.digest(profile)  # the digest leaves replicates out
     folder = out_dir / "verify" / claim.name
     folder.mkdir(parents=True, exist_ok=True)
+    lock, replicates = lock_path(folder, profile, digest), list(range(looks[-1]))
+    study = study_for(lock, f"{profile}-{digest}-cost", replicates, looks, f"{claim.name} (profile {profile})",
+                      FRESH_REPLICATES)  # the replicates' cache names; refused when the looks changed
     rows, results = [], []
     for k, n in enumerate(looks):
         for rep in range(len(results), n):
@@ -305,6 +320,7 @@ def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | N
         table = table.astype({c: float for c in table.columns if c.startswith(FINAL)})
         (verdict, rules, controls, why), done, said = _judge_look(
             claim, table, swept, profile, looks, k, f"n={n} replicates", lambda: f"measuring up to {looks[k + 1]}")
+        record(lock, study, replicates, looks)
         if done or k == len(looks) - 1:
             break
     verdict_fig = verdict_figure(table, [*controls, *rules])

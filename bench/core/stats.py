@@ -180,9 +180,8 @@ class Estimate:
             k, n = int(round(x.sum())), self.n
             if n == 0:
                 return Interval(math.nan, math.nan, math.nan, 0, math.nan, level, "rate")
-            ci = _st.binomtest(k, n).proportion_ci(confidence_level=level, method="exact")
-            return Interval(k / n, float(ci.low), float(ci.high), n, float(x.std(ddof=1)) if n > 1 else math.nan,
-                            level, "rate")
+            lo, hi = clopper_pearson(k, n, level)
+            return Interval(k / n, lo, hi, n, float(x.std(ddof=1)) if n > 1 else math.nan, level, "rate")
         if self.scale == "log":
             iv = mean_ci(np.log(x).tolist(), level)
             f = (lambda v: math.exp(v)) if iv.n else (lambda v: v)
@@ -194,7 +193,10 @@ class Estimate:
 
     def p_value(self, threshold: float, side: str) -> float:
         """One-sided p for "the quantity is ``side`` (below/above) ``threshold``" (exact binomial for a
-        rate, one-sample t otherwise); 0 or 1 when the seeds agree exactly (no spread, no test)."""
+        rate, one-sample t otherwise). Seeds that agree exactly give 1 (no test, never decided): zero
+        spread among 3 seeds is not zero spread of the metric (a coin that came up heads 3 times is not
+        two-headed; an exact test of the share of seeds says p = 0.125), so only a per-seed rule
+        (``success:``, exact binomial) can decide on such seeds."""
         if side not in ("below", "above"):
             raise ValueError(side)
         alt = "less" if side == "below" else "greater"
@@ -209,10 +211,27 @@ class Estimate:
             if threshold <= 0:  # every positive value is above a threshold <= 0
                 return 0.0 if side == "above" else 1.0
             x, threshold = np.log(x), math.log(threshold)
-        if x.std(ddof=1) <= _NOISE * float(np.abs(x).max()):  # equal values: the answer is certain
-            m = float(x.mean())
-            return 0.0 if (m < threshold if side == "below" else m > threshold) else 1.0
+        if self.tied:
+            return 1.0
         return float(_st.ttest_1samp(x, threshold, alternative=alt).pvalue)
+
+    @property
+    def tied(self) -> bool:
+        """Every seed gave the same value (up to float rounding) on a mean's scale: no t-test exists."""
+        if self.scale == "rate" or self.n < 2:
+            return False
+        x = np.log(np.asarray(self.values)) if self.scale == "log" else np.asarray(self.values, dtype=float)
+        return bool(x.std(ddof=1) <= _NOISE * float(np.abs(x).max()))
+
+
+def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
+    """The exact (Clopper & Pearson 1934) interval of a share k/n, from its beta quantiles (as statsmodels'
+    proportion_confint(method="beta")); scipy's binomtest(...).proportion_ci(method="exact") finds the same
+    bounds by root-finding, ~10x slower, which the judge's calibration (thousands of studies) felt."""
+    a = 1 - level
+    lo = float(_st.beta.ppf(a / 2, k, n - k + 1)) if k > 0 else 0.0
+    hi = float(_st.beta.isf(a / 2, k + 1, n - k)) if k < n else 1.0
+    return lo, hi
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
@@ -238,3 +257,31 @@ def holm_divisors(pvalues: Sequence[float]) -> list[int]:
     for rank, i in enumerate(order):
         out[i] = len(order) - rank
     return out
+
+
+# -- spending alpha over looks (bench/commands/verify.py) ------------------------------------------
+
+def obrien_fleming_spent(t: float, alpha: float) -> float:
+    """alpha spent by information fraction ``t`` (0 < t <= 1) under the Lan-DeMets O'Brien-Fleming-type
+    spending function, ``2 - 2 Phi(z_{1-alpha/2} / sqrt(t))``: almost nothing early, ``alpha`` at t = 1.
+
+    Lan & DeMets 1983 (Discrete sequential boundaries for clinical trials, Biometrika 70(3)) define the
+    spending function; this one mimics O'Brien & Fleming 1979 (A multiple testing procedure for clinical
+    trials, Biometrics 35(3)), whose boundaries keep nearly the whole alpha for the last look."""
+    if not 0 < t <= 1:
+        raise ValueError(f"information fraction: in (0, 1], got {t}")
+    return float(2 * _st.norm.sf(_st.norm.isf(alpha / 2) / math.sqrt(t)))
+
+
+def look_alphas(looks: Sequence[int], alpha: float) -> list[float]:
+    """The alpha each pre-registered look is tested at: look k spends the increment of
+    :func:`obrien_fleming_spent` at t_k = n_k / n_last (``[3, 5, 8]`` at 0.05: 0.0014, 0.0118, 0.0368;
+    Bonferroni gave 0.0167 each). The increments sum to ``alpha``, so by the union bound the chance of
+    any wrong verdict over all looks stays within ``alpha`` whatever tests each look runs (exact
+    binomial, t on 3 seeds, Holm over a claim's rules). The exact Lan-DeMets boundaries would give a
+    little more at the later looks (0.0014, 0.0126, 0.0452 here) but rest on the joint normal law of a
+    z-statistic whose increments are independent, which tests on 3-8 seeds do not have."""
+    if not looks or any(b <= a for a, b in zip(looks, looks[1:])) or looks[0] < 1:
+        raise ValueError(f"looks: increasing seed counts, got {list(looks)}")
+    spent = [obrien_fleming_spent(n / looks[-1], alpha) for n in looks]
+    return [b - a for a, b in zip([0.0, *spent], spent)]

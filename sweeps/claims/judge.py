@@ -3,14 +3,17 @@
 Per rule: the runs of its configuration (``where``), one value per seed replicate, an estimate that
 fits few seeds (``bench.core.stats.Estimate``):
 
-- a success rate (``metric: solved`` or ``success:``): each seed succeeded or not; exact binomial
-  (Clopper-Pearson) interval and test;
+- per seed (``metric: solved``, ``success:``, and by default a bounded metric, a threshold at a
+  multiple of the memoryless baseline, imputed diverged seeds and ``largest:`` grid steps; see
+  ``measure.per_seed_why``): each seed passes or not, the share of seeds that pass gets an exact binomial
+  (Clopper-Pearson) interval and test; without ``success:`` "holds" means more than half the seeds pass
+  (a sign test: 8 of 8 seeds give p = 0.0039, 3 of 3 only 0.125);
 - a positive skewed metric (loss, MSE, bpc; ``scale: auto``): geometric mean, Student-t on log values,
   so the interval stays positive;
-- ``largest:``: per seed, the grid step of the largest swept value (e.g. learning rate) at which the
-  run passes a threshold (``measure.largest_values``), then as a linear quantity (mean, Student-t);
-- otherwise the mean with a Student-t interval clipped to the metric's range; a difference
-  ``where - minus`` pairs seeds (``scale: log``: the paired ratio).
+- otherwise the mean with a Student-t interval clipped to the metric's range (``by_mean:`` keeps a
+  per-seed rule here, saying why); a difference ``where - minus`` pairs seeds (``scale: log``: the paired
+  ratio), and ``success:`` on it judges each seed's difference. Seeds that all measured the same value
+  leave a mean untested (inconclusive): zero spread over a few seeds is not zero spread of the metric.
 
 ``best_of:`` (e.g. the best of 3 learning rates) picks per seed, before any of the above: each seed's
 value is its best run over the free keys (``measure.best_rows`` says why per seed and not on the
@@ -18,12 +21,12 @@ seeds' mean: no winner's curse in the interval; the selection's own upward pull 
 hidden); the configuration column names the values picked ("best of optim.lr [...] per seed: 0.003 x2").
 
 Each rule gets one-sided p-values for "holds" (inside its thresholds) and "fails" (wholly outside);
-the rules and controls of a claim are one family, Holm-corrected at the look's alpha
-(``schema.ALPHA`` / number of looks): a rule is decided when its adjusted p is within alpha. The
-interval shown is at the level that rule was tested at, so it agrees with the verdict.
+the rules and controls of a claim are one family, Holm-corrected at the look's alpha (the share of
+``schema.ALPHA`` that ``stats.look_alphas`` spends at that look): a rule is decided when its adjusted p
+is within alpha. The interval shown is at the level that rule was tested at, so it agrees with the verdict.
 
-- ``holds`` / ``fails``: decided; ``inconclusive``: not decided (interval straddles, < 2 seeds, an
-  unresolved diverged seed, an undecided control, or Holm);
+- ``holds`` / ``fails``: decided; ``inconclusive``: not decided (interval straddles, < 2 seeds, tied
+  seeds on a mean, an unresolved diverged seed, an undecided control, or Holm);
 - ``invalid``: a control the rule names failed, or a "did not learn" / comparison rule names none;
 - ``missing``: no run of the configuration (or the metric was not recorded).
 
@@ -33,115 +36,18 @@ A claim is ``invalid`` when a control (or a rule) is invalid, else ``fails`` whe
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from seqbench.bench.core.artifacts import FINAL
-from seqbench.bench.core.stats import Estimate, Interval, holm, holm_divisors
+from seqbench.bench.core.stats import Estimate, holm, holm_divisors
 from seqbench.sweeps.claims.measure import (RUN_STATUSES, _label, _measured, _threshold, best_rows,  # noqa: F401
-                                            largest_values, metric_column, metric_scale, picks_text, seed_values,
-                                            select)
-from seqbench.sweeps.claims.schema import ALPHA, Baseline, Claim, Rule, best_goal, resolve_where
-
-HOLDS, FAILS, INCONCLUSIVE, MISSING, ERROR, INVALID = "holds", "fails", "inconclusive", "missing", "error", "invalid"
-@dataclass
-class RuleResult:
-    rule: Rule
-    verdict: str
-    interval: Interval | None = None
-    thresholds: dict[str, float] = field(default_factory=dict)  # below/above/lo/hi after baseline scaling
-    n_diverged: int = 0
-    why: str = ""
-    config: str = ""
-    estimate: Estimate | None = None
-    p_holds: float = math.nan  # one-sided p that the quantity is inside the thresholds
-    p_fails: float = math.nan  # ... that it is wholly outside
-    p_alone: float = math.nan  # two-sided p of the direction the data points to, this rule alone
-    p_adjusted: float = math.nan  # the same, Holm-adjusted over the claim's rules and controls
-    control: bool = False  # a control (must hold) rather than a claim rule
-    ratio: bool = False  # a minus: rule on the log scale: the estimate is a log ratio, shown as a ratio
-    beside: str = ""  # context shown after the measurement (cost: the FLOP count's exponent, fixed-cost share)
-    picked: dict[Any, dict[str, Any]] = field(default_factory=dict)  # best_of: seed -> the values it was judged at
-    sides: list[tuple[str, list[float]]] = field(default_factory=list)  # minus: each side's label and seed values
-
-    def measured(self) -> str:
-        """``mean [lo, hi] n=k`` plus what happened to diverged seeds; the reason when nothing was measured."""
-        if self.interval is None or self.interval.n == 0:
-            return self.why or "no value"
-        div = ""
-        if self.n_diverged:
-            d = self.rule.diverged
-            div = f" ({self.n_diverged} diverged" + (
-                ", left out" if d == "exclude" else ", as baseline" if d == "baseline" else
-                f", as {d}" if not isinstance(d, str) else "") + ")"
-        p = f", p={self.p_adjusted:.2g}" if math.isfinite(self.p_adjusted) else ""
-        iv = self.interval
-        if self.ratio:  # estimated as a log ratio, shown as the ratio where/minus
-            iv = Interval(*(math.exp(v) for v in (iv.mean, iv.lo, iv.hi)), iv.n, iv.std, iv.level)
-        return ("ratio " if self.ratio else "") + iv.fmt() + div + p + (f"; {self.beside}" if self.beside
-                                                                                   else "")
-
-    def threshold_text(self) -> str:
-        t = {k: math.exp(v) if self.ratio else v for k, v in self.thresholds.items()}
-        if "lo" in t:
-            text = f"in [{t['lo']:.4g}, {t['hi']:.4g}]"
-        else:
-            text = " and ".join(p for p in [f"< {t['below']:.4g}" if "below" in t else "",
-                                            f"> {t['above']:.4g}" if "above" in t else ""] if p)
-        lg = self.rule.largest
-        if lg is not None:
-            side = "<" if lg.below is not None else ">"
-            text = f"grid step of the largest {lg.over} per seed with {self.rule.metric} {side} " \
-                   f"{_fmt_thr(lg.below if lg.below is not None else lg.above)}: {text}"
-        s = self.rule.success
-        if s is not None:
-            text = f"share of seeds with {self.rule.metric} {'<' if s.below is not None else '>'} " \
-                   f"{_fmt_thr(s.below if s.below is not None else s.above)}: {text}"
-        return text
-
-
-def _fmt_thr(t: Any) -> str:
-    return f"{t.baseline:g} x baseline" if isinstance(t, Baseline) else f"{t:.4g}"
-
-
-@dataclass
-class ClaimResult:
-    claim: Claim
-    profile: str
-    verdict: str
-    rules: list[RuleResult]
-    wall_s: float = 0.0
-    study: str = ""
-    error: str = ""
-    table: pd.DataFrame | None = None
-    figure: Any = None  # a plotly figure, or a "skipped: why" line
-    controls: list[RuleResult] = field(default_factory=list)
-    looks: str = ""  # which look decided it: "look 2 of 3 (n=5)"
-    why: str = ""  # for invalid: which control
-
-    def verdict_text(self) -> str:
-        """``invalid (control: TCN learns)``, ``holds (look 2 of 3, n=5)``: what the CLI and the page print."""
-        detail = "; ".join(x for x in (self.why, self.looks) if x)
-        return f"{self.verdict} ({detail})" if detail else self.verdict
-
-
-def claim_verdict(rules: list[RuleResult], controls: list[RuleResult] = ()) -> tuple[str, str]:
-    """The claim's verdict and, for invalid, why."""
-    for c in controls:
-        if c.verdict == FAILS:
-            return INVALID, f"control: {c.rule.name}"
-    for r in rules:
-        if r.verdict == INVALID:
-            return INVALID, f"no control for rule {r.rule.name!r}"
-    verdicts = {r.verdict for r in rules}
-    if FAILS in verdicts:
-        return FAILS, ""
-    if verdicts == {HOLDS}:
-        return HOLDS, ""
-    return INCONCLUSIVE, ""
-
+                                            largest_values, metric_column, metric_scale, per_seed_why, picks_text,
+                                            seed_values, select)
+from seqbench.sweeps.claims.results import (ERROR, FAILS, HOLDS, INCONCLUSIVE, INVALID, MISSING,  # noqa: F401
+                                            ClaimResult, RuleResult, claim_verdict, quantity_text, verdict_table)
+from seqbench.sweeps.claims.schema import ALPHA, Claim, Rule, best_goal, resolve_where
 
 def _beside(rows: pd.DataFrame, metric: str) -> str:
     """For a measured time exponent: the exponent the FLOP count predicts over the same lengths and the
@@ -204,58 +110,36 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], g
     if rule.between is not None:
         raw = {"lo": rule.between[0], "hi": rule.between[1]}
     th = {k: _threshold(v, rows, rule.metric) for k, v in raw.items() if v is not None}
-    if rule.success is not None:
-        s = rule.success
-        cut = _threshold(s.below if s.below is not None else s.above, rows, rule.metric)
-        if cut is None or math.isnan(cut):
-            res.why = f"no memoryless baseline of {rule.metric} recorded"
-            return res
-        vals = {k: float(v < cut if s.below is not None else v > cut) for k, v in vals.items()}
-    if rule.rate:
-        scale, bounds = "rate", (0.0, 1.0)
+    res.per_seed = "success:" if rule.success is not None else "" if rule.rate else per_seed_why(rule)
     if rule.minus is not None:
-        other = resolve_where(rule.minus, swept, rule.name, rule.free)
-        label_a, label_b = res.config, _label(other)
-        rows_b, col_b, res.why = _measured(table, other, rule.metric)
-        if col_b is None:
+        paired = _paired(res, rule, table, swept, goal, vals, th, scale, (picks, left_out))
+        if paired is None:
             return res
-        if rule.best_of:  # each side picks its own best, per seed
-            rows_b, picked_b, left_out_b = best_rows(rows_b, rule, col_b, goal, swept)
-            label_b += "; " + picks_text(picked_b, rule.free, swept)
-            minus_picks = picks_text(picked_b, rule.free).split(": ", 1)[1]
-            res.beside = "; ".join(x for x in (f"{picks} minus {minus_picks}", left_out, left_out_b) if x)
-        res.config = f"{label_a} minus {label_b}"
-        vals_b, n_div_b, unresolved_b = rule_values(rows_b, rule, col_b, swept)
-        res.sides = [(label_a, list(vals.values())), (label_b, list(vals_b.values()))]
-        res.n_diverged += n_div_b
-        unresolved = unresolved or unresolved_b
-        seeds = [s for s in vals if s in vals_b]
-        res.ratio = scale == "log" and rule.scale == "log"
-        if res.ratio and all(vals[s] > 0 and vals_b[s] > 0 for s in seeds):
-            diffs = [math.log(vals[s]) - math.log(vals_b[s]) for s in seeds]
-            th = {k: math.log(v) for k, v in th.items()}
-        else:
-            res.ratio = False
-            diffs = [vals[s] - vals_b[s] for s in seeds]
-        values, scale, bounds = diffs, "linear", (-math.inf, math.inf)
-        if not all(math.isfinite(v) for v in values):
-            res.verdict, res.why = INCONCLUSIVE, f"a seed measured an infinite {rule.metric}: no paired difference"
-            return res
+        values, th, unresolved_b = paired
+        scale, bounds, unresolved = "linear", (-math.inf, math.inf), unresolved or unresolved_b
     else:
         values = list(vals.values())
-        if scale != "rate" and any(math.isinf(v) for v in values):
-            res.verdict = INCONCLUSIVE
-            res.why = (f"{sum(map(math.isinf, values))} seed(s) measured an infinite {rule.metric}: no mean; "
-                       "judge it per seed (success: {above: ...})")
-            return res
         if scale == "log" and any(v <= 0 for v in values):
             scale = "linear"  # a value of 0 has no log: linear, clipped to the metric's range
-    res.thresholds = th
     if any(isinstance(v, float) and math.isnan(v) for v in th.values()):
         res.why = f"no memoryless baseline of {rule.metric} recorded"
         return res
+    if rule.rate or res.per_seed:
+        outcomes = _outcomes(rule, values, th, rows, res.ratio)
+        if outcomes is None:
+            res.why = f"no memoryless baseline of {rule.metric} recorded"
+            return res
+        values, th, res.cut = outcomes
+        scale, bounds = "rate", (0.0, 1.0)
+    elif any(math.isinf(v) for v in values):
+        res.verdict = INCONCLUSIVE
+        res.why = (f"{sum(map(math.isinf, values))} seed(s) measured an infinite {rule.metric}: no mean; "
+                   "judge it per seed (success: {above: ...})")
+        return res
+    res.thresholds = th
     res.estimate = Estimate(tuple(values), scale, bounds)
-    res.interval = res.estimate.interval()
+    if unresolved or res.estimate.n < (1 if scale == "rate" else 2):
+        res.interval = res.estimate.interval()  # shown though not judged (decide() sets the judged ones')
     if unresolved:
         res.verdict = INCONCLUSIVE
         res.why = (f"{res.n_diverged} seed(s) diverged and the rule does not say what a diverged seed counts as "
@@ -276,6 +160,60 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], g
     return res
 
 
+def _paired(res: RuleResult, rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], goal: str,
+            vals: dict[Any, float], th: dict[str, float], scale: str, where_notes: tuple[str, str]
+            ) -> tuple[list[float], dict[str, float], bool] | None:
+    """minus: the seed-paired differences where - minus (log ratios on scale: log), the thresholds on
+    their scale and whether a diverged seed of the minus side is unresolved; None (res says why) when
+    the minus side cannot be measured."""
+    other = resolve_where(rule.minus, swept, rule.name, rule.free)
+    label_a, label_b = res.config, _label(other)
+    rows_b, col_b, res.why = _measured(table, other, rule.metric)
+    if col_b is None:
+        return None
+    if rule.best_of:  # each side picks its own best, per seed
+        picks, left_out = where_notes
+        rows_b, picked_b, left_out_b = best_rows(rows_b, rule, col_b, goal, swept)
+        label_b += "; " + picks_text(picked_b, rule.free, swept)
+        minus_picks = picks_text(picked_b, rule.free).split(": ", 1)[1]
+        res.beside = "; ".join(x for x in (f"{picks} minus {minus_picks}", left_out, left_out_b) if x)
+    res.config = f"{label_a} minus {label_b}"
+    vals_b, n_div_b, unresolved_b = rule_values(rows_b, rule, col_b, swept)
+    res.sides = [(label_a, list(vals.values())), (label_b, list(vals_b.values()))]
+    res.n_diverged += n_div_b
+    seeds = [s for s in vals if s in vals_b]
+    res.ratio = scale == "log" and rule.scale == "log"
+    if res.ratio and all(vals[s] > 0 and vals_b[s] > 0 for s in seeds):
+        diffs = [math.log(vals[s]) - math.log(vals_b[s]) for s in seeds]
+        th = {k: math.log(v) for k, v in th.items()}
+    else:
+        res.ratio = False
+        diffs = [vals[s] - vals_b[s] for s in seeds]
+    if not all(math.isfinite(v) for v in diffs):
+        res.verdict, res.why = INCONCLUSIVE, f"a seed measured an infinite {rule.metric}: no paired difference"
+        return None
+    return diffs, th, unresolved_b
+
+
+def _outcomes(rule: Rule, values: list[float], th: dict[str, float], rows: pd.DataFrame, ratio: bool
+              ) -> tuple[list[float], dict[str, float], dict[str, float]] | None:
+    """Per seed 1 (passes) or 0, the thresholds on the share of seeds that pass, and what a seed must pass:
+    ``success:``'s cut with the rule's thresholds on the share; by default (:func:`measure.per_seed_why`)
+    the rule's own thresholds per seed and "more than half" on the share (a sign test). None when a
+    baseline is missing."""
+    if rule.metric == "solved":
+        return values, th, {}
+    if rule.success is None:
+        passed = [float(all(v < t if side == "below" else v > t for t, side in _conditions(th))) for v in values]
+        return passed, {"above": 0.5}, th
+    cut = _threshold(rule.success_cut, rows, rule.metric)
+    if cut is None or math.isnan(cut):
+        return None
+    side = "below" if rule.success.below is not None else "above"
+    cut = math.log(cut) if ratio else cut
+    return [float(v < cut if side == "below" else v > cut) for v in values], th, {side: cut}
+
+
 def rule_values(rows: pd.DataFrame, rule: Rule, col: str, swept: dict[str, list[Any]]
                 ) -> tuple[dict[Any, float], int, bool]:
     """Seed -> value of one configuration: the metric, or (largest:) the largest passing value of a swept key."""
@@ -292,6 +230,11 @@ def decide(res: RuleResult, alpha: float, divisor: int = 1, adjusted: float | No
     if p <= alpha:
         res.verdict, res.why = (HOLDS, "") if res.p_holds <= res.p_fails else \
             (FAILS, "the interval lies outside the thresholds")
+    elif res.estimate.tied:
+        res.verdict = INCONCLUSIVE
+        res.why = (f"every seed measured the same {res.rule.metric}: zero spread over {res.estimate.n} seeds is "
+                   "not zero spread of the metric, and a mean has no test without it; judge it per seed "
+                   "(success:, an exact test)")
     else:
         res.verdict = INCONCLUSIVE
         res.why = "the interval contains the threshold" if res.p_alone > alpha else \
@@ -339,27 +282,3 @@ def decided(verdict: str, rules: list[RuleResult], controls: list[RuleResult]) -
     return verdict == INVALID or all(r.verdict in (HOLDS, FAILS) for r in [*rules, *controls])
 
 
-def _quantity(rule: Rule) -> str:
-    return rule.metric if rule.largest is None else f"grid step of the largest {rule.largest.over}"
-
-
-def verdict_table(results: list[ClaimResult]) -> pd.DataFrame:
-    """One row per rule (controls first, marked): claim | source | rule | configuration | paper | measured |
-    needs | verdict (rule), and the claim's verdict and wall time on each of its rows (what the CLI,
-    verify.md and the page show)."""
-    rows = []
-    for res in results:
-        src = res.claim.source.cite
-        claim_cols = {"claim": res.claim.name, "source": src, "claim verdict": res.verdict_text(),
-                      "wall s": round(res.wall_s)}
-        if not res.rules:
-            rows.append({**claim_cols, "rule": "-", "configuration": "", "paper": "",
-                         "measured (mean [95% CI] n)": res.error or "not judged", "needs": "", "verdict": res.verdict})
-        for r in [*res.controls, *res.rules]:
-            rows.append({**claim_cols, "rule": ("control: " if r.control else "") + r.rule.name,
-                         "configuration": r.config, "paper": r.rule.paper,
-                         "measured (mean [95% CI] n)": f"{_quantity(r.rule)}: {r.measured()}",
-                         "needs": r.threshold_text() + (f" (no control: {r.rule.no_control})" if r.rule.no_control
-                                                        else ""),
-                         "verdict": r.verdict + (f" ({r.why})" if r.why and r.verdict != HOLDS else "")})
-    return pd.DataFrame(rows)

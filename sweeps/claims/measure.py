@@ -14,6 +14,38 @@ from seqbench.bench.core.stats import metric_scale  # noqa: F401  (judge and the
 from seqbench.sweeps.claims.rules import Baseline, Rule
 
 RUN_STATUSES = ("completed", "diverged")
+
+
+def per_seed_why(rule: Rule) -> str:
+    """Why ``rule`` is judged per seed although it states no ``success:`` ("" when its mean is judged):
+    each seed passes the rule's thresholds or not, and the rule holds when significantly more than half
+    of the seeds pass (exact binomial against 1/2, a sign test), fails when significantly fewer do.
+
+    A Student-t test of the mean fits a metric that spreads smoothly over seeds. These do not: a bounded
+    metric piles seeds up at 0 or 1 (accuracy 1.0 on every seed is zero spread, not certainty) or jumps
+    between a plateau and a solved level; a threshold at a multiple of the memoryless baseline asks
+    whether each run left that plateau; a diverged seed imputed as one value is a point mass; grid steps
+    tie. There the mean can sit on the wrong side of a threshold that every seed we happened to draw
+    passes. Decided by the rule, never by the seeds' values (choosing the test after seeing the data
+    would bend its error rate); ``by_mean:`` keeps the mean where the claim says why it fits."""
+    return "" if rule.by_mean else default_per_seed(rule)
+
+
+def default_per_seed(rule: Rule) -> str:
+    """:func:`per_seed_why` before ``by_mean:`` (which only a rule judged per seed by default may state)."""
+    if rule.rate:
+        return ""
+    if rule.largest is not None:
+        return "grid steps are discrete and tie"
+    if metric_scale(rule.metric)[1] == (0.0, 1.0):
+        return f"{rule.metric} is bounded in [0, 1]: seeds pile up at its ends or jump between levels"
+    if any(isinstance(t, Baseline) for t in rule.stated_thresholds()):
+        return "a baseline multiple: each run leaves the memoryless plateau or stays on it"
+    if rule.diverged == "baseline" or not isinstance(rule.diverged, str):
+        return "diverged seeds are imputed as one value"
+    return ""
+
+
 def _label(where: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in where.items()) or "(one configuration)"
 

@@ -64,7 +64,8 @@ class OneBound(Section):
 
 class Success(OneBound):
     """When one seed counts as a success (the rule then judges the success rate, exact binomial): its
-    value passes ``below``/``above``."""
+    value passes ``below``/``above``; on a ``minus:`` rule its paired difference (ratio on scale: log),
+    on a ``largest:`` rule its grid step (or the difference of grid steps)."""
 
     key = "success"
 
@@ -72,10 +73,11 @@ class Success(OneBound):
 class Largest(OneBound):
     """The rule's quantity per seed: the largest value of the swept key ``over`` (e.g. optim.lr) at which
     that seed's run passes ``below``/``above`` on the rule's metric (it trained), as a grid step: 1 for
-    the smallest swept value, 2 for the next ..., 0 where it passes at none (so "one step lower" is
-    ``minus: ..., below: -0.5`` on any grid, and a tie fails it). A seed counts only when it has a run
-    at every value of ``over``; a diverged run counts as the rule's ``diverged:`` says (``baseline``:
-    did not train)."""
+    the smallest swept value, 2 for the next ..., 0 where it passes at none (so "one step lower on most
+    seeds" is ``minus: ..., success: {below: -0.5}, above: 0.5``, a sign test, on any grid). Grid steps
+    are discrete and tie, so they are always judged per seed. A seed counts only when it has a run at
+    every value of ``over``; a diverged run counts as the rule's ``diverged:`` says (``baseline``: did
+    not train)."""
 
     key = "largest"
     over: str = Field(min_length=1, description="the swept key whose largest passing value is the quantity")
@@ -102,8 +104,13 @@ class Rule(Section):
     above: Threshold | None = Field(None, description="the value (or difference) must be above this")
     between: list[Threshold] | None = Field(None, min_length=2, max_length=2, description="[lo, hi]: the "
                                             "value must lie inside this band (two-sided: 'at the baseline')")
-    success: Success | None = Field(None, description="a seed succeeds when its value passes this; the "
-                                    "thresholds then apply to the success rate (exact binomial interval)")
+    success: Success | None = Field(None, description="a seed succeeds when its value (minus: its paired "
+                                    "difference; largest: its grid step) passes this; the thresholds then apply "
+                                    "to the share of seeds that succeed (exact binomial)")
+    by_mean: str = Field("", description="why this rule's mean (Student-t) is a fair quantity although its "
+                         "metric is bounded, its threshold a baseline multiple or its diverged seeds imputed "
+                         "(else each seed is judged: a sign test on the share past the thresholds); shown "
+                         "beside the verdict")
     largest: Largest | None = Field(None, description="judge, per seed, the grid step (1 = smallest) of the "
                                     "largest value of a swept key (largest.over, left out of where:) at which the "
                                     "run passes a threshold; 0 = none passes")
@@ -140,16 +147,10 @@ class Rule(Section):
         if self.between is not None and all(isinstance(b, float) for b in self.between) \
                 and not self.between[0] < self.between[1]:
             raise ValueError(f"{n}: between: [lo, hi] needs lo < hi (got {self.between})")
-        if self.minus is not None and any(isinstance(t, Baseline) for t in self._thresholds()):
+        if self.minus is not None and any(isinstance(t, Baseline) for t in self.stated_thresholds()):
             raise ValueError(f"{n}: a difference (minus:) takes numeric thresholds")
         if self.rate:
-            if self.minus is not None:
-                raise ValueError(f"{n}: a success rate (metric: solved or success:) cannot take minus:")
-            if self.success is not None and self.metric == "solved":
-                raise ValueError(f"{n}: metric: solved is already a success per seed; drop success:")
-            bad = [t for t in self._thresholds() if not (isinstance(t, float) and 0 < t < 1)]
-            if bad:
-                raise ValueError(f"{n}: a success rate's thresholds are numbers in (0, 1), got {bad[0]!r}")
+            self._check_rate(n)
         if self.largest is not None:
             self._check_largest(n)
         fixed = [k for k in self.free if k in self.where or k in (self.minus or {})]
@@ -159,16 +160,40 @@ class Rule(Section):
         if self.no_control and self.control is not None:
             raise ValueError(f"{n}: control: and no_control: contradict each other; keep one")
         if self.scale == "log":
-            bad = [t for t in self._thresholds() if isinstance(t, float) and t <= 0]
+            cut = [self.success_cut] if self.success is not None and self.minus is not None else []
+            bad = [t for t in (*self.stated_thresholds(), *cut) if isinstance(t, float) and t <= 0]
             if bad:
                 raise ValueError(f"{n}: scale: log needs thresholds > 0 (on a minus: rule, ratios), got {bad[0]}")
         return self
 
+    def _check_rate(self, n: str) -> None:
+        """A share of seeds: thresholds in (0, 1); success: on a difference or a grid step takes a number."""
+        if self.minus is not None and self.success is None:
+            raise ValueError(f"{n}: metric: solved is a flag per seed; a difference of flags is no per-seed "
+                             "outcome: compare values with success: on a minus: rule")
+        if (self.minus is not None or self.largest is not None) and isinstance(self.success_cut, Baseline):
+            raise ValueError(f"{n}: success: on a difference or a grid step takes a number, not a baseline multiple")
+        if self.by_mean:
+            raise ValueError(f"{n}: by_mean: a success rate is judged per seed already; drop by_mean:")
+        if self.success is not None and self.metric == "solved":
+            raise ValueError(f"{n}: metric: solved is already a success per seed; drop success:")
+        bad = [t for t in self.stated_thresholds() if not (isinstance(t, float) and 0 < t < 1)]
+        if bad:
+            raise ValueError(f"{n}: a success rate's thresholds are numbers in (0, 1), got {bad[0]!r}")
+
+    @property
+    def success_cut(self) -> Any:
+        """success:'s threshold (a number or a Baseline); None without success:."""
+        s = self.success
+        return None if s is None else s.below if s.below is not None else s.above
+
     def _check_largest(self, n: str) -> None:
-        """largest: judges a value of the swept key: numeric thresholds, not a per-seed success rate."""
-        if self.rate:
-            raise ValueError(f"{n}: largest: is a value per seed; it cannot take metric: solved or success:")
-        if any(isinstance(t, Baseline) for t in self._thresholds()):
+        """largest: judges a grid step of the swept key per seed: numeric thresholds, never a mean."""
+        if self.metric == "solved":
+            raise ValueError(f"{n}: largest: needs a metric to pass a threshold; metric: solved is a flag")
+        if self.by_mean:
+            raise ValueError(f"{n}: largest: grid steps are discrete and tie: judged per seed; drop by_mean:")
+        if not self.rate and any(isinstance(t, Baseline) for t in self.stated_thresholds()):
             raise ValueError(f"{n}: largest: compares grid steps of {self.largest.over}: numeric "
                              "thresholds")
         if self.best_of is not None:
@@ -176,7 +201,8 @@ class Rule(Section):
         if self.scale == "log":
             raise ValueError(f"{n}: largest: is a grid step (0 where no value passes): no log; use scale: linear")
 
-    def _thresholds(self) -> list[Any]:
+    def stated_thresholds(self) -> list[Any]:
+        """below, above and between as written (numbers or baseline multiples)."""
         return [t for t in (self.below, self.above, *(self.between or [])) if t is not None]
 
     @property

@@ -15,7 +15,8 @@ A claim extends a sweep spec (``sweeps/spec.py``: ``base``, ``method``, ``metric
       quick: {base: {train: {max_steps: 600}}, parameters: {task.length: {values: [50]}}, seeds: 3}
       paper: {base: {train: {max_steps: 16000, batch_size: 32}}, parameters: {task.length: {values: [600]}}}
     looks: [3, 5, 8]                 # optional: verify judges at 3 seeds, adds seeds up to 5, then 8, and stops
-                                     # at the first look that decides every rule (alpha 0.05 / 3 per look)
+                                     # at the first look that decides every rule (alpha 0.05 spent over them,
+                                     # most at the last: 0.0014, 0.0118, 0.0368); locked once judged
     controls:                        # rules that must hold for the claim to mean anything (a comparator trains)
       - {name: GRU learns, where: {model.name: gru}, metric: val/mse, below: {baseline: 0.1}}
     expect:                          # rules over the measured metrics, judged over the seed replicates
@@ -27,6 +28,8 @@ A claim extends a sweep spec (``sweeps/spec.py``: ``base``, ``method``, ``metric
       - {name: TCN solves it on most seeds, where: {model.name: tcn}, metric: solved, above: 0.5}
       - {name: share of seeds below 0.1 x baseline, where: {model.name: tcn}, metric: val/mse,
          success: {below: {baseline: 0.1}}, above: 0.2}
+      - {name: TCN beats GRU on most seeds, where: {model.name: tcn}, minus: {model.name: gru},
+         metric: val/mse, success: {below: 0}, above: 0.5, control: GRU learns}     # a sign test
       - {name: attention at its best rate, where: {model.name: transformer}, best_of: optim.lr,
          metric: val/acc, above: 0.9}    # optim.lr swept: each seed at its best of the swept rates
     figure: length                   # which report figure shows the effect (see FIGURES)
@@ -35,15 +38,19 @@ A claim extends a sweep spec (``sweeps/spec.py``: ``base``, ``method``, ``metric
 Rule features (``sweeps/claims/judge.py`` says how each is judged): ``below``/``above`` (a number
 or ``{baseline: x}``, x times the task's memoryless baseline), ``between: [lo, hi]`` (a two-sided
 band), ``success:`` or ``metric: solved`` (each seed succeeded or not; the thresholds apply to the
-share of seeds, exact binomial), ``largest: {over: optim.lr, below: {baseline: 0.85}}`` (per seed, the
-grid step of the largest swept value at which the run passes; where: leaves ``over`` out; "one step
-lower" is ``minus: ..., below: -0.5``), ``best_of:`` (swept keys the rule leaves free: each seed is judged at
-its best value of them, e.g. the best of 3 learning rates; ``{params: [...], goal: ...}``, the goal
-by default the claim metric's), ``scale:`` (auto | linear | log), ``control:`` (names in
+share of seeds, exact binomial; on a ``minus:`` rule ``success:`` judges each seed's paired difference),
+``largest: {over: optim.lr, below: {baseline: 0.85}}`` (per seed, the grid step of the largest swept
+value at which the run passes; where: leaves ``over`` out; "one step lower on most seeds" is ``minus:
+..., success: {below: -0.5}, above: 0.5``), ``by_mean: why`` (a bounded metric, a baseline multiple or
+imputed diverged seeds are judged per seed, a sign test on the share of seeds past the thresholds,
+unless the rule says why its mean fits: ``judge.py``), ``best_of:`` (swept keys the rule leaves free:
+each seed is judged at its best value of them, e.g. the best of 3 learning rates; ``{params: [...], goal:
+...}``, the goal by default the claim metric's), ``scale:`` (auto | linear | log), ``control:`` (names in
 ``controls:``, or one inline rule). A rule that says a model did not learn (``above``/``between`` a
 baseline multiple) or compares two configurations (``minus:``) names a control (or says why it needs
 none: ``no_control: reason``), else it is judged ``invalid``; a control that fails makes the claim ``invalid``. ``looks:`` may be set per profile;
-``seeds:`` then defaults to range(last look) and never changes the study name (``Claim.digest``).
+``seeds:`` then defaults to range(last look). Seeds and looks stay out of the study name
+(``Claim.digest``) so that changing them after a first verdict meets the lock (``lock.py``) and is refused.
 
 ``kind: cost`` claims measure instead with ``seqbench cost`` (``bench/commands/cost.py``): a ``cost:``
 block of its settings plus ``replicates`` (or ``looks:``, counted in replicates of the whole measurement:
@@ -71,6 +78,7 @@ from seqbench.bench.core.errors import UserError, format_validation_error
 from seqbench.bench.core.schema import Section
 from seqbench.bench.training.cost_config import CostConfig
 from seqbench.sweeps import shipped_claims as shipped
+from seqbench.sweeps.claims.measure import default_per_seed
 from seqbench.sweeps.claims.rules import (  # noqa: F401
     PROFILES,
     Baseline,
@@ -176,8 +184,10 @@ class Claim(Section):
         return seeds
 
     def digest(self, profile: str) -> str:
-        """Short hash of the resolved spec without its seeds: a changed claim is a new study, an unchanged
-        one resumes, and adding seeds (a later look) continues the same study."""
+        """Short hash of the resolved spec without its seeds and looks: a changed claim is a new study, an
+        unchanged one resumes. Seeds and looks are left out on purpose: changed after a first verdict, they
+        name the same study, whose lock (``lock.py``) refuses them rather than starting a study that
+        re-judges seen seeds; fresh seeds get a study of their own there."""
         d = {k: v for k, v in self.resolved(profile).items() if k not in VERIFY_KEYS}
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
@@ -251,6 +261,9 @@ def check_profile(claim: Claim, profile: str, question: str = "") -> None:
         swept = {k: list(p.values or []) for k, p in spec.parameters.items()}
     for rule in [*claim.rules(profile), *claim.controls_for(profile)]:
         check_largest(rule, swept)
+        if rule.by_mean and not default_per_seed(rule):
+            raise UserError(f"expect: rule {rule.name!r}: by_mean: {rule.metric} is judged on its mean already "
+                            "(unbounded, an absolute threshold, nothing imputed); drop by_mean:")
         for sel in (rule.where, rule.minus):
             if sel is not None:
                 resolve_where(sel, swept, rule.name, rule.free)
