@@ -37,7 +37,8 @@ def frontier_text(e: CardEntry, p: dict[str, Any]) -> str:
     if e["frontier"] == BELOW:
         head = f"below {rung_phrase(p['unit'], p['rungs'][0])}"
     else:
-        head = rung_phrase(p["unit"], p["rungs"][e["frontier"]]) + ("+" if e["frontier"] == len(p["rungs"]) - 1 else "")
+        top = e["frontier"] == len(p["rungs"]) - 1
+        head = rung_phrase(p["unit"], p["rungs"][e["frontier"]]) + ("+" if top else "")
     return head + ("" if e["lo"] == e["hi"] else f" [{_rung(p, e['lo'])}, {_rung(p, e['hi'])}]")
 
 
@@ -89,7 +90,8 @@ def method_text(card: Card) -> str:
     n = len(card["seeds"])
     cov = sorted({round(e["coverage"], 3) for e in card["entries"] if math.isfinite(e.get("coverage", math.nan))})
     rates = ", ".join(f"{lr:g}" for lr in card["lrs"])
-    wd = f" x weight decay {', '.join(f'{w:g}' for w in card['weight_decays'])}" if len(card["weight_decays"]) > 1 else ""
+    wds = card["weight_decays"]
+    wd = f" x weight decay {', '.join(f'{w:g}' for w in wds)}" if len(wds) > 1 else ""
     return (f"Frontier: the median over {n} seeds of each seed's hardest rung solved with every easier rung solved "
             f"(solved: the task's own criterion, each seed at its best of lr {rates}{wd}); the interval is the "
             f"order-statistic interval of that median, exact coverage {', '.join(f'{c:.0%}' for c in cov)} "
@@ -128,11 +130,12 @@ def terminal(card: Card) -> str:
 
 
 def card_md(card: Card) -> str:
-    out = ["# seqbench capability card", ""] + [x for line in answer(card) for x in (f"- {line}",)] + [""]
+    out = ["# seqbench capability card", "", *(f"- {line}" for line in card.get("answer") or answer(card)), ""]
     out += ["## Frontier and accuracy at the reference rung", "", markdown_table(*frontier_rows(card)), "",
             method_text(card), "", "## Cost", "", markdown_table(*cost_rows(card)), "", "## Probes", ""]
     out += [f"- **{p['name']}** (`task={p['task']}`, ladder `task.{p['key']}` = "
-            f"{', '.join(f'{r:g}' for r in p['rungs'])}; {p['steps']} steps a run): {p['skill']}" for p in card["probes"]]
+            f"{', '.join(f'{r:g}' for r in p['rungs'])}; {p['steps']} steps a run): {p['skill']}"
+            for p in card["probes"]]
     out += ["", "## Every rung", ""]
     for e in card["entries"]:
         rows = [[f"{r['rung']:g}", f"{r['solved']}/{r['n']}", f"[{r['share_lo']:.2f}, {r['share_hi']:.2f}]",
@@ -160,16 +163,17 @@ def ladder_figure(card: Card, model: str) -> go.Figure:
         fig.add_trace(go.Scatter(x=x, y=share, mode="markers+lines", name="share of seeds solving",
                                  marker={"color": "#2a6fdb", "size": 9}, legendgroup="s", showlegend=c == 1,
                                  error_y={"type": "data", "symmetric": False,
-                                          "array": [r["share_hi"] - s if s is not None else 0 for r, s in zip(rungs, share)],
-                                          "arrayminus": [s - r["share_lo"] if s is not None else 0
-                                                         for r, s in zip(rungs, share)]}), row=1, col=c)
+                                          "array": [_gap(r["share_hi"], s) for r, s in zip(rungs, share)],
+                                          "arrayminus": [_gap(s, r["share_lo"]) for r, s in zip(rungs, share)]}),
+                      row=1, col=c)
         fig.add_trace(go.Scatter(x=x, y=[r["mean"] for r in rungs], mode="markers", name=_metric_name(card, model, p),
                                  marker={"color": "#e07b00", "symbol": "diamond"}, legendgroup="m", showlegend=c == 1,
                                  error_y={"type": "data", "symmetric": False,
                                           "array": [_gap(r["hi"], r["mean"]) for r in rungs],
                                           "arrayminus": [_gap(r["mean"], r["lo"]) for r in rungs]}), row=1, col=c)
         fig.add_trace(go.Scatter(x=x, y=[r["baseline"] for r in rungs], mode="lines", name="memoryless baseline",
-                                 line={"color": "#999", "dash": "dot"}, legendgroup="b", showlegend=c == 1), row=1, col=c)
+                                 line={"color": "#999", "dash": "dot"}, legendgroup="b", showlegend=c == 1),
+                      row=1, col=c)
         fig.update_xaxes(title_text=p["unit"].strip(), type="category", row=1, col=c)
     fig.update_yaxes(range=[-0.05, 1.05])
     fig.update_layout(title=f"{model}: the ladders", height=380, width=max(700, 260 * len(probes)),
@@ -182,8 +186,9 @@ def _metric_name(card: Card, model: str, p: dict[str, Any]) -> str:
     return entry(card, model, p["name"])["metric"] + " (mean over seeds)"
 
 
-def _gap(a: float, b: float) -> float:
-    return a - b if math.isfinite(a) and math.isfinite(b) else 0.0
+def _gap(a: float | None, b: float | None) -> float:
+    """An error bar's length, 0 where either end is unknown (a rung without finished seeds)."""
+    return a - b if a is not None and b is not None and math.isfinite(a) and math.isfinite(b) else 0.0
 
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:24px;max-width:1500px} .answer{font-size:1.1em;

@@ -37,7 +37,9 @@ class Ladder:
 def rung_phrase(unit: str, rung: Any) -> str:
     """``8 pairs``, ``noise 0.5``: a rung in the card's words (a unit ending in a space goes first)."""
     value = f"{rung:g}" if isinstance(rung, (int, float)) else str(rung)
-    return f"{unit}{value}" if unit.endswith(" ") else f"{value} {unit}"
+    if unit.endswith(" "):
+        return f"{unit}{value}"
+    return f"{value} {unit[:-1] if rung == 1 and unit.endswith('s') else unit}"  # 1 pair, 2 pairs
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ class Profile:
 
 
 _RECALL = "in-context recall of key-value pairs (MQAR, Zoology)"
-_FUZZY = "recall when keys and values span 1-3 tokens (MAD fuzzy recall)"
+_FUZZY = "recall when keys and values span several tokens (MAD fuzzy recall)"
 _NOISY = "recall among noise tokens it must learn to skip (MAD noisy recall)"
 _SELECT = "copy symbols scattered among blanks, in order (selective copying)"
 _COMPRESS = "reproduce a sequence from one position's state (MAD compression)"
@@ -93,8 +95,8 @@ QUICK = Profile(
               {"n_symbols": 3, "alphabet": 4}, steps=500),
         Probe("compression", "compression", _COMPRESS, Ladder("length", (2, 4, 8), "symbols", 4),
               {"alphabet": 4}, steps=400),
-        Probe("memorization", "memorization", _MEMORIZE, Ladder("n_keys", (16, 64, 256), "facts", 64),
-              {"n_values": 16, "length": 16}, steps=400),
+        Probe("memorization", "memorization", _MEMORIZE, Ladder("n_keys", (64, 256, 1024), "facts", 256),
+              {"length": 16}, steps=400),  # as many values as keys: each fact is log2(n_keys) bits
         Probe("copy", "copy", _COPY, Ladder("delay", (5, 10, 20), "delay ", 10),
               {"n_symbols": 3, "alphabet": 4}, steps=500),
     ))
@@ -119,7 +121,7 @@ PAPER = Profile(
               {"alphabet": 15}, steps=_EPOCHS),
         Probe("memorization", "memorization", _MEMORIZE,
               Ladder("n_keys", (127, 255, 511, 1023, 2047, 4095), "facts", 1023),
-              {"n_values": 128, "length": 32}, steps=400),  # MAD: 200 epochs of 256 sequences
+              {"length": 32}, steps=400),  # MAD: 200 epochs of 256 sequences
         Probe("copy", "copy", _COPY, Ladder("delay", (100, 200, 500, 1000), "delay ", 500),
               {"n_symbols": 10, "alphabet": 8}, steps=_EPOCHS),
     ))

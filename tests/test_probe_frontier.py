@@ -12,7 +12,7 @@ from scipy import stats as st
 from seqbench.bench.core.artifacts import CARD_VERSION, read_card, write_card
 from seqbench.bench.core.stats import median_interval
 from seqbench.sweeps.frontier import BELOW, probe_entry, seed_frontiers
-from seqbench.sweeps.probes import QUICK, Ladder, Probe, select
+from seqbench.sweeps.probes import QUICK, Ladder, Probe, rung_phrase, select
 
 PROBE = Probe("recall", "assoc_recall", "recall", Ladder("n_pairs", (2, 4, 8), "pairs", 4))
 
@@ -109,3 +109,8 @@ def test_the_quick_battery_holds_mads_six_tasks_and_the_copy_delay_on_rising_lad
         assert list(p.ladder.rungs) == sorted(set(p.ladder.rungs)) and p.ladder.reference in p.ladder.rungs
     cut = select(QUICK, ["recall"], 1)[0]
     assert cut.ladder.rungs == (2,) and cut.ladder.reference == 2
+
+
+def test_a_rung_of_one_reads_singular():
+    assert [rung_phrase("pairs", 1), rung_phrase("pairs", 4), rung_phrase("noise ", 0.5)] == \
+        ["1 pair", "4 pairs", "noise 0.5"]

@@ -102,6 +102,9 @@ def test_memorization_map_is_the_tasks_not_the_runs():
     assert not torch.equal(a.map, make("memorization", n_keys=16, n_values=16, map_seed=7).map)
     batch = first(a, bs=4)
     assert torch.equal(batch.y[:, 1::2], a.map[batch.x[:, 0::2]]) and (batch.x[:, 1::2] == 16).all()
+    own = make("memorization", n_keys=16, n_values="null")  # as many values as keys, MAD's size
+    assert own.spec.n_classes == 16 and own.map.max() < 16
+
 
 
 @pytest.mark.parametrize("name, fields", [

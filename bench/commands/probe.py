@@ -50,7 +50,8 @@ def register(sp: argparse.ArgumentParser) -> None:
                     "optim.lr=a,b replace the profile's")
     sp.add_argument("--profile", default="quick", choices=list(PROFILES), help="quick: 2 CPU cores, ~10 min for "
                     "one small model; paper: MAD's widths and optimiser grid (a GPU)")
-    sp.add_argument("--probes", help="comma list of probes to run (default: the whole battery; see --print-config)")
+    sp.add_argument("--probes", help="comma list of probes to run (default: all of "
+                    f"{', '.join(p.name for p in PROFILES['quick'].probes)})")
     sp.add_argument("--rungs", type=int, help="keep only the first K rungs of every ladder")
     sp.add_argument("--workers", type=int, default=1, help="local worker processes per study")
     sp.add_argument("--storage", help="journal path or postgresql://... (default <out-dir>/optuna.journal)")
@@ -227,14 +228,46 @@ class ProbeResult:
     status: int  # 0 when every study's workers finished cleanly
 
 
-def specs(settings: Sequence[str], prof: Profile, probes: tuple[Probe, ...]) -> tuple[Plan, list[tuple[Probe, ProbedModel, dict[str, Any], str]]]:
+@dataclass(frozen=True)
+class Job:
+    """One probe x model: its grid spec and its study's name."""
+
+    probe: Probe
+    model: ProbedModel
+    raw: dict[str, Any]  # the sweep spec, as its YAML reads
+    study: str
+
+    @property
+    def per_seed(self) -> int:
+        """Runs per seed and rung: the grid's other axes (learning rates, weight decays)."""
+        axes = self.raw["parameters"].items()
+        return math.prod(len(v["values"]) for k, v in axes if k != f"task.{self.probe.ladder.key}")
+
+
+def specs(settings: Sequence[str], prof: Profile, probes: tuple[Probe, ...]) -> tuple[Plan, list[Job]]:
     p = plan(settings, prof)
     jobs = []
-    for probe in probes:
+    for pr in probes:
         for m in p.models:
-            raw = study_spec(probe, m, p, prof)
-            jobs.append((probe, m, raw, study_name(probe, raw)))
+            raw = study_spec(pr, m, p, prof)
+            jobs.append(Job(pr, m, raw, study_name(pr, raw)))
     return p, jobs
+
+
+def run_job(job: Job, p: Plan, out: Path, workers: int, storage: str | None) -> tuple[Any, int]:
+    """Run (or continue) one study through ``sweep()`` and read its card entry from the runs; the sweep's status."""
+    from seqbench.reports.table import build_table, load_study, runs_root  # here: `probe --help` stays light
+    from seqbench.sweeps.frontier import probe_entry
+    from seqbench.sweeps.storage import open_storage
+
+    path = out / "specs" / f"{job.study}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, spec_yaml(job.raw, job.study, command="probe"))
+    status = sweep(path, study=job.study, out_dir=out, workers=workers, storage=storage, quiet_summary=True).status
+    st = load_study(job.study, open_storage(storage, out))
+    metric, maximize = metric_of(job.probe)
+    return probe_entry(build_table(st, runs_root(st, out)), job.probe, model=job.model.label, study=job.study,
+                       seeds=p.seeds, per_seed=job.per_seed, metric=metric, maximize=maximize), status
 
 
 def probe(settings: Sequence[str], *, profile: str | Profile = "quick", probes: Sequence[str] | None = None,
@@ -249,30 +282,23 @@ def probe(settings: Sequence[str], *, profile: str | Profile = "quick", probes: 
     p, jobs = specs(settings, prof, chosen)
     for n in p.notes:
         print(n)
+    print(f"probe: {len(p.models)} model(s) x {len(chosen)} probe(s), profile {prof.name} ({prof.note}), "
+          f"seeds {p.seeds}, lr {p.lrs}", flush=True)
     out = Path(out_dir)
     check_scheme(storage)
     check_writable(out)
     from seqbench.reports.card import answer, write_card_files  # here: `probe --help/--print-config` stay light
-    from seqbench.reports.table import build_table, load_study, runs_root
-    from seqbench.sweeps.frontier import probe_entry
-    from seqbench.sweeps.storage import open_storage
 
-    entries, studies, status = [], {}, 0
-    for i, (pr, m, raw, study) in enumerate(jobs):
-        print(f"[probe {i + 1}/{len(jobs)}] {pr.name} x {m.label}: study {study}", flush=True)
-        path = out / "specs" / f"{study}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, spec_yaml(raw, study, command="probe"))
-        status |= sweep(path, study=study, out_dir=out, workers=workers, storage=storage, quiet_summary=True).status
-        st = load_study(study, open_storage(storage, out))
-        metric, maximize = metric_of(pr)
-        per_seed = math.prod(len(v["values"]) for k, v in raw["parameters"].items() if k != f"task.{pr.ladder.key}")
-        entries.append(probe_entry(build_table(st, runs_root(st, out)), pr, model=m.label, study=study, seeds=p.seeds,
-                                   per_seed=per_seed, metric=metric, maximize=maximize))
-        studies[f"{pr.name} x {m.label}"] = study
+    entries, status = [], 0
+    for i, job in enumerate(jobs):
+        print(f"[probe {i + 1}/{len(jobs)}] {job.probe.name} x {job.model.label}: study {job.study}", flush=True)
+        entry, code = run_job(job, p, out, workers, storage)
+        entries.append(entry)
+        status |= code
     card = _card(p, prof, chosen, entries, argv)
     card["answer"] = answer(card)
     folder = out / "cards" / (name or card_name(p, prof.name))
+    studies = {f"{j.probe.name} x {j.model.label}": j.study for j in jobs}
     return ProbeResult(card, folder, write_card_files(folder, card), studies, status)
 
 
@@ -285,7 +311,8 @@ def _card(p: Plan, prof: Profile, chosen: tuple[Probe, ...], entries: list[Any],
                 models=[{"label": m.label, "settings": [f"{k}={v}" for k, v in m.settings.items()]} for m in p.models],
                 probes=[{"name": pr.name, "task": pr.task, "skill": pr.skill, "key": pr.ladder.key,
                          "unit": pr.ladder.unit, "rungs": list(pr.ladder.rungs), "reference": pr.ladder.reference,
-                         "settings": pr.settings, "steps": p.common.get("train.max_steps", pr.steps)} for pr in chosen],
+                         "settings": pr.settings, "steps": p.common.get("train.max_steps", pr.steps)}
+                        for pr in chosen],
                 entries=entries)
 
 
@@ -294,7 +321,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if args.print_config:
         prof = profile_named(args.profile)
         p, jobs = specs(args.settings, prof, select(prof, probes, args.rungs))
-        print("\n---\n".join(spec_yaml(raw, study, p.notes, "probe") for _, _, raw, study in jobs), end="")
+        print("\n---\n".join(spec_yaml(j.raw, j.study, p.notes, "probe") for j in jobs), end="")
         return 0
     r = probe(args.settings, profile=args.profile, probes=probes, rungs=args.rungs, workers=args.workers,
               storage=args.storage, out_dir=args.out_dir, name=args.name, argv=args.command_line)

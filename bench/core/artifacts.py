@@ -313,7 +313,7 @@ class CardRung(TypedDict, total=False):
     solved: int  # seeds whose best run meets the task's `solved` criterion
     share_lo: float  # exact (Clopper-Pearson) interval of the share of seeds solving, at the card's level
     share_hi: float
-    mean: float  # the task's primary metric over seeds (Student-t interval, clipped to its range)
+    mean: float  # the task's primary metric over seeds, with its Student-t interval (clipped to its range)
     lo: float
     hi: float
     baseline: float  # the same metric of the task's memoryless baseline
@@ -322,16 +322,16 @@ class CardRung(TypedDict, total=False):
 class CardEntry(TypedDict, total=False):
     """One probe for one model. Frontiers are rung indices; -1 is "below the first rung"."""
 
-    model: str  # the model's label (CardModel.label)
+    model: str  # the model's label (card ``models[i].label``)
     probe: str
     study: str  # the Optuna study of its runs
     complete: bool  # every run of every rung finished
     seed_frontiers: dict[str, int]  # seed -> hardest rung solved with every easier rung solved too
-    frontier: int  # the median seed frontier
-    lo: int  # order-statistic interval of the median (stats.median_interval)
+    frontier: int  # the median seed frontier, with the order-statistic interval [lo, hi] of that median
+    lo: int
     hi: int
-    coverage: float  # its exact coverage (75% at 3 seeds; 95% needs 6)
-    gaps: list[str]  # seeds that solved a rung above their frontier (a gap in the ladder)
+    coverage: float  # the interval's exact coverage (75% at 3 seeds; 95% needs 6)
+    gaps: list[str]  # seeds that solved a rung above their frontier
     rungs: list[CardRung]
     metric: str  # val/<the task's primary metric>
     step_ms: float  # median training step time over the probe's runs
@@ -352,8 +352,8 @@ class Card(TypedDict, total=False):
     seeds: list[int]
     lrs: list[float]  # each seed's best over these (and weight_decays) per rung
     weight_decays: list[float]
-    level: float  # of the share intervals (the frontier's coverage is per entry)
-    models: list[dict[str, Any]]  # {label, settings: [key=value ...]} in the order given
+    level: float  # of the share and metric intervals (the frontier's coverage is per entry)
+    models: list[dict[str, Any]]  # {label, settings: [key=value ...]}, the reference first
     probes: list[dict[str, Any]]  # {name, task, skill, key, unit, rungs, reference, settings, steps}
     entries: list[CardEntry]
     answer: list[str]  # the card's sentences, one per model

@@ -11,7 +11,9 @@ from seqbench.bench.core.contract import Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.compression import CompressionConfig  # noqa: F401  (the config, beside its module)
+from seqbench.tasks.synthetic.configs.compression import (  # noqa: F401  (the config, beside its module)
+    CompressionConfig,
+)
 
 
 @TASKS.module("compression")

@@ -10,7 +10,9 @@ from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.memorization import MemorizationConfig  # noqa: F401  (the config, beside its module)
+from seqbench.tasks.synthetic.configs.memorization import (  # noqa: F401  (the config, beside its module)
+    MemorizationConfig,
+)
 
 
 def fixed_map(n_keys: int, n_values: int, map_seed: int) -> torch.Tensor:
@@ -21,15 +23,15 @@ def fixed_map(n_keys: int, n_values: int, map_seed: int) -> torch.Tensor:
 
 @TASKS.module("memorization")
 class MemorizationTask(SyntheticTask, TokenTask):
-    # tokens: 0..n_keys-1 keys, n_keys = the insert token; classes: the n_values values
+    # tokens: 0..n_keys-1 keys, n_keys = the insert token; classes: the values
     def __init__(self, cfg, seed: int = 0):
         super().__init__(cfg, seed)
-        self.map = fixed_map(cfg.n_keys, cfg.n_values, cfg.map_seed)
+        self.map = fixed_map(cfg.n_keys, cfg.values(), cfg.map_seed)
 
     @property
     def spec(self) -> TaskSpec:
         c = self.cfg
-        return self.build_spec(n_classes=c.n_values, vocab_size=c.n_keys + 1, dependency=2)
+        return self.build_spec(n_classes=c.values(), vocab_size=c.n_keys + 1, dependency=2)
 
     def generate(self, g, batch_size, length, device) -> Batch:
         c = self.cfg
@@ -41,6 +43,6 @@ class MemorizationTask(SyntheticTask, TokenTask):
         return Batch(x=x, y=y, score_mask=y != IGNORE)
 
     def baseline(self) -> dict[str, float]:
-        p = torch.bincount(self.map, minlength=self.cfg.n_values).double() / self.cfg.n_keys
+        p = torch.bincount(self.map, minlength=self.cfg.values()).double() / self.cfg.n_keys
         entropy = -float((p[p > 0] * p[p > 0].log()).sum())
         return {"loss": entropy, "acc": float(p.max())}

@@ -10,7 +10,9 @@ from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.noisy_recall import NoisyRecallConfig  # noqa: F401  (the config, beside its module)
+from seqbench.tasks.synthetic.configs.noisy_recall import (  # noqa: F401  (the config, beside its module)
+    NoisyRecallConfig,
+)
 
 
 @TASKS.module("noisy_recall")
