@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.seqbench-installed
 
-.PHONY: venv demo test test-fast verify bench clean lint-imports
+.PHONY: venv demo test test-fast verify card bench clean lint-imports
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,17 @@ demo: venv
 # verdict table printed, outputs/verify/index.html + verify.md. Re-running continues the studies.
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2
+
+# The baseline capability card of the shipped models (`seqbench probe`, quick profile) into
+# outputs/cards/baseline/, then its card.json and card.md into benchmarks/card/ to ship them. Each small
+# model's battery takes about 10 minutes on 2 CPU cores; the SSM mixers take far longer on a CPU (mambapy's
+# scan is ~20x an LSTM's step), so run it on a GPU machine or leave it running. Re-running continues.
+CARD_MODELS ?= model=lstm model=transformer model=tcn model.n_levels=4 \
+	model=stack model.mixer=attention,mamba,s4d,linear_attention,hyena
+card: venv
+	$(BIN)/seqbench probe $(CARD_MODELS) --profile quick --workers 2 --name baseline
+	mkdir -p benchmarks/card
+	cp outputs/cards/baseline/card.json outputs/cards/baseline/card.md benchmarks/card/
 
 test: venv
 	$(BIN)/python -m pytest -q

@@ -38,6 +38,7 @@ COMMANDS = {
     "runs": "list the runs under an output folder (filter, sort)",
     "eval": "evaluate trained runs again (new lengths, another split) without training",
     "cost": "time and memory of one training step against sequence length",
+    "probe": "a capability card: where each model stops on the probe battery's difficulty ladders (MAD, MQAR, copy)",
 }
 
 

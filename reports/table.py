@@ -45,7 +45,7 @@ from seqbench.sweeps.liveness import superseded
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
 RETRIED = "RETRIED"  # state_counts' name for superseded FAIL attempts (the sweep summary says "retried")
 _RUN_SCALARS = ("steps", "train_time_s", "wall_time_s", "n_params", "samples_per_s", "task", "model",
-                "solved", "reason", "tokens_per_s", "model_flops_per_s", "mfu")
+                "solved", "reason", "tokens_per_s", "model_flops_per_token", "model_flops_per_s", "mfu")
 
 
 @dataclass(frozen=True)

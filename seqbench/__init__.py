@@ -12,6 +12,7 @@ cheap and pulls in torch only when a name that needs it is used)::
     seqbench.report("demo")               # ReportResult: index.html of a study
     seqbench.cost(["models=lstm,transformer", "lengths=64,128,256"])  # CostResult: rows, exponents
     seqbench.verify(["vanishing_gradients"])  # VerifyResult: each claim's verdict, the table, the page
+    p = seqbench.probe(["model=lstm", "model=stack", "model.mixer=mamba"])  # ProbeResult: the card, its files
     runs = seqbench.load_runs("outputs")  # every run folder as one pandas frame (the report's columns)
     model = seqbench.load_model(run_id)   # the trained SeqModule (eval mode); model.cfg is its RunConfig
 
@@ -48,6 +49,8 @@ _API = {
     "runs": ("seqbench.bench.commands.runs", "runs"),
     "RunsResult": ("seqbench.bench.commands.runs", "RunsResult"),
     "verify": ("seqbench.bench.commands.verify", "verify"),
+    "probe": ("seqbench.bench.commands.probe", "probe"),
+    "ProbeResult": ("seqbench.bench.commands.probe", "ProbeResult"),
     "VerifyResult": ("seqbench.bench.commands.verify", "VerifyResult"),
     "load_runs": ("seqbench.reports.runs", "load_runs"),
     "UserError": ("seqbench.bench.core.errors", "UserError"),

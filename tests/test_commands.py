@@ -35,7 +35,8 @@ LIGHT = [["--help"], ["list"], ["list", "-v"], ["list", "-v", "lm"], ["run", "--
          ["run", "model=transformer", "task=sentiment", "--print-config"], ["run", "--help"],
          ["sweep", "demo", "--print-config"], ["compare", "model=lstm,gru", "task=adding", "--print-config"],
          ["cost", "models=tcn,transformer", "--print-config"], ["sweep", "--help"], ["compare", "--help"],
-         ["verify", "--help"]]
+         ["verify", "--help"], ["probe", "model=lstm", "model=stack", "model.mixer=attention,mamba", "--print-config"],
+         ["probe", "--help"]]
 
 
 def test_light_commands_import_no_torch(tmp_path):
@@ -62,14 +63,14 @@ def test_version_everywhere(capsys):
     want = f"seqbench {metadata.version('seqbench')}"
     assert seqbench.__version__ == metadata.version("seqbench")
     for args in (["--version"], *([cmd, "--version"] for cmd in
-                                  ("list", "run", "sweep", "compare", "verify", "report", "runs", "cost"))):
+                                  ("list", "run", "sweep", "compare", "verify", "report", "runs", "cost", "probe"))):
         with pytest.raises(SystemExit) as e:
             main(args)
         assert e.value.code == 0 and capsys.readouterr().out.strip() == want, args
 
 
 @pytest.mark.parametrize("args", [["run"], ["sweep", "demo"], ["compare", "model=lstm,gru"], ["verify"],
-                                  ["report", "demo"], ["runs"], ["cost"]])
+                                  ["report", "demo"], ["runs"], ["cost"], ["probe", "model=lstm"]])
 def test_every_command_with_an_output_folder_takes_out_dir(args):
     assert parse_args([*args, "--out-dir", "elsewhere"]).out_dir == "elsewhere"
 

@@ -213,8 +213,8 @@ def study_name(spec_dict: dict[str, Any]) -> str:
     return "compare-" + hashlib.sha1(json.dumps(canon, sort_keys=True).encode()).hexdigest()[:10]
 
 
-def spec_yaml(raw: dict[str, Any], name: str, notes: list[str] = ()) -> str:
-    head = [f"# written by seqbench compare; `seqbench sweep THIS.yaml --study {name}` continues the same study",
+def spec_yaml(raw: dict[str, Any], name: str, notes: list[str] = (), command: str = "compare") -> str:
+    head = [f"# written by seqbench {command}; `seqbench sweep THIS.yaml --study {name}` continues the same study",
             *(f"# {n}" for n in notes)]
     return "\n".join(head) + "\n" + yaml.safe_dump(raw, sort_keys=False, default_flow_style=None)
 

@@ -4,8 +4,12 @@ task's class is first used."""
 from seqbench.tasks.synthetic.configs import (  # noqa: F401  (registers)
     adding,
     assoc_recall,
+    compression,
     copy,
+    fuzzy_recall,
     induction,
+    memorization,
+    noisy_recall,
     reverse,
     selective_copy,
     sort,

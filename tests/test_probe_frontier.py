@@ -1,0 +1,116 @@
+"""The frontier of a probe from its study table (``sweeps/frontier.py``), the median's order-statistic
+interval (``bench/core/stats.py``) and card.json (``bench/core/artifacts.py``): pure, no training."""
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+from scipy import stats as st
+
+from seqbench.bench.core.artifacts import CARD_VERSION, read_card, write_card
+from seqbench.bench.core.stats import median_interval
+from seqbench.sweeps.frontier import BELOW, probe_entry, seed_frontiers
+from seqbench.sweeps.probes import QUICK, Ladder, Probe, rung_phrase, select
+
+PROBE = Probe("recall", "assoc_recall", "recall", Ladder("n_pairs", (2, 4, 8), "pairs", 4))
+
+
+def table(solved: dict[tuple[int, int, float], bool], acc: float = 0.5) -> pd.DataFrame:
+    """A study table: (seed, rung, lr) -> solved; the solved runs at acc 1.0, the others at ``acc``."""
+    rows = [{"run_id": f"r{s}-{r}-{lr}", "seed": s, "param.task.n_pairs": r, "param.optim.lr": lr,
+             "status": "completed", "solved": ok, "final.val/acc": 1.0 if ok else acc, "baseline.val/acc": 0.06,
+             "steps": 100, "train_time_s": 0.5, "n_params": 1000 * r, "model_flops_per_token": 1e4}
+            for (s, r, lr), ok in solved.items()]
+    return pd.DataFrame(rows)
+
+
+def entry(solved, seeds=(0, 1, 2), per_seed=2):
+    return probe_entry(table(solved), PROBE, model="m", study="s", seeds=list(seeds), per_seed=per_seed,
+                       metric="val/acc", maximize=True)
+
+
+def grid(fn, seeds=(0, 1, 2), rungs=(2, 4, 8), lrs=(1e-3, 1e-2)):
+    return {(s, r, lr): fn(s, r, lr) for s in seeds for r in rungs for lr in lrs}
+
+
+def test_a_seed_solves_a_rung_at_its_best_rate_and_its_frontier_needs_every_easier_rung():
+    # seed 0 solves 2 and 4 (4 only at lr 1e-2); seed 1 solves 2 only; seed 2 solves 2 and 8 but not 4 (a gap)
+    ok = {(0, 2), (0, 4), (1, 2), (2, 2), (2, 8)}
+    e = entry(grid(lambda s, r, lr: (s, r) in ok and (r != 4 or lr == 1e-2)))
+    assert e["seed_frontiers"] == {"0": 1, "1": 0, "2": 0}
+    assert e["frontier"] == 0 and (e["lo"], e["hi"]) == (0, 1) and e["coverage"] == pytest.approx(0.75)
+    assert e["gaps"] == ["seed 2 solved rung 3 above its frontier"]
+    assert [r["solved"] for r in e["rungs"]] == [3, 1, 1] and all(r["n"] == 3 for r in e["rungs"])
+    assert e["complete"] and e["n_params"] == 4000 and e["step_ms"] == pytest.approx(5.0)
+
+
+def test_shares_get_exact_clopper_pearson_intervals():
+    e = entry(grid(lambda s, r, lr: r == 2 or (r == 4 and s == 0)))
+    r4 = e["rungs"][1]
+    ci = st.binomtest(1, 3).proportion_ci(method="exact")
+    assert (r4["solved"], r4["n"]) == (1, 3)
+    assert (r4["share_lo"], r4["share_hi"]) == pytest.approx((ci.low, ci.high))
+    assert e["rungs"][0]["share_lo"] == pytest.approx(0.025 ** (1 / 3))  # 3/3: lower bound (alpha/2)^(1/n)
+
+
+def test_a_model_that_learns_nothing_is_below_the_first_rung_never_at_rung_zero():
+    e = entry(grid(lambda s, r, lr: False), per_seed=2)
+    assert e["frontier"] == BELOW == -1 and e["lo"] == e["hi"] == BELOW
+    assert all(r["solved"] == 0 and r["mean"] == pytest.approx(0.5) for r in e["rungs"])
+
+
+def test_a_seed_missing_a_run_is_not_counted_and_the_entry_says_incomplete():
+    solved = grid(lambda s, r, lr: True)
+    del solved[(1, 8, 1e-2)]  # seed 1's second rate at rung 8 never finished
+    e = entry(solved)
+    assert e["rungs"][2]["n"] == 2 and not e["complete"]
+    assert e["seed_frontiers"]["1"] == 1  # rung 8 unknown: not counted as solved
+
+
+def test_seed_frontiers_walk_from_the_first_rung():
+    fronts, gaps = seed_frontiers([{0: False, 1: True}, {0: True, 1: True}], [0, 1])
+    assert fronts == {0: BELOW, 1: 1} and gaps == ["seed 0 solved rung 2 above its frontier"]
+
+
+@pytest.mark.parametrize("n, j", [(3, 1), (5, 1), (6, 1), (10, 2), (20, 6)])
+def test_median_interval_is_the_narrowest_order_statistic_interval_covering_95(n, j):
+    mi = median_interval(list(range(n)))
+    assert (mi.lo, mi.hi) == (j - 1, n - j)
+    assert mi.coverage == pytest.approx(1 - 2 * st.binom.cdf(j - 1, n, 0.5))
+    assert n < 6 or mi.coverage >= 0.95
+    assert mi.median == (n + 1) // 2 - 1  # the lower median: a value the seeds took
+
+
+def test_median_interval_of_nothing_is_nan():
+    assert math.isnan(median_interval([]).median)
+
+
+def test_card_json_round_trips_and_refuses_what_it_does_not_declare(tmp_path):
+    card = {"profile": "quick", "seeds": [0], "entries": [entry(grid(lambda s, r, lr: r == 2))]}
+    path = write_card(tmp_path, card)
+    back = read_card(path)
+    assert back["version"] == CARD_VERSION and back["entries"][0]["frontier"] == 0
+    with pytest.raises(ValueError, match="undeclared keys"):
+        write_card(tmp_path, {"profile": "quick", "entries": [{"frontier_value": 3}]})
+    path.write_text(json.dumps({**back, "version": CARD_VERSION + 1}))
+    with pytest.raises(ValueError, match="reads up to"):
+        read_card(path)
+    path.write_text("{}")
+    with pytest.raises(ValueError, match="not a seqbench card"):
+        read_card(path)
+
+
+def test_the_quick_battery_holds_mads_six_tasks_and_the_copy_delay_on_rising_ladders():
+    assert {p.task for p in QUICK.probes} == {"assoc_recall", "fuzzy_recall", "noisy_recall", "selective_copy",
+                                               "compression", "memorization", "copy"}
+    for p in QUICK.probes:
+        assert list(p.ladder.rungs) == sorted(set(p.ladder.rungs)) and p.ladder.reference in p.ladder.rungs
+    cut = select(QUICK, ["recall"], 1)[0]
+    assert cut.ladder.rungs == (2,) and cut.ladder.reference == 2
+
+
+def test_a_rung_of_one_reads_singular():
+    assert [rung_phrase("pairs", 1), rung_phrase("pairs", 4), rung_phrase("noise ", 0.5)] == \
+        ["1 pair", "4 pairs", "noise 0.5"]
