@@ -184,6 +184,25 @@ def test_the_solved_flag_is_a_per_seed_outcome():
     assert titles == ["share of seeds solved"]
 
 
+def test_success_on_a_ratio_judges_each_seeds_ratio_and_shows_a_share_of_seeds():
+    """scale: log on a minus: rule pairs seeds as ratios; success: then asks each seed's ratio to pass, and
+    the estimate is a share of seeds (never exponentiated as if it were a log ratio)."""
+    rule = {"name": "r", "where": {"model.name": "gru"}, "minus": {"model.name": "rnn"}, "metric": "score",
+            "scale": "log", "success": {"below": 0.64}, "above": 0.5, "no_control": "test"}
+    t = _scores({"gru": eight(0.5, 0.55, 0.45), "rnn": [1.0] * 8})
+    r = judge_rule(Rule.model_validate(rule), t, SWEPT)
+    assert r.ratio and not r.log_ratio and r.cut == {"below": pytest.approx(math.log(0.64))}
+    assert r.verdict == HOLDS and r.measured().startswith("8/8 seeds") and r.interval.hi == 1.0
+    assert r.threshold_text() == "share of seeds with ratio of score < 0.64: > 0.5"
+    from seqbench.reports.verify_html import verdict_figure
+
+    fig = verdict_figure(t, [r])
+    share = [a.text for a in fig.layout.annotations].index("share of seeds with ratio of score < 0.64")
+    assert fig.layout[f"yaxis{share + 1 if share else ''}"].type != "log"
+    mean = judge_rule(Rule.model_validate({**rule, "success": None, "above": None, "below": 0.64}), t, SWEPT)
+    assert mean.log_ratio and mean.measured().startswith("ratio 0.5")  # the geometric mean ratio, judged by t
+
+
 def test_an_accuracy_of_1_on_every_seed_is_a_count_of_seeds_not_certainty():
     """Issue 27: 5 seeds at accuracy 1.0 were a tied mean, p = 0, holds. Accuracy is bounded (a seed
     clicks or stays on a plateau), so it is judged per seed: 5 of 5 is p = 1/32 one-sided, undecided at
