@@ -100,9 +100,9 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
             title = f"{'ratio' if r.ratio else 'difference'} of {metric}"
         else:
             title = metric
-        p = cell(title, (r.estimate is not None and r.estimate.scale == "log") or r.ratio, base)
+        p = cell(title, (r.estimate is not None and r.estimate.scale == "log") or r.log_ratio, base)
         vals = list(r.estimate.values) if r.estimate is not None else []
-        if r.ratio:
+        if r.log_ratio:
             vals = [math.exp(v) for v in vals]
         c = p["cats"].setdefault(r.config, {"vals": vals, "iv": r.interval, "rules": []})
         c["rules"].append(r)
@@ -138,7 +138,7 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
                               row=row, col=1)
             for x in c["rules"]:
                 for key, thr in x.thresholds.items():
-                    y = math.exp(thr) if x.ratio else thr
+                    y = math.exp(thr) if x.log_ratio else thr
                     fig.add_trace(go.Scatter(
                         x=[i - 0.4, i + 0.4], y=[y, y], mode="lines", showlegend=False,
                         line=dict(color="#cf222e", dash="dash" if x.control else "solid", width=2),

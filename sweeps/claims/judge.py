@@ -185,7 +185,8 @@ def _paired(res: RuleResult, rule: Rule, table: pd.DataFrame, swept: dict[str, l
     res.ratio = scale == "log" and rule.scale == "log"
     if res.ratio and all(vals[s] > 0 and vals_b[s] > 0 for s in seeds):
         diffs = [math.log(vals[s]) - math.log(vals_b[s]) for s in seeds]
-        th = {k: math.log(v) for k, v in th.items()}
+        if rule.success is None:  # success:'s thresholds are shares of seeds; its cut is logged in _outcomes
+            th = {k: math.log(v) for k, v in th.items()}
     else:
         res.ratio = False
         diffs = [vals[s] - vals_b[s] for s in seeds]

@@ -30,12 +30,18 @@ class RuleResult:
     p_alone: float = math.nan  # two-sided p of the direction the data points to, this rule alone
     p_adjusted: float = math.nan  # the same, Holm-adjusted over the claim's rules and controls
     control: bool = False  # a control (must hold) rather than a claim rule
-    ratio: bool = False  # a minus: rule on the log scale: the estimate is a log ratio, shown as a ratio
+    ratio: bool = False  # a minus: rule on the log scale: each seed's quantity is a log ratio (see log_ratio)
     beside: str = ""  # context shown after the measurement (cost: the FLOP count's exponent, fixed-cost share)
     picked: dict[Any, dict[str, Any]] = field(default_factory=dict)  # best_of: seed -> the values it was judged at
     sides: list[tuple[str, list[float]]] = field(default_factory=list)  # minus: each side's label and seed values
     per_seed: str = ""  # why each seed is judged (pass / not, a share of seeds): "success:" or per_seed_why's
     cut: dict[str, float] = field(default_factory=dict)  # per seed: what a seed passes (baseline-scaled; log: ratio)
+
+    @property
+    def log_ratio(self) -> bool:
+        """The estimate and thresholds are log ratios where/minus, shown as ratios (a per-seed rule's estimate
+        is a share of seeds, though each seed's quantity was a ratio)."""
+        return self.ratio and not self.per_seed
 
     def measured(self) -> str:
         """``mean [lo, hi] n=k`` plus what happened to diverged seeds; the reason when nothing was measured."""
@@ -49,15 +55,15 @@ class RuleResult:
                 f", as {d}" if not isinstance(d, str) else "") + ")"
         p = f", p={self.p_adjusted:.2g}" if math.isfinite(self.p_adjusted) else ""
         iv = self.interval
-        if self.ratio:  # estimated as a log ratio, shown as the ratio where/minus
+        if self.log_ratio:  # estimated as a log ratio, shown as the ratio where/minus
             iv = Interval(*(math.exp(v) for v in (iv.mean, iv.lo, iv.hi)), iv.n, iv.std, iv.level)
-        return ("ratio " if self.ratio else "") + iv.fmt() + div + p + (f"; {self.beside}" if self.beside
+        return ("ratio " if self.log_ratio else "") + iv.fmt() + div + p + (f"; {self.beside}" if self.beside
                                                                                    else "")
 
     def threshold_text(self) -> str:
         """What the rule needs, on the quantity judged: ``< 0.01``, ``in [0.9, 1.1]``, or for a per-seed rule
         ``share of seeds with val/acc > 0.95: > 0.5``."""
-        t = {k: math.exp(v) if self.ratio and not self.per_seed else v for k, v in self.thresholds.items()}
+        t = {k: math.exp(v) if self.log_ratio else v for k, v in self.thresholds.items()}
         text = _bounds_text(t)
         if not self.per_seed:
             return f"{quantity_text(self.rule)}: {text}" if self.rule.largest is not None else text
