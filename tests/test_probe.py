@@ -9,6 +9,7 @@ import pytest
 from seqbench.bench.commands.probe import plan, probe
 from seqbench.bench.core.artifacts import read_card
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.registry import MIXERS
 from seqbench.reports.card import terminal
 from seqbench.sweeps.probes import QUICK, Ladder, Probe, Profile
 from tests.helpers import run_cli
@@ -26,12 +27,24 @@ TINY = Profile("tiny", seeds=2, lrs=(0.03,), model={"d_model": 16, "n_layers": 1
 MODELS = ["model=lstm", "model=stack", f"model.mixer={NO_MIXING}"]
 
 
+@pytest.fixture
+def shipped_mixers():
+    """Using a mixer by import path registers it for the process; later tests (``seqbench list`` output
+    compared with a fresh interpreter's) must see the shipped registry again."""
+    saved = dict(MIXERS._entries)
+    yield
+    MIXERS._entries.clear()
+    MIXERS._entries.update(saved)
+    MIXERS.generation += 1
+
+
 def runs(out: Path) -> set[str]:
     return {p.name for p in (out / "runs").iterdir()}
 
 
 @pytest.mark.slow  # 12 tiny runs, and the LSTM must learn
-def test_a_card_of_two_models_says_where_each_stops_and_a_second_call_trains_nothing(tmp_path, capsys):
+def test_a_card_of_two_models_says_where_each_stops_and_a_second_call_trains_nothing(tmp_path, capsys,
+                                                                                      shipped_mixers):
     out = tmp_path / "outputs"
     r = probe(MODELS, profile=TINY, probes=["memorization"], out_dir=out, name="tiny")
     card = read_card(r.folder / "card.json")

@@ -66,12 +66,16 @@ def register(sp: argparse.ArgumentParser) -> None:
 
 @dataclass(frozen=True)
 class ProbedModel:
+    """One model of the card."""
+
     label: str  # the card's name for it: the model, or the mixer of a stack, plus settings given
     settings: dict[str, Any]  # {model.<field>: value} as given (model.name included)
 
 
 @dataclass(frozen=True)
 class Plan:
+    """What the settings ask for: the models, and what every run shares."""
+
     models: list[ProbedModel]
     common: dict[str, Any]  # {dotted key: value} for every run
     seeds: list[int]
@@ -145,13 +149,8 @@ def label(settings: dict[str, Any]) -> str:
     return head + (f"[{', '.join(extra)}]" if extra else "")
 
 
-def plan(settings: Sequence[str], prof: Profile) -> Plan:
-    groups, common_text = _groups(settings)
-    models, notes = [], []
-    for g in groups:
-        found, said = expand(g)
-        models += [m for m in found if m not in models]
-        notes += said
+def _shared(common_text: dict[str, str], prof: Profile) -> tuple[dict[str, Any], list[int], list[float]]:
+    """The settings for every run, the seeds and the learning rates (the profile's unless given)."""
     common: dict[str, Any] = {}
     seeds: list[int] | int = prof.seeds
     lrs = list(prof.lrs)
@@ -170,11 +169,23 @@ def plan(settings: Sequence[str], prof: Profile) -> Plan:
     seed_list = list(range(seeds)) if isinstance(seeds, int) else seeds
     if not seed_list:
         raise UserError("seeds: must be >= 1")
+    return common, seed_list, lrs
+
+
+def plan(settings: Sequence[str], prof: Profile) -> Plan:
+    """The models (groups expanded, duplicates once) and the shared settings of ``settings``."""
+    groups, common_text = _groups(settings)
+    models, notes = [], []
+    for g in groups:
+        found, said = expand(g)
+        models += [m for m in found if m not in models]
+        notes += said
     probed = [ProbedModel(label(m), m) for m in models]
-    labels = [p.label for p in probed]
-    if len(set(labels)) < len(labels):
-        raise UserError(f"probe: two models share the label {next(x for x in labels if labels.count(x) > 1)!r}")
-    return Plan(probed, common, seed_list, lrs, notes)
+    labels = [m.label for m in probed]
+    twice = [x for x in labels if labels.count(x) > 1]
+    if twice:
+        raise UserError(f"probe: two models share the label {twice[0]!r}; give them different settings")
+    return Plan(probed, *_shared(common_text, prof), notes)
 
 
 # -- models x probes -> studies -------------------------------------------------------------------
@@ -197,7 +208,8 @@ def study_spec(probe: Probe, model: ProbedModel, p: Plan, prof: Profile) -> dict
                               "optim.lr": {"values": p.lrs}}
     if len(prof.weight_decays) > 1 and "optim.weight_decay" not in p.common:
         params["optim.weight_decay"] = {"values": list(prof.weight_decays)}
-    raw = {"question": f"Probe {probe.name} ({probe.skill}): where does {model.label} stop on task.{probe.ladder.key}?",
+    question = f"Probe {probe.name} ({probe.skill}): where does {model.label} stop on task.{probe.ladder.key}?"
+    raw = {"question": question,
            "base": compose({}, flat).data, "method": "grid",
            "metric": {"name": metric, "goal": "maximize" if maximize else "minimize"},
            "parameters": params, "seeds": p.seeds}
