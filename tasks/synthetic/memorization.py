@@ -2,7 +2,6 @@
 ``tasks/synthetic/configs/memorization.py``)."""
 from __future__ import annotations
 
-import math
 
 import torch
 

@@ -29,7 +29,7 @@ from typing import Literal
 from pydantic import Field
 
 from seqbench.bench.core.registry import TASKS
-from seqbench.tasks.configs.base import TokenTaskConfig, positive_int
+from seqbench.tasks.configs.base import TokenTaskConfig
 
 
 @TASKS.config("memorization")
