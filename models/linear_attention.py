@@ -60,7 +60,7 @@ def causal_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.T
 @MIXERS.module("linear_attention")
 class LinearAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int = 4, feature_map: str = "taylor", feature_dim: int = 16,
-                 causal: bool = True):
+                 short_conv: int = 0, causal: bool = True):
         super().__init__()
         problem = heads_problem(d_model, n_heads)
         if problem:
@@ -69,6 +69,9 @@ class LinearAttention(nn.Module):
             raise ValueError(f"model.mixer_args.feature_map: {feature_map!r}; choose elu or taylor")
         self.n_heads, self.feature_dim, self.causal = n_heads, feature_dim, causal
         self.phi = elu_features if feature_map == "elu" else taylor_features
+        self.short_taps = short_conv
+        # depthwise, no bias; padded on the left in forward so position t sees t - taps + 1 .. t
+        self.short = nn.Conv1d(d_model, d_model, short_conv, groups=d_model, bias=False) if short_conv else None
         self.q = nn.Linear(d_model, n_heads * feature_dim, bias=False)
         self.k = nn.Linear(d_model, n_heads * feature_dim, bias=False)
         self.v = nn.Linear(d_model, d_model, bias=False)
@@ -77,6 +80,8 @@ class LinearAttention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, d_model) -> (B, T, d_model)
         B, T, d = x.shape
         H, f = self.n_heads, self.feature_dim
+        if self.short is not None:  # (B, T, d) -> (B, d, T) -> causal depthwise conv -> (B, T, d)
+            x = self.short(F.pad(x.transpose(1, 2), (self.short_taps - 1, 0))).transpose(1, 2)
         q = self.phi(self.q(x).view(B, T, H, f).transpose(1, 2))  # (B, H, T, F)
         k = self.phi(self.k(x).view(B, T, H, f).transpose(1, 2))  # (B, H, T, F)
         v = self.v(x).view(B, T, H, d // H).transpose(1, 2)  # (B, H, T, Dh)

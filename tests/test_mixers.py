@@ -99,7 +99,7 @@ FIELD_CHANGES = [
     ("mamba", "d_state", 4), ("mamba", "expand", 1), ("mamba", "d_conv", 2), ("mamba", "dt_rank", 3),
     ("s4d", "d_state", 8), ("s4d", "dt_min", 0.01), ("s4d", "dt_max", 0.5),
     ("linear_attention", "n_heads", 2), ("linear_attention", "feature_map", "elu"),
-    ("linear_attention", "feature_dim", 4),
+    ("linear_attention", "feature_dim", 4), ("linear_attention", "short_conv", 3),
     ("hyena", "order", 3), ("hyena", "filter_order", 8), ("hyena", "short_filter", 2), ("hyena", "emb_dim", 5),
     ("hyena", "l_max", 64),
 ]
@@ -152,6 +152,7 @@ def test_fft_convention():
 
 @pytest.mark.parametrize("name, args", [("mamba", {}), ("mamba", {"dt_rank": 3, "d_conv": 2}), ("s4d", {}),
                                         ("linear_attention", {}), ("linear_attention", {"feature_map": "elu"}),
+                                        ("linear_attention", {"short_conv": 3}),
                                         ("hyena", {}), ("hyena", {"order": 3})])
 @pytest.mark.parametrize("B", [1, 3])
 def test_forward_macs_match_flop_counter_mode(name, args, B):

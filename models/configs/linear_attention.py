@@ -10,6 +10,12 @@ costs O(T) in the sequence length. Two feature maps:
   expansion of exp(q·k/√f): φ(x) = [1, x / f^(1/4), (x ⊗ x) / √(2f)], so φ(q)·φ(k) =
   1 + q·k/√f + (q·k)²/(2f); q and k are first projected to a small ``feature_dim`` f per head.
 
+``short_conv`` (k taps, 0 = none) puts a causal depthwise convolution over the input before the q/k/v
+projections, the short convolution Based pairs with its linear attention (Zoology's MQAR configurations
+put a ``BaseConv`` with kernel 3 beside ``Based``; Arora et al. 2025, abstract, find that a short
+convolution is what lets Mamba store a key with the value after it): without it a key-value pair in
+two neighbouring positions must be joined by the feature map alone.
+
 The causal form runs in chunks of ``CHUNK`` positions: quadratic inside a chunk, running sums of
 φ(k) vᵀ across chunks (the chunked form of Yang et al. 2024, GLA Sec. 2.2, without gates), so every
 product is a matrix product.
@@ -44,6 +50,10 @@ class LinearAttentionConfig(MixerConfig):
     feature_dim: int = Field(16, ge=1, description="width f that q and k are projected to per head before φ "
                              "(Based's 16): taylor's state grows as f²")
 
+    short_conv: int = Field(0, ge=0, description="taps of a causal depthwise convolution on the input "
+                            "before the projections (Based's short convolution: 3 in Zoology's MQAR configs; "
+                            "0 = none)")
+
     _heads_divide = field_validator("n_heads", mode="after")(heads_divide_width)
 
     def feature_size(self) -> int:
@@ -55,7 +65,7 @@ class LinearAttentionConfig(MixerConfig):
         head and chunk of C positions the scores φ(Q)φ(K)ᵀ (C·C·F), their weighted sum of values
         (C·C·Dv), the chunk's state φ(K)ᵀV (C·F·Dv) and the queries against the state before the chunk
         (C·F·Dv), where Dv = d/H + 1 (a column of ones carries the normaliser). T is padded to whole
-        chunks. The bidirectional form (causal=False) costs 2·H·T·F·Dv instead of the chunk terms."""
+        chunks. The short convolution, if any, adds T·d·taps. The bidirectional form (causal=False) costs 2·H·T·F·Dv instead of the chunk terms."""
         problem = heads_problem(d_model, self.n_heads)
         if problem:
             raise ValueError(f"model.mixer_args.n_heads: {problem}")
@@ -63,5 +73,5 @@ class LinearAttentionConfig(MixerConfig):
         dv = d // H + 1
         C = min(CHUNK, T)
         n_chunks = math.ceil(T / C)
-        projections = T * (2 * d * H * f + 2 * d * d)
+        projections = T * (2 * d * H * f + 2 * d * d + d * self.short_conv)
         return projections + H * n_chunks * C * (C * F + C * dv + 2 * F * dv)
