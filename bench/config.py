@@ -54,6 +54,11 @@ class OptimConfig(Section):
     warmup_steps: int = Field(0, ge=0, description="linear warmup from 0 to lr over these steps")
     schedule: Literal["constant", "linear", "cosine", "inverse_sqrt"] = Field(
         "constant", description="shape after warmup")
+    # ADDED_LATER: unset, the config hash is the one runs recorded before the field existed
+    decay_from: int | None = Field(
+        None, ge=0, description="step the decay (linear, cosine, inverse_sqrt) starts from; null = the end of "
+        "warmup. Set it to the warmup arm's warmup_steps so that a no-warmup arm differs by the warmup only "
+        "(inverse_sqrt after no warmup otherwise decays from step 1)", json_schema_extra=ADDED_LATER)
     min_lr_ratio: float = Field(0.0, ge=0, le=1, description="floor of linear/cosine decay as a fraction of lr")
     grad_clip: float | None = Field(1.0, gt=0, description="clip the global gradient norm to this; null = off")
 
@@ -156,6 +161,11 @@ class RunConfig(Section):
         if t.facts.causal and m.sees_future():
             raise ValueError(f"model.bidirectional: a bidirectional model sees the future but task {t.name!r} "
                              "is causal; set model.bidirectional=false")
+        if self.optim.decay_from is not None and not self.optim.warmup_steps <= self.optim.decay_from < \
+                self.train.max_steps:
+            raise ValueError(f"optim.decay_from: {self.optim.decay_from} must lie in [optim.warmup_steps="
+                             f"{self.optim.warmup_steps}, train.max_steps={self.train.max_steps}); leave it "
+                             "null to decay from the end of warmup")
         if self.optim.warmup_steps and self.optim.warmup_steps >= self.train.max_steps:
             raise ValueError(f"optim.warmup_steps: {self.optim.warmup_steps} >= train.max_steps="
                              f"{self.train.max_steps}; the run would never reach the peak lr")

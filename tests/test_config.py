@@ -88,6 +88,7 @@ def test_config_hash_ignores_where_results_go():
     (["tracking.wandb=maybe"], "tracking.wandb", "offline"),
     (["model=rnn", "model.bidirectional=true"], "model.bidirectional", "bidirectional=false"),
     (["optim.warmup_steps=5000", "train.max_steps=100"], "optim.warmup_steps", "max_steps"),
+    (["optim.warmup_steps=50", "optim.decay_from=10"], "optim.decay_from", "optim.warmup_steps=50"),
     (["train.early_stop={metric: val/mse, threshold: 1}"], "train.early_stop.metric", "val/acc"),
     (["nonsense"], "nonsense", "key=value"),
     (["seed=-1"], "seed", "greater than or equal to 0"),

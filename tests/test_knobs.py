@@ -118,6 +118,18 @@ def test_warmup_and_schedule_reach_the_optimizer():
     assert inv[4] == pytest.approx(0.1 * (1 / 4) ** 0.5)
 
 
+def test_decay_from_makes_a_no_warmup_arm_differ_by_the_warmup_only():
+    plain = _lrs("optim.lr=0.1", "optim.schedule=inverse_sqrt", steps=5)
+    assert plain[4] == pytest.approx(0.1 * (1 / 4) ** 0.5)  # decays from step 1 without decay_from
+    held = _lrs("optim.lr=0.1", "optim.schedule=inverse_sqrt", "optim.decay_from=3", steps=6)
+    warm = _lrs("optim.lr=0.1", "optim.schedule=inverse_sqrt", "optim.warmup_steps=3", steps=6)
+    assert held[:3] == pytest.approx([0.1] * 3) and warm[:3] != pytest.approx(held[:3])
+    decay = [0.1, 0.1 * (3 / 4) ** 0.5, 0.1 * (3 / 5) ** 0.5]  # sqrt(3 / step) from step 3 in both arms
+    assert held[3:] == pytest.approx(decay) and warm[3:] == pytest.approx(decay)
+    cos = _lrs("optim.lr=0.1", "optim.schedule=cosine", "optim.decay_from=2", "train.max_steps=6", steps=6)
+    assert cos[:3] == pytest.approx([0.1] * 3) and cos[4] == pytest.approx(0.05)
+
+
 @pytest.mark.parametrize("name, cls", [("adam", torch.optim.Adam), ("adamw", torch.optim.AdamW),
                                        ("sgd", torch.optim.SGD), ("radam", torch.optim.RAdam)])
 def test_optimizer_choice_and_hyperparameters(name, cls):

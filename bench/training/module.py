@@ -250,5 +250,6 @@ class SeqModule(pl.LightningModule):
         max_steps = self.cfg.train.max_steps
         sched = torch.optim.lr_scheduler.LambdaLR(
             opt, lambda step: lr_multiplier(step, warmup_steps=o.warmup_steps, max_steps=max_steps,
-                                            schedule=o.schedule, min_ratio=o.min_lr_ratio))
+                                            schedule=o.schedule, min_ratio=o.min_lr_ratio,
+                                            decay_from=o.decay_from))
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
