@@ -60,7 +60,7 @@ def causal_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.T
 @MIXERS.module("linear_attention")
 class LinearAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int = 4, feature_map: str = "taylor", feature_dim: int = 16,
-                 short_conv: int = 0, causal: bool = True):
+                 short_conv: int = 3, causal: bool = True):
         super().__init__()
         problem = heads_problem(d_model, n_heads)
         if problem:

@@ -99,7 +99,7 @@ FIELD_CHANGES = [
     ("mamba", "d_state", 4), ("mamba", "expand", 1), ("mamba", "d_conv", 2), ("mamba", "dt_rank", 3),
     ("s4d", "d_state", 8), ("s4d", "dt_min", 0.01), ("s4d", "dt_max", 0.5),
     ("linear_attention", "n_heads", 2), ("linear_attention", "feature_map", "elu"),
-    ("linear_attention", "feature_dim", 4), ("linear_attention", "short_conv", 3),
+    ("linear_attention", "feature_dim", 4), ("linear_attention", "short_conv", 0),
     ("hyena", "order", 3), ("hyena", "filter_order", 8), ("hyena", "short_filter", 2), ("hyena", "emb_dim", 5),
     ("hyena", "l_max", 64),
 ]
@@ -152,7 +152,7 @@ def test_fft_convention():
 
 @pytest.mark.parametrize("name, args", [("mamba", {}), ("mamba", {"dt_rank": 3, "d_conv": 2}), ("s4d", {}),
                                         ("linear_attention", {}), ("linear_attention", {"feature_map": "elu"}),
-                                        ("linear_attention", {"short_conv": 3}),
+                                        ("linear_attention", {"short_conv": 0}),
                                         ("hyena", {}), ("hyena", {"order": 3})])
 @pytest.mark.parametrize("B", [1, 3])
 def test_forward_macs_match_flop_counter_mode(name, args, B):
@@ -211,6 +211,10 @@ def quadratic_linear_attention(mixer: LinearAttention, x: torch.Tensor, causal: 
     """Eq. 4-6 with the (T, T) matrix φ(Q)φ(K)ᵀ, masked lower-triangular when causal, row-normalised."""
     B, T, d = x.shape
     H, f = mixer.n_heads, mixer.feature_dim
+    if mixer.short is not None:  # the short convolution as a sum of shifted copies: x_t' = Σ_i w_i x_{t-taps+1+i}
+        w, k = mixer.short.weight[:, 0], mixer.short_taps  # (d, taps)
+        padded = torch.cat([x.new_zeros(B, k - 1, d), x], dim=1)
+        x = sum(padded[:, i:i + T] * w[:, i] for i in range(k))
     q = mixer.phi(mixer.q(x).view(B, T, H, f).transpose(1, 2)).double()  # (B, H, T, F)
     k = mixer.phi(mixer.k(x).view(B, T, H, f).transpose(1, 2)).double()
     v = mixer.v(x).view(B, T, H, d // H).transpose(1, 2).double()  # (B, H, T, Dh)

@@ -10,7 +10,7 @@ costs O(T) in the sequence length. Two feature maps:
   expansion of exp(q·k/√f): φ(x) = [1, x / f^(1/4), (x ⊗ x) / √(2f)], so φ(q)·φ(k) =
   1 + q·k/√f + (q·k)²/(2f); q and k are first projected to a small ``feature_dim`` f per head.
 
-``short_conv`` (k taps, 0 = none) puts a causal depthwise convolution over the input before the q/k/v
+``short_conv`` (k taps, default 3; 0 = none) puts a causal depthwise convolution over the input before the q/k/v
 projections, the short convolution Based pairs with its linear attention (Zoology's MQAR configurations
 put a ``BaseConv`` with kernel 3 beside ``Based``; Arora et al. 2025, abstract, find that a short
 convolution is what lets Mamba store a key with the value after it): without it a key-value pair in
@@ -50,9 +50,9 @@ class LinearAttentionConfig(MixerConfig):
     feature_dim: int = Field(16, ge=1, description="width f that q and k are projected to per head before φ "
                              "(Based's 16): taylor's state grows as f²")
 
-    short_conv: int = Field(0, ge=0, description="taps of a causal depthwise convolution on the input "
-                            "before the projections (Based's short convolution: 3 in Zoology's MQAR configs; "
-                            "0 = none)")
+    short_conv: int = Field(3, ge=0, description="taps of a causal depthwise convolution on the input "
+                            "before the projections (Based's short convolution, 3 as in Zoology's MQAR configs; "
+                            "0 = none, as in Katharopoulos et al.)")
 
     _heads_divide = field_validator("n_heads", mode="after")(heads_divide_width)
 
