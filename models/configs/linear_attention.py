@@ -65,7 +65,8 @@ class LinearAttentionConfig(MixerConfig):
         head and chunk of C positions the scores φ(Q)φ(K)ᵀ (C·C·F), their weighted sum of values
         (C·C·Dv), the chunk's state φ(K)ᵀV (C·F·Dv) and the queries against the state before the chunk
         (C·F·Dv), where Dv = d/H + 1 (a column of ones carries the normaliser). T is padded to whole
-        chunks. The short convolution, if any, adds T·d·taps. The bidirectional form (causal=False) costs 2·H·T·F·Dv instead of the chunk terms."""
+        chunks. The short convolution, if any, adds T·d·taps. The bidirectional form (causal=False) costs
+        2·H·T·F·Dv instead of the chunk terms."""
         problem = heads_problem(d_model, self.n_heads)
         if problem:
             raise ValueError(f"model.mixer_args.n_heads: {problem}")
