@@ -177,7 +177,7 @@ def enqueue_missing_grid(study: optuna.Study, spec: SweepSpec) -> int:
     return n
 
 
-# Failures from outside the experiment, as ``sweeps.trial.one_line`` words them: no space left (or
+# Failures from outside the experiment, as ``sweeps.trial.error_line`` words them: no space left (or
 # quota, or a file size limit), out of memory (Python, the CPU allocator, CUDA), a killed process.
 # Matched on the text, so studies failed before this existed can be retried too.
 _OUTSIDE = re.compile(r"Errno 28\]|No space left|Errno 122\]|quota exceeded|Errno 27\]|File too large|"

@@ -1,4 +1,4 @@
-"""One trial: one configuration, one ``bench.training.train.run`` per seed replicate.
+"""One trial: one configuration, one ``bench.training.train.train_run`` per seed replicate.
 
 The objective is the replicates' mean; per-seed values, spread, run ids and the reason of a
 failure are trial user attrs (the sweep/report contract in ``bench/commands/sweep.py``). A
@@ -20,13 +20,14 @@ from optuna.trial import FrozenTrial, TrialState
 
 from seqbench.bench.core.artifacts import TrialAttrs, check_trial_attrs, wandb_group
 from seqbench.bench.core.errors import UserError
-from seqbench.bench.training import train  # train.run looked up per call (tests replace it)
+from seqbench.bench.core.text import redact
+from seqbench.bench.training import train  # train.train_run looked up per call (tests replace it)
 from seqbench.bench.training.tracking import RunTracker
 from seqbench.sweeps.liveness import Heartbeat, requeue, this_worker
 from seqbench.sweeps.optuna_adapter import frozen, set_trial_flag
 from seqbench.sweeps.pruning import PruningCallback
 from seqbench.sweeps.spec import SweepSpec, trial_config
-from seqbench.sweeps.storage import journal_path, redact
+from seqbench.sweeps.storage import journal_path
 from seqbench.sweeps.study import Job
 
 
@@ -47,7 +48,8 @@ def _tags(spec: SweepSpec, trial: optuna.Trial, params: dict[str, Any]) -> list[
     return [*base, f"trial-{trial.number}", *(f"{k}={v}"[:64] for k, v in params.items())]
 
 
-def one_line(e: BaseException) -> str:
+def error_line(e: BaseException) -> str:
+    """An exception as the one-line reason a trial records: its type, then its words (300 characters at most)."""
     text = " ".join(str(e).split())
     return f"{type(e).__name__}: {text}"[:300] if text else type(e).__name__
 
@@ -87,7 +89,7 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
                 if len(metrics) == 1:
                     watch = "val/" + metrics[0].name.split("/", 1)[1]
                     cbs.append(PruningCallback(trial, watch, step_offset=i * cfg.train.max_steps))
-                r = train.run(cfg, argv=job.argv or None, callbacks=cbs, progress=False, tracker=tracker)
+                r = train.train_run(cfg, argv=job.argv or None, callbacks=cbs, progress=False, tracker=tracker)
                 if r["status"] == "diverged":
                     n_div += 1
                     reasons.append(f"seed {seed} diverged: {r['reason']}")
@@ -109,7 +111,7 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
             raise
         except Exception as e:  # noqa: BLE001 - one bad trial never stops the study
             state = TrialState.FAIL
-            reasons.append(one_line(e))
+            reasons.append(error_line(e))
     ok = [v for v in per_seed if v is not None]
     attrs: TrialAttrs = {"per_seed": per_seed if len(metrics) > 1 else [None if v is None else v[0]
                                                                              for v in per_seed],

@@ -12,7 +12,7 @@ import yaml
 from seqbench.bench.cli import main
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.claims.judge import FAILS, HOLDS, INCONCLUSIVE, MISSING, judge, judge_rule
-from seqbench.sweeps.claims.schema import (PROFILES, Rule, load_claim, parse_claim, shipped_claims, sweep_spec,
+from seqbench.sweeps.claims.schema import (PROFILES, Rule, claim_files, load_claim, parse_claim, sweep_spec,
                                            swept_values)
 from seqbench.sweeps.spec import trial_config
 
@@ -115,10 +115,10 @@ def test_claim_verdict_combines_rules():
 
 
 # -- claim files ----------------------------------------------------------------------------
-@pytest.mark.parametrize("path", shipped_claims(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", claim_files(), ids=lambda p: p.stem)
 def test_shipped_claim_loads_validates_every_profile_and_cites_numbers(path: Path):
     claim = load_claim(path)  # every profile's spec checked (each grid point built), every rule resolved
-    assert len(shipped_claims()) >= 8
+    assert len(claim_files()) >= 8
     src = claim.source
     assert src.published and all(math.isfinite(p.value) and p.unit.strip() for p in src.published)
     for profile in PROFILES:
@@ -197,7 +197,7 @@ def test_a_claim_that_cannot_run_exits_nonzero(tmp_path, capsys, monkeypatch):
 
     def broken(*a, **k):
         raise RuntimeError("out of memory")
-    monkeypatch.setattr(seqbench.bench.training.train, "run", broken)  # one worker: trials run in this process
+    monkeypatch.setattr(seqbench.bench.training.train, "train_run", broken)  # one worker: trials run in this process
     assert main(["verify", str(_claim_file(tmp_path)), "--out-dir", str(tmp_path / "out")]) == 1
     out = capsys.readouterr().out
     assert "trial 0 failed: RuntimeError: out of memory" in out
@@ -232,7 +232,7 @@ def test_quick_profile_of_the_two_fastest_shipped_claims(tmp_path, capsys, monke
     them). Each claim's verdict is the one its setup implies, not any verdict."""
     from seqbench.bench.commands import verify as v
 
-    monkeypatch.setattr("seqbench.bench.training.cost.sweep", _fake_cost(27))
+    monkeypatch.setattr("seqbench.bench.training.cost.measure_cost", _fake_cost(27))
     monkeypatch.setattr(v, "cost_figure", lambda rows, meta: None)
     res = {r.claim.name: r for r in v.verify(["vanishing_gradients", "complexity_exponents"], out_dir=tmp_path).results}
     vg, cx = res["vanishing_gradients"], res["complexity_exponents"]
@@ -366,7 +366,7 @@ def test_cost_claim_looks_count_replicates_and_stop_at_the_first_deciding_look(m
         rows = [{"model": "rnn", "length": t, "status": "ok", "time_ms": 0.01 * t ** e} for t in T]
         return {"rows": rows, "summary": {"rnn": {}}, "meta": {}}
 
-    monkeypatch.setattr("seqbench.bench.training.cost.sweep", fake_cost)
+    monkeypatch.setattr("seqbench.bench.training.cost.measure_cost", fake_cost)
     monkeypatch.setattr(v, "cost_figure", lambda rows, meta: None)
     claim = parse_claim(cost_claim(looks=[3, 6, 9]), "c")
     assert claim.replicates_for("quick") == 9 and claim.replicates_for("paper") == 2

@@ -29,7 +29,7 @@ import yaml
 
 import seqbench.bench.config  # noqa: F401  (fills the registries)
 from seqbench.bench.commands.sweep import sweep
-from seqbench.bench.config import RunConfig, compose, metric_goal_of, parse_value
+from seqbench.bench.config import DEFAULT_NAMES, RunConfig, compose, metric_goal_of, parse_value
 from seqbench.bench.core.artifacts import atomic_write, check_writable
 from seqbench.bench.core.errors import UserError, did_you_mean
 from seqbench.bench.core.registry import MODELS, TASKS
@@ -130,7 +130,7 @@ def _names(section: str, base: dict[str, Any], axes: dict[str, list[Any]]) -> li
     key = f"{section}.name"
     if key in axes:
         return [str(v) for v in axes[key]]
-    return [str(base.get(key, "copy" if section == "task" else "lstm"))]
+    return [str(base.get(key, DEFAULT_NAMES[section]))]
 
 
 def route(base: dict[str, Any], axes: dict[str, list[Any]]) -> tuple[dict[str, dict[str, dict[str, Any]]], list[str]]:
@@ -171,7 +171,7 @@ def route(base: dict[str, Any], axes: dict[str, list[Any]]) -> tuple[dict[str, d
 
 
 def _question(axes: dict[str, list[Any]], base: dict[str, Any]) -> str:
-    task = base.get("task.name", "copy")
+    task = base.get("task.name", DEFAULT_NAMES["task"])
     swept = " x ".join(f"{k} in {', '.join(map(str, v))}" for k, v in axes.items())
     return f"Which setting is best on {task}: {swept}?" if "task.name" not in axes else f"Which setting is best: {swept}?"
 

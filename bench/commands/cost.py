@@ -69,7 +69,7 @@ def cost(config: Any = (), *, progress: bool = True) -> CostResult:
     from seqbench.bench.training import cost as measurement  # torch: only where a measurement starts
 
     c = config if isinstance(config, CostConfig) else config_with_out_dir(config)
-    result = measurement.sweep(c, PointProgress(len(c.models), c.lengths) if progress else (lambda p: None))
+    result = measurement.measure_cost(c, PointProgress(len(c.models), c.lengths) if progress else (lambda p: None))
     paths = write_outputs(result, Path(c.out_dir))
     return CostResult(c, result["rows"], result["summary"], result["meta"], paths)
 

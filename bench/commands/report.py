@@ -14,7 +14,8 @@ from seqbench.bench.core.errors import UserError
 from seqbench.reports import wandb_report
 from seqbench.reports.build import build_report
 from seqbench.reports.table import load_study
-from seqbench.sweeps.storage import journal_path, open_storage, redact
+from seqbench.bench.core.text import redact
+from seqbench.sweeps.storage import journal_path, open_storage
 
 
 @dataclass(frozen=True)

@@ -56,9 +56,9 @@ def run(config: Any = None, overrides: Sequence[str] = (), *, argv: Sequence[str
 
     ``argv`` is the command line recorded as provenance (the CLI passes the user's own).
     """
-    from seqbench.bench.training.train import run as train  # here: `run --print-config/--help` import no torch
+    from seqbench.bench.training.train import train_run  # here: `run --print-config/--help` import no torch
     cfg = config_of(config, overrides)
-    r = train(cfg, argv=argv, progress=progress)
+    r = train_run(cfg, argv=argv, progress=progress)
     return RunResult(r["run_id"], r["status"], r.get("reason"), Path(cfg.out_dir) / "runs" / r["run_id"], r)
 
 

@@ -292,7 +292,7 @@ def _run_cost(claim, profile: str, out_dir: Path, workers: int, storage: str | N
     replicate with the fitted exponents, the FLOP count's at the same lengths and the fixed-cost share
     (see :func:`cost_metrics`)."""
     # the measurement's floor (torch), here so that `verify --help` imports none of it
-    from seqbench.bench.training.cost import sweep as measure_cost
+    from seqbench.bench.training.cost import measure_cost
 
     cfg = cost_config(claim.resolved(profile))
     looks = claim.looks_for(profile) or [claim.replicates_for(profile)]

@@ -1,7 +1,7 @@
-"""``run(cfg)``: build the task, the model and the Trainer, train, evaluate, write results.
+"""``train_run(cfg)``: build the task, the model and the Trainer, train, evaluate, write results.
 
 ``run_in_process`` reads as its steps: ``build_trainer`` -> ``fit`` (-> status) ->
-``evaluate`` (at the training length and each ``eval.lengths``) -> ``assemble_results``.
+``test_at_lengths`` (at the training length and each ``eval.lengths``) -> ``assemble_results``.
 Under several processes each rank runs it (``bench.distributed``); rank 0 writes the files.
 """
 from __future__ import annotations
@@ -62,7 +62,7 @@ def build_task(cfg: RunConfig) -> Task:
 
 # -- entry point ---------------------------------------------------------------------------------
 
-def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequence[pl.Callback] = (),
+def train_run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequence[pl.Callback] = (),
         progress: bool = True, tracker: RunTracker | None = None) -> dict[str, Any]:
     """Train and evaluate one configuration; returns the dict written to results.json."""
     check_shared_run_id(cfg)
@@ -144,7 +144,7 @@ class Fitted:
 
 def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.Callback] = (),
                    progress: bool = True, *, strategy: str = "auto") -> dict[str, Any]:
-    """``run`` in this process (one of several under DDP, see ``bench.distributed``)."""
+    """``train_run`` in this process (one of several under DDP, see ``bench.distributed``)."""
     quiet_lightning()
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
@@ -172,7 +172,7 @@ def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.C
             if parts.writer.last_step != fitted.steps:  # make the last step's validation the final one
                 trainer.validate(module, verbose=False)
             if cfg.eval.test and fitted.status == "completed":
-                test = evaluate(trainer, module, [None, *cfg.eval.lengths])
+                test = test_at_lengths(trainer, module, [None, *cfg.eval.lengths])
         results = assemble_results(cfg, tracker, task, module, fitted, test)
         if trainer.global_rank == 0:
             tracker.finish(results)
@@ -267,7 +267,7 @@ def fit(trainer: pl.Trainer, module: SeqModule, parts: Parts, ckpt: Path | None)
     return Fitted(status, reason, trainer.global_step, parts.clock, dict(parts.facts.facts))
 
 
-def evaluate(trainer: pl.Trainer, module: SeqModule, lengths: Sequence[int | None]) -> dict[str, float]:
+def test_at_lengths(trainer: pl.Trainer, module: SeqModule, lengths: Sequence[int | None]) -> dict[str, float]:
     """Test metrics at each length (None: the training length)."""
     out: dict[str, float] = {}
     for length in lengths:
