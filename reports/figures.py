@@ -23,7 +23,7 @@ from plotly.subplots import make_subplots
 from seqbench.bench.core.artifacts import BASELINE, FINAL, PARAM
 from seqbench.bench.core.stats import Interval, mean_ci, metric_bounds
 from seqbench.bench.core.text import MISSING
-from seqbench.reports.table import Objective, outcomes
+from seqbench.sweeps.table import Objective, outcomes
 
 LENGTH_KEYS = ("task.delay", "task.length", "task.seq_len", "task.max_len", "task.n_pairs")
 ARCH_KEY = "model.name"

@@ -26,7 +26,8 @@ from seqbench.bench.core.stats import Paired
 from seqbench.bench.core.text import text_table
 from seqbench.reports.comparisons import Comparison, comparisons, order_key, ranked, trial_baselines, versus_baseline
 from seqbench.reports.figures import ARCH_KEY, fmt_ci, label, per_trial, swept
-from seqbench.reports.table import Objective, failed_configurations
+from seqbench.reports.table import failed_configurations
+from seqbench.sweeps.table import Objective
 
 MAX_PRINTED = 30  # paired statements `seqbench compare` prints in the terminal (all are in summary.md)
 

@@ -25,7 +25,8 @@ import yaml
 from seqbench.bench.core.artifacts import BEST, CONFIG, CONFIG_KEY, EVAL, FINAL, RESULT_PARTS, runs_path
 from seqbench.bench.core.errors import UserError, did_you_mean
 from seqbench.bench.core.text import MISSING, duration, text_table
-from seqbench.reports.table import read_results, run_fields
+from seqbench.bench.core.artifacts import read_results
+from seqbench.sweeps.table import run_fields
 
 LEAD = ["run_id", "task", "model", "seed", "status", "diverged", "steps", "train_time_s", "wall_time_s"]
 # config keys that never tell two runs apart in a listing: where they ran and how they were tracked

@@ -224,11 +224,15 @@ class SweepSpec(Section):
         return self.model_dump(mode="json")
 
 
+class MixedPrimaryMetrics(UserError):
+    """The swept tasks have different primary metrics, so the spec must name its ``metric:``."""
+
+
 def _primary_metric(spec: SweepSpec) -> Metric:
     facts = {TASKS.get(t).config_cls.facts for t in spec.choices("task") if t in TASKS}
     prim = {(f.primary, f.primary_goal) for f in facts}
     if len(prim) != 1:
-        raise UserError("metric: the swept tasks have different primary metrics; set metric: {name, goal}")
+        raise MixedPrimaryMetrics("metric: the swept tasks have different primary metrics; set metric: {name, goal}")
     name, goal = prim.pop()
     return Metric(name=f"val/{name}", goal=goal.optuna)
 

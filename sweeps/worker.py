@@ -45,11 +45,12 @@ def next_trial(study: optuna.Study, spec: SweepSpec) -> optuna.Trial | None | bo
     return None if running else False
 
 
-def worker(job: Job, study: optuna.Study | None = None, *, max_trials: int | None = None,
-           timeout: float | None = None) -> int:
-    """Run trials until the study's budget is met; returns how many this worker finished."""
+def worker(job: Job, study: optuna.Study | None = None, *, spec: SweepSpec | None = None,
+           max_trials: int | None = None, timeout: float | None = None) -> int:
+    """Run trials until the study's budget is met; returns how many this worker finished. ``spec``: the
+    validated spec of ``job.spec`` when the caller holds it (a worker process parses the job's own)."""
     optuna_quiet()
-    spec = parse_spec(job.spec, source=job.spec_path)
+    spec = spec if spec is not None else parse_spec(job.spec, source=job.spec_path)
     opened = {"study": study}  # what a full disk's message estimates the rest of the study from
     with journal_space(job.storage, job.out_dir, lambda: space_needed(opened["study"], spec, job.out_dir)):
         opened["study"] = opened["study"] or open_study(job, spec, coordinator=False)

@@ -65,7 +65,7 @@ def test_a_real_run_writes_only_declared_keys(tmp_path):
                                                                        "tracking.wandb=off"])
     r = train_run(cfg, progress=False)
     run_dir = tmp_path / "runs" / r["run_id"]
-    assert read_results(run_dir) == json.loads(json.dumps(r)) and set(r) <= set(Results.__annotations__)
+    assert read_results(run_dir) == json.loads(json.dumps(r.results)) and set(r.results) <= set(Results.__annotations__)
     assert [row["step"] for row in read_metrics(run_dir)] == [2, 4]
 
 

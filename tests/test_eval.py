@@ -82,7 +82,8 @@ def test_eval_at_a_longer_length_matches_training_with_it_and_trains_nothing(tmp
     assert row["eval.test@12/acc"] == pytest.approx(rec["metrics"]["test@12/acc"])
     assert "eval.val@16/acc" in df.columns and row["config_hash"] == plain["config_hash"]
     # the report's table takes the same run columns
-    from seqbench.reports.table import read_results, run_fields
+    from seqbench.bench.core.artifacts import read_results
+    from seqbench.sweeps.table import run_fields
 
     assert run_fields(run_dir, read_results(run_dir))["eval.test@12/acc"] == row["eval.test@12/acc"]
 

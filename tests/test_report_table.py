@@ -8,7 +8,8 @@ import pytest
 
 from tests.report_support import (DELAYS, MODELS, SEEDS, WARMUPS, demo_acc, demo_study, is_diverged, journal_storage,
                             new_study)
-from seqbench.reports.table import build_table, compute_seconds, load_curves, load_study, runs_root, state_counts, study_info
+from seqbench.reports.table import compute_seconds, load_curves, state_counts, study_info
+from seqbench.sweeps.table import build_table, load_study, runs_root
 from seqbench.bench.core.errors import UserError
 
 

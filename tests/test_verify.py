@@ -254,7 +254,7 @@ def test_quick_profile_of_the_two_fastest_shipped_claims(tmp_path, capsys, monke
 # -- figures that show the verdict, cost metrics ---------------------------------------------------
 def test_the_verdict_figure_draws_each_compared_configuration_and_the_thresholds():
     from seqbench.reports.verify_html import claim_figure
-    from seqbench.reports.table import Objective
+    from seqbench.sweeps.table import Objective
     from seqbench.sweeps.claims.judge import judge_all
 
     raw = {"question": "q?", "source": SOURCE, "figure": "length", "base": {"task": {"name": "adding"}},
@@ -282,7 +282,7 @@ def test_the_verdict_figure_draws_each_compared_configuration_and_the_thresholds
 
 
 def test_cost_metrics_fit_four_lengths_and_state_the_flop_prediction_and_fixed_share():
-    from seqbench.bench.commands.verify import cost_metrics
+    from seqbench.sweeps.claims.cost import cost_metrics
     from seqbench.sweeps.claims.schema import cost_config
 
     cfg = cost_config({"models": ["transformer", "rnn"], "lengths": [128, 256, 512, 1024], "d_model": 32})
@@ -314,7 +314,7 @@ def test_cost_metrics_fit_four_lengths_and_state_the_flop_prediction_and_fixed_s
 
 
 def test_diagnostics_metrics_per_run():
-    from seqbench.bench.commands.verify import diag_metrics
+    from seqbench.sweeps.claims.diag import diag_metrics
     from seqbench.bench.core.diagnostics_format import Record
 
     recs = [Record(step=0, global_grad_norm=2.0, w_hh_spectral_norm={},
@@ -332,7 +332,7 @@ def test_a_trial_failed_only_by_diverged_seeds_is_a_result_and_any_other_failure
     """Read from the runs' own statuses, not the fail reason's wording."""
     import pandas as pd
 
-    from seqbench.bench.commands.verify import failed_trials
+    from seqbench.sweeps.claims.runner import failed_trials
 
     table = pd.DataFrame([
         {"trial": 0, "state": "FAIL", "status": "diverged", "fail_reason": "anything at all"},
@@ -370,15 +370,15 @@ def test_cost_claim_looks_count_replicates_and_stop_at_the_first_deciding_look(m
     monkeypatch.setattr(v, "cost_figure", lambda rows, meta: None)
     claim = parse_claim(cost_claim(looks=[3, 6, 9]), "c")
     assert claim.replicates_for("quick") == 9 and claim.replicates_for("paper") == 2
-    res = v.run_claim(claim, "quick", tmp_path, 1, None)
+    res = v.verify_claim(claim, "quick", tmp_path, 1, None)
     assert res.verdict == HOLDS and len(calls) == 6  # look 1 (0.85, 1.15, 1.0) undecided; look 2 decides
     assert res.looks == "decided at look 2 of 3, n=6 replicates, alpha 0.0157"  # O'Brien-Fleming-type share
     assert len(res.table) == 6 and res.rules[0].interval.n == 6
-    again = v.run_claim(claim, "quick", tmp_path, 1, None)  # cached: nothing measured again
+    again = v.verify_claim(claim, "quick", tmp_path, 1, None)  # cached: nothing measured again
     assert again.verdict == HOLDS and len(calls) == 6
     # the looks were judged: re-cutting them over the same replicates is refused, in one line
     with pytest.raises(UserError, match=r"looks \[3, 6\], but study quick-\w+-cost already judged seeds 0-8 at "
                                         r"looks \[3, 6, 9\] .*start a fresh study with another --out-dir"):
-        v.run_claim(parse_claim(cost_claim(looks=[3, 6]), "c"), "quick", tmp_path, 1, None)
+        v.verify_claim(parse_claim(cost_claim(looks=[3, 6]), "c"), "quick", tmp_path, 1, None)
     with pytest.raises(UserError, match=r"cost.replicates: 5 disagrees with looks: \[3, 6\]"):
         parse_claim(cost_claim(looks=[3, 6], replicates=5), "c")

@@ -35,7 +35,7 @@ from seqbench.bench.core.errors import UserError, did_you_mean
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.settings import check_key
 from seqbench.sweeps.progress import failed_trials
-from seqbench.sweeps.spec import parse_spec
+from seqbench.sweeps.spec import MixedPrimaryMetrics, parse_spec
 from seqbench.sweeps.storage import check_scheme
 from seqbench.sweeps.study import comparable, failed_outside
 
@@ -186,15 +186,12 @@ def build_spec(settings: list[str], metric: str | None = None) -> tuple[dict[str
                            **{b: v for b, v in blocks.items() if v}, "seeds": seeds}
     names = _names("task", base_flat, axes)
     if metric is not None:  # an unknown metric gets some goal here; the spec check refuses it by name
-
         raw["metric"] = {"name": metric, "goal": metric_goal_of(metric, names)}
     try:
         spec = parse_spec(raw, source="compare")
-    except UserError as e:  # the spec's advice (metric: {name, goal}) in this command's words
-        if metric is None and "primary metrics" in str(e):
-            raise UserError(f"--metric: the compared tasks ({', '.join(names)}) have different primary metrics; "
-                            "name one they all report, e.g. --metric val/loss") from None
-        raise
+    except MixedPrimaryMetrics:  # no --metric: the spec's advice (metric: {name, goal}) in this command's words
+        raise UserError(f"--metric: the compared tasks ({', '.join(names)}) have different primary metrics; "
+                        "name one they all report, e.g. --metric val/loss") from None
     if metric is None:  # written out, so the printed spec says what is optimised
         m = spec.metrics()[0]
         raw["metric"] = {"name": m.name, "goal": m.goal}

@@ -13,7 +13,7 @@ from typing import Any
 from seqbench.bench.core.errors import UserError
 from seqbench.reports import wandb_report
 from seqbench.reports.build import build_report
-from seqbench.reports.table import load_study
+from seqbench.sweeps.table import load_study
 from seqbench.bench.core.text import redact
 from seqbench.sweeps.storage import journal_path, open_storage
 
