@@ -22,10 +22,9 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from seqbench.bench.core.artifacts import BEST, CONFIG, CONFIG_KEY, EVAL, FINAL, RESULT_PARTS, runs_path
+from seqbench.bench.core.artifacts import BEST, CONFIG, CONFIG_KEY, EVAL, FINAL, RESULT_PARTS, read_results, runs_path
 from seqbench.bench.core.errors import UserError, did_you_mean
 from seqbench.bench.core.text import MISSING, duration, text_table
-from seqbench.bench.core.artifacts import read_results
 from seqbench.sweeps.table import run_fields
 
 LEAD = ["run_id", "task", "model", "seed", "status", "diverged", "steps", "train_time_s", "wall_time_s"]

@@ -23,8 +23,8 @@ from seqbench.reports.cost import fig_cost
 from seqbench.reports.diagnostics import fig_through_time, load_diagnostics
 from seqbench.reports.html import _CSS, _md_table, _table_html, built_by, write_plotly_js
 from seqbench.reports.table import load_curves
-from seqbench.sweeps.table import Objective
 from seqbench.sweeps.claims.judge import ClaimResult, RuleResult, metric_scale, quantity_text, verdict_table
+from seqbench.sweeps.table import Objective
 
 _COLORS = {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700", "error": "#6e7781",
            "invalid": "#8250df"}

@@ -27,7 +27,7 @@ def test_two_process_cpu_ddp_writes_one_results_file(out_dir):
     runs = list((out_dir / "runs").iterdir())
     assert [p.name for p in runs] == [r["run_id"]]
     saved = json.loads((runs[0] / "results.json").read_text())
-    assert saved == r
+    assert saved == r.results
     assert r["status"] == "completed" and r["steps"] == 6
     assert r["config"]["train"]["strategy"] == "ddp_spawn"
     rows = list(csv.DictReader((runs[0] / "metrics.csv").open()))

@@ -16,8 +16,8 @@ import seqbench.bench.training.train
 from seqbench.bench.cli import main
 from seqbench.bench.commands.compare import build_spec, study_name
 from seqbench.reports.table import load_curves, run_rows, state_counts
-from seqbench.sweeps.table import build_table, outcomes, runs_root
 from seqbench.sweeps.storage import open_storage
+from seqbench.sweeps.table import build_table, outcomes, runs_root
 from tests.test_compare import TINY
 from tests.test_sweep_runner import TINY_BASE, write_spec
 

@@ -116,8 +116,9 @@ def test_resume_with_nothing_to_resume_starts_fresh(tmp_path):
 
 
 def test_checkpoints_load_with_weights_only(tmp_path):
-    r = train_run(build_config({}, OVERRIDES[:5] + ["train.max_steps=4", "train.val_every=2", "train.checkpoint_every=2",
-                                              "tracking.wandb=off", f"out_dir={tmp_path}"]), progress=False)
+    r = train_run(build_config({}, OVERRIDES[:5] + ["train.max_steps=4", "train.val_every=2",
+                                                    "train.checkpoint_every=2", "tracking.wandb=off",
+                                                    f"out_dir={tmp_path}"]), progress=False)
     ckpt = tmp_path / "runs" / r["run_id"] / "checkpoints" / "last.ckpt"
     state = torch.load(ckpt, weights_only=True)  # raises if the file needs pickled code
     assert state["global_step"] == 4 and "seqbench" in state  # every 2 steps and the last

@@ -17,9 +17,9 @@ from optuna.trial import TrialState
 
 from seqbench.bench.cli import main
 from seqbench.bench.core.artifacts import wandb_group
+from seqbench.bench.core.text import redact
 from seqbench.sweeps.liveness import reap_stale
 from seqbench.sweeps.optuna_adapter import set_trial_flag
-from seqbench.bench.core.text import redact
 from seqbench.sweeps.storage import open_storage
 from tests.helpers import REPO, TINY_TASK
 

@@ -314,8 +314,8 @@ def test_cost_metrics_fit_four_lengths_and_state_the_flop_prediction_and_fixed_s
 
 
 def test_diagnostics_metrics_per_run():
-    from seqbench.sweeps.claims.diag import diag_metrics
     from seqbench.bench.core.diagnostics_format import Record
+    from seqbench.sweeps.claims.diag import diag_metrics
 
     recs = [Record(step=0, global_grad_norm=2.0, w_hh_spectral_norm={},
                    layer_grad_norm={"embed": 9.0, "backbone.stack.layers.0": 0.5, "backbone.stack.layers.11": 1.6,

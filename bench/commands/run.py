@@ -24,8 +24,8 @@ def config_of(config: RunConfig | str | Path | None = None, overrides: Sequence[
     return load_config(config, overrides)
 
 
-def run(config: RunConfig | str | Path | None = None, overrides: Sequence[str] = (), *, argv: Sequence[str] | None = None,
-        progress: bool = True) -> RunResult:
+def run(config: RunConfig | str | Path | None = None, overrides: Sequence[str] = (), *,
+        argv: Sequence[str] | None = None, progress: bool = True) -> RunResult:
     """Train and evaluate one configuration (a ``RunConfig``, a YAML path or None for the defaults, with
     ``overrides`` applied) and write ``<out_dir>/runs/<run_id>/``.
 

@@ -1,6 +1,6 @@
-"""The one writer of each kind of text seqbench prints or saves: tables (terminal and markdown) and
-durations, and URLs with their passwords hidden. Every command and report formats through these, so a table or an ETA looks the same
-wherever it appears. Standard library only (the ground imports no torch).
+"""The one writer of each kind of text seqbench prints or saves: tables (terminal and markdown),
+durations, and URLs with their passwords hidden. Every command and report formats through these, so a
+table or an ETA looks the same wherever it appears. Standard library only (the ground imports no torch).
 
 >>> print(text_table(["model", "acc"], [["lstm", "0.99"], ["rnn", "0.25"]], align="lr"))
 model   acc
