@@ -1,6 +1,6 @@
 """The answer a report opens with, stated from the measured numbers before any table.
 
-``headline(table, objective)`` reads the report's run table (``reports.table``) and returns a few
+``headline(table, objective)`` reads the report's run table (``sweeps.table``) and returns a few
 sentences: the best configuration (mean, 95% interval, n), which configurations stay at or below
 the task's memoryless baseline (grouped by architecture when architectures were compared), and the
 paired differences of the winner against each rival on the same seeds::

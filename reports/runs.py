@@ -1,7 +1,7 @@
 """Finding runs again: every run folder under ``<out_dir>/runs`` as one tidy frame, and ``seqbench runs``.
 
 ``load_runs(out_dir)`` is the notebook API (``seqbench.load_runs``): one row per run folder with the
-run columns of the report's table (``reports.table.run_fields``: status, diverged, ``final.*``,
+run columns of the report's table (``sweeps.table.run_fields``: status, diverged, ``final.*``,
 ``best.*``, ``baseline.*``, steps, times, task, model ...), the metrics of ``seqbench eval`` as
 ``eval.<split>[@<length>]/<metric>`` (``eval.test@400/acc``), plus ``run_id``, ``run_dir``, ``seed``,
 ``config_hash``, ``started``, ``primary_metric``/``primary_goal`` and every resolved config field

@@ -26,7 +26,7 @@ BASE = 1 / 6
 
 
 def table(values: dict[str, list], metric: str = "val/mse", baseline: float | None = BASE) -> pd.DataFrame:
-    """One row per run as reports.table builds it; a value True/False also fills the solved flag."""
+    """One row per run as sweeps.table builds it; a value True/False also fills the solved flag."""
     rows = []
     for model, per_seed in values.items():
         for seed, v in enumerate(per_seed):

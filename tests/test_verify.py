@@ -22,7 +22,7 @@ SWEPT = {"model.name": ["rnn", "gru"], "task.length": [50, 100]}
 
 
 def table(values: dict[tuple[str, int], list[float | None]], baseline: float = 1 / 6) -> pd.DataFrame:
-    """A study table as reports.table builds it: one row per run; None = a diverged seed."""
+    """A study table as sweeps.table builds it: one row per run; None = a diverged seed."""
     rows = []
     for (model, length), per_seed in values.items():
         for seed, v in enumerate(per_seed):

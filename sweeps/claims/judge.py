@@ -1,4 +1,4 @@
-"""Judging a claim's rules on a study table (one row per run, ``reports.table`` columns).
+"""Judging a claim's rules on a study table (one row per run, ``sweeps.table`` columns).
 
 Per rule: the runs of its configuration (``where``), one value per seed replicate, an estimate that
 fits few seeds (``bench.core.stats.Estimate``):
