@@ -125,12 +125,15 @@ class DiagnosticsConfig(Section):
                        "one extra backward pass")
 
 
+DEFAULT_NAMES = {"task": "copy", "model": "lstm"}  # the task and model a config gets when it names none
+
+
 def _default_task():
-    return TASKS.get("copy").config_cls()
+    return TASKS.get(DEFAULT_NAMES["task"]).config_cls()
 
 
 def _default_model():
-    return MODELS.get("lstm").config_cls()
+    return MODELS.get(DEFAULT_NAMES["model"]).config_cls()
 
 
 class RunConfig(Section):
@@ -216,7 +219,6 @@ def sync_unions() -> None:
 
 CHOICES = {"task": TASKS, "model": MODELS}  # sections chosen by name, before any value is set
 _CHOICE_KEYS = ("task.name", "model.name")
-_DEFAULT_NAMES = {"task": "copy", "model": "lstm"}
 Blocks = Mapping[str, Mapping[str, Any]]  # per_model / per_task: name -> {dotted key: value}
 
 
@@ -275,7 +277,7 @@ def compose(base: Mapping[str, Any] | None = None, overrides: Iterable[str] | Ma
 def chosen(d: Mapping[str, Any], section: str) -> Any:
     """The task/model name a config dict chooses (the default when it names none)."""
     node = d.get(section)
-    return node.get("name", _DEFAULT_NAMES[section]) if isinstance(node, dict) else _DEFAULT_NAMES[section]
+    return node.get("name", DEFAULT_NAMES[section]) if isinstance(node, dict) else DEFAULT_NAMES[section]
 
 
 def setting_leaves(pairs: Iterable[tuple[str, Any]], repeated: list[str] | None = None) -> dict[str, Any]:
@@ -287,7 +289,7 @@ def setting_leaves(pairs: Iterable[tuple[str, Any]], repeated: list[str] | None 
 def _switch(d: dict[str, Any], sec: str, name: Any, reg: Any) -> list[str]:
     """Choose ``name`` for section ``sec`` of ``d``; returns the base fields it drops."""
     old = d.get(sec) if isinstance(d.get(sec), dict) else {}
-    if old.get("name", _DEFAULT_NAMES[sec]) == name or not (isinstance(name, str) and name in reg):
+    if old.get("name", DEFAULT_NAMES[sec]) == name or not (isinstance(name, str) and name in reg):
         d[sec] = {**old, "name": name}  # an unknown name keeps everything: validation names the name
         return []
     own = reg.get(name).config_cls.model_fields
@@ -315,7 +317,7 @@ def validate(d: dict[str, Any], *, source: str = "", blocks_hint: bool = False,
 
     ``blocks_hint``: a field only other tasks/models have gets "go under per_model.<name>" (sweeps).
     """
-    for section, name in _DEFAULT_NAMES.items():  # `model.d_model=64` alone means the default model
+    for section, name in DEFAULT_NAMES.items():  # `model.d_model=64` alone means the default model
         if isinstance(d.get(section), dict) and "name" not in d[section]:
             d[section] = {"name": name, **d[section]}
     for section, reg in CHOICES.items():  # `model=pkg.module:Class`: import and register it first

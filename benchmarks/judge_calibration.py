@@ -11,7 +11,7 @@ wrong side (tests are monotone in the effect). The quantity is the one the judge
 share of seeds past the threshold (a sign test: at the null half the seeds pass). Every rep runs the
 claim's looks as ``seqbench verify`` does (judged at each look's spent alpha, stopped at the first
 look that decides) through the judge's public entry, ``judge_all``, on a study table like the one
-``reports.table`` builds. The procedures put several kinds in one claim (Holm over rules and controls)
+``sweeps.table`` builds. The procedures put several kinds in one claim (Holm over rules and controls)
 and count a rep as wrong when any member is. tests/test_judge_calibration.py runs the same kinds at
 fewer reps; the README's tables are this script's output.
 """

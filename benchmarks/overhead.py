@@ -1,4 +1,4 @@
-"""Harness overhead: the same model, batches and steps through seqbench's ``run()`` and through
+"""Harness overhead: the same model, batches and steps through seqbench's ``train_run()`` and through
 a plain PyTorch loop written here; prints the step-time ratio and the data-generation share.
 
     python benchmarks/overhead.py                       # d_model 64 and 256, LSTM on copy, CPU
@@ -39,7 +39,7 @@ import torch
 
 from seqbench.bench.config import build_config  # noqa: E402
 from seqbench.bench.training.schedules import lr_multiplier  # noqa: E402
-from seqbench.bench.training.train import build_task, run  # noqa: E402
+from seqbench.bench.training.train import build_task, train_run  # noqa: E402
 from seqbench.models.base import build_model  # noqa: E402
 from seqbench.tasks.synthetic.base import BatchKey  # noqa: E402
 
@@ -87,7 +87,7 @@ def step_times(ends: list[tuple[float, float]], warmup: int, cuda: bool) -> tupl
 
 def seqbench_run(cfg, window: Window) -> tuple[list[tuple[float, float]], list[float]]:
     clock = StepClock(window)
-    run(cfg, callbacks=[clock], progress=False)
+    train_run(cfg, callbacks=[clock], progress=False)
     return clock.ends, to_floats(clock.losses)
 
 

@@ -69,7 +69,7 @@ class Stamps(pl.Callback):
 cfg = build_config({}, ["task=copy", "model=lstm", "model.d_model=32", "train.max_steps=100",
                         f"tracking.wandb={sys.argv[2]}", f"out_dir={sys.argv[1]}"])
 stamps["config"] = time.perf_counter() - t0
-r = train.run(cfg, callbacks=[Stamps()], progress=False)
+r = train.train_run(cfg, callbacks=[Stamps()], progress=False)
 stamps["run() returned"] = time.perf_counter() - t0
 print(json.dumps({"stamps": stamps, "spans": spans, "train_s": r["train_time_s"], "wall_s": r["wall_time_s"]}))
 """
@@ -92,7 +92,7 @@ for i in range(int(sys.argv[2])):
         cfg = build_config({}, ["task=copy", "model=lstm", "model.d_model=32", "train.max_steps=100",
                                 f"tracking.wandb={mode}", f"out_dir={sys.argv[1]}", f"seed={i}"])
         s = time.perf_counter()
-        train.run(cfg, progress=False)
+        train.train_run(cfg, progress=False)
         walls[mode].append(time.perf_counter() - s)
 print(json.dumps({"walls": walls, "wandb": spans}))
 """

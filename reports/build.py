@@ -13,7 +13,8 @@ from seqbench.bench.core.errors import UserError
 from seqbench.reports.diagnostics import load_diagnostics
 from seqbench.reports.figures import swept
 from seqbench.reports.html import built_by, write_report
-from seqbench.reports.table import StudyInfo, build_table, load_curves, runs_root, study_info
+from seqbench.reports.table import StudyInfo, load_curves, study_info
+from seqbench.sweeps.table import build_table, runs_root
 
 
 @dataclass

@@ -9,7 +9,7 @@ best level (all pairs when there are at most ``ALL_PAIRS_UP_TO`` levels), one st
     lstm vs rnn at task.delay=40: +0.73 val/acc, 95% CI [0.61, 0.85], p=0.0004 (Wilcoxon p=0.06), d=4.1, n=5
 
 The difference is always the better level minus the other (by the study's goal), so for a
-minimised metric it is negative. Pure functions of the report's run table (``reports.table``).
+minimised metric it is negative. Pure functions of the report's run table (``sweeps.table``).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import pandas as pd
 from seqbench.bench.core.artifacts import BASELINE, PARAM
 from seqbench.bench.core.stats import Paired, mean_ci, metric_bounds, paired
 from seqbench.reports.figures import fmt_ci, label, levels, per_trial, swept
-from seqbench.reports.table import Objective
+from seqbench.sweeps.table import Objective
 
 ALL_PAIRS_UP_TO = 3  # levels of a key at which every pair is compared, not only each against the best
 NAME_KEYS = ("model.name", "task.name")  # their levels read as names: "lstm vs rnn"

@@ -1,4 +1,4 @@
-"""Dashboard figures and tables: each a pure function of the tidy run table (``reports.table``).
+"""Dashboard figures and tables: each a pure function of the tidy run table (``sweeps.table``).
 
 Which figures a study gets depends on what it swept, found by these heuristics (the only
 parameter names this module knows):
@@ -23,7 +23,7 @@ from plotly.subplots import make_subplots
 from seqbench.bench.core.artifacts import BASELINE, FINAL, PARAM
 from seqbench.bench.core.stats import Interval, mean_ci, metric_bounds
 from seqbench.bench.core.text import MISSING
-from seqbench.reports.table import Objective, outcomes
+from seqbench.sweeps.table import Objective, outcomes
 
 LENGTH_KEYS = ("task.delay", "task.length", "task.seq_len", "task.max_len", "task.n_pairs")
 ARCH_KEY = "model.name"
@@ -100,7 +100,7 @@ def cell_stats(g: pd.DataFrame, col: str) -> dict[str, float]:
 
 def per_trial(df: pd.DataFrame, obj: Objective) -> pd.DataFrame:
     """One row per trial: state, swept params, mean/std/n/diverged of the objective over its seeds.
-    A superseded attempt is left out: its configuration is the retry's row (``reports.table.outcomes``)."""
+    A superseded attempt is left out: its configuration is the retry's row (``sweeps.table.outcomes``)."""
     params = swept(df) or [c for c in df.columns if c.startswith(PARAM)]
     df = outcomes(df)
     rows = []

@@ -1,6 +1,6 @@
 """The answer a report opens with, stated from the measured numbers before any table.
 
-``headline(table, objective)`` reads the report's run table (``reports.table``) and returns a few
+``headline(table, objective)`` reads the report's run table (``sweeps.table``) and returns a few
 sentences: the best configuration (mean, 95% interval, n), which configurations stay at or below
 the task's memoryless baseline (grouped by architecture when architectures were compared), and the
 paired differences of the winner against each rival on the same seeds::
@@ -26,7 +26,8 @@ from seqbench.bench.core.stats import Paired
 from seqbench.bench.core.text import text_table
 from seqbench.reports.comparisons import Comparison, comparisons, order_key, ranked, trial_baselines, versus_baseline
 from seqbench.reports.figures import ARCH_KEY, fmt_ci, label, per_trial, swept
-from seqbench.reports.table import Objective, failed_configurations
+from seqbench.reports.table import failed_configurations
+from seqbench.sweeps.table import Objective
 
 MAX_PRINTED = 30  # paired statements `seqbench compare` prints in the terminal (all are in summary.md)
 

@@ -26,8 +26,8 @@ from seqbench.reports.comparisons import ALL_PAIRS_UP_TO, comparisons, compariso
 from seqbench.reports.diagnostics import diagnostics_figures
 from seqbench.reports.headline import headline
 from seqbench.reports.optuna_views import optuna_figures
-from seqbench.reports.table import (Objective, StudyInfo, compute_seconds, failed_configurations, outcomes, run_rows,
-                                   state_counts)
+from seqbench.reports.table import StudyInfo, compute_seconds, failed_configurations, run_rows, state_counts
+from seqbench.sweeps.table import Objective, outcomes
 
 PLOTLY_JS = "plotly.min.js"
 MAX_STATEMENTS = 60  # paired statements listed per objective (a big factorial has hundreds)
@@ -60,21 +60,11 @@ def _frame_cells(t: pd.DataFrame) -> pd.DataFrame:
 def sections(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.DataFrame,
              color_by: str | None = None) -> list[Section]:
     """What the dashboard shows, chosen from what the study swept (see reports.figures' heuristics)."""
-    out: list[Section] = []
     runs = run_rows(df)  # before outcomes: a run whose retry waits still shows its curve
     df = outcomes(df)  # a superseded attempt's runs are its retry's: pooled and ranked once
+    out: list[Section] = []
     for obj in info.objectives:
-        s = Section(f"Summary: {obj.name} ({obj.goal})",
-                    "Best configuration at every level of each swept factor: the trial with the best seed-mean "
-                    "at that level (mean, 95% Student-t interval and n over its seeds; one seed says n=1, no "
-                    "interval), the mean over all runs at the level, and how many runs diverged.")
-        s.items.append(("Best per level", _frame_cells(F.summary_table(df, obj))))
-        s.items.append(("Top trials", _frame_cells(F.top_trials(df, obj))))
-        failed = failed_configurations(df, [obj])
-        if not failed.empty:  # a configuration with no result is listed as failed, never left out
-            s.items.append(("Failed configurations (no scored seed)", failed))
-        out.append(s)
-        out.append(paired_section(df, obj))
+        out += [summary_section(df, obj), paired_section(df, obj)]
     obj = info.objectives[0]
     arch = F.arch_column(df)
     axes = F.heatmap_axes(df)
@@ -118,6 +108,20 @@ def sections(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.D
                            "per-layer and global gradient norms before clipping, recurrent spectral norms.",
                            diagnostics_figures(diag, runs)))
     return out
+
+
+def summary_section(df: pd.DataFrame, obj: Objective) -> Section:
+    """The best configurations for one objective: per level of each factor, the top trials, the failed ones."""
+    s = Section(f"Summary: {obj.name} ({obj.goal})",
+                "Best configuration at every level of each swept factor: the trial with the best seed-mean "
+                "at that level (mean, 95% Student-t interval and n over its seeds; one seed says n=1, no "
+                "interval), the mean over all runs at the level, and how many runs diverged.")
+    s.items.append(("Best per level", _frame_cells(F.summary_table(df, obj))))
+    s.items.append(("Top trials", _frame_cells(F.top_trials(df, obj))))
+    failed = failed_configurations(df, [obj])
+    if not failed.empty:  # a configuration with no result is listed as failed, never left out
+        s.items.append(("Failed configurations (no scored seed)", failed))
+    return s
 
 
 def paired_section(df: pd.DataFrame, obj: Objective, limit: int = MAX_STATEMENTS) -> Section:

@@ -19,7 +19,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 from optuna.trial import TrialState
 
 from seqbench.bench.core.artifacts import PARAM
-from seqbench.reports.table import Objective
+from seqbench.sweeps.table import Objective
 
 MIN_TRIALS_IMPORTANCE = 4  # fANOVA on fewer completed trials is noise
 

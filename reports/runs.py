@@ -1,7 +1,7 @@
 """Finding runs again: every run folder under ``<out_dir>/runs`` as one tidy frame, and ``seqbench runs``.
 
 ``load_runs(out_dir)`` is the notebook API (``seqbench.load_runs``): one row per run folder with the
-run columns of the report's table (``reports.table.run_fields``: status, diverged, ``final.*``,
+run columns of the report's table (``sweeps.table.run_fields``: status, diverged, ``final.*``,
 ``best.*``, ``baseline.*``, steps, times, task, model ...), the metrics of ``seqbench eval`` as
 ``eval.<split>[@<length>]/<metric>`` (``eval.test@400/acc``), plus ``run_id``, ``run_dir``, ``seed``,
 ``config_hash``, ``started``, ``primary_metric``/``primary_goal`` and every resolved config field
@@ -22,10 +22,10 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from seqbench.bench.core.artifacts import BEST, CONFIG, CONFIG_KEY, EVAL, FINAL, RESULT_PARTS, runs_path
+from seqbench.bench.core.artifacts import BEST, CONFIG, CONFIG_KEY, EVAL, FINAL, RESULT_PARTS, read_results, runs_path
 from seqbench.bench.core.errors import UserError, did_you_mean
 from seqbench.bench.core.text import MISSING, duration, text_table
-from seqbench.reports.table import read_results, run_fields
+from seqbench.sweeps.table import run_fields
 
 LEAD = ["run_id", "task", "model", "seed", "status", "diverged", "steps", "train_time_s", "wall_time_s"]
 # config keys that never tell two runs apart in a listing: where they ran and how they were tracked

@@ -22,8 +22,9 @@ from seqbench.reports import figures as F
 from seqbench.reports.cost import fig_cost
 from seqbench.reports.diagnostics import fig_through_time, load_diagnostics
 from seqbench.reports.html import _CSS, _md_table, _table_html, built_by, write_plotly_js
-from seqbench.reports.table import Objective, load_curves
+from seqbench.reports.table import load_curves
 from seqbench.sweeps.claims.judge import ClaimResult, RuleResult, metric_scale, quantity_text, verdict_table
+from seqbench.sweeps.table import Objective
 
 _COLORS = {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700", "error": "#6e7781",
            "invalid": "#8250df"}
@@ -76,6 +77,32 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
     seeds as dots and its estimate with the interval the rule was tested at; each rule's thresholds as
     red segments (a band for between:); the memoryless baseline dotted. Differences get a panel of
     their own (a ratio panel on the log scale)."""
+    panels = _verdict_panels(table, judged)
+    if not panels:
+        return None
+    lines = max(_wrap(c).count("<br>") + 1 for p in panels.values() for c in p["cats"]) if panels else 1
+    space = min(0.12 + 0.03 * (lines - 1), 0.9 / max(1, len(panels) - 1))  # room for wrapped tick labels
+    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=list(panels), vertical_spacing=space)
+    for row, p in enumerate(panels.values(), start=1):
+        cats = list(p["cats"])
+        for i, name in enumerate(cats):
+            _draw_configuration(fig, row, i, name, p["cats"][name], table)
+        if p["baseline"] is not None:
+            fig.add_hline(y=p["baseline"], line=dict(color="#57606a", dash="dot"), row=row, col=1,
+                          annotation_text="memoryless baseline", annotation_position="top left")
+        fig.update_xaxes(tickvals=list(range(len(cats))), ticktext=[_wrap(c) for c in cats], tickangle=0,
+                         range=[-0.6, len(cats) - 0.4], row=row, col=1)
+        if p["log"]:
+            fig.update_yaxes(type="log", row=row, col=1)
+    fig.update_layout(height=(320 + 16 * (lines - 1)) * len(panels), margin=dict(t=70, b=40 + 16 * (lines - 1)),
+                      title=dict(
+        text="verdict: seeds (grey), estimate with its tested interval, thresholds (red; dashed: control)",
+        font=dict(size=13)))
+    return fig
+
+
+def _verdict_panels(table: pd.DataFrame, judged: list[RuleResult]) -> dict[str, dict[str, Any]]:
+    """Panel title -> its configurations (seed values, interval, the rules that judge it), scale and baseline."""
     panels: dict[str, dict[str, Any]] = {}
 
     def cell(title: str, log: bool, baseline: float | None) -> dict[str, Any]:
@@ -106,57 +133,42 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
             vals = [math.exp(v) for v in vals]
         c = p["cats"].setdefault(r.config, {"vals": vals, "iv": r.interval, "rules": []})
         c["rules"].append(r)
-    if not panels:
-        return None
-    lines = max(_wrap(c).count("<br>") + 1 for p in panels.values() for c in p["cats"]) if panels else 1
-    space = min(0.12 + 0.03 * (lines - 1), 0.9 / max(1, len(panels) - 1))  # room for wrapped tick labels
-    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=list(panels), vertical_spacing=space)
-    for row, (title, p) in enumerate(panels.items(), start=1):
-        cats = list(p["cats"])
-        for i, name in enumerate(cats):
-            c = p["cats"][name]
-            verdicts = {x.verdict for x in c["rules"] if not x.control} or {x.verdict for x in c["rules"]}
-            worst = next((v for v in ("invalid", "fails", "inconclusive", "missing") if v in verdicts), "holds")
-            color = _COLORS.get(worst, _COLORS["inconclusive"]) if c["rules"] else "#57606a"
-            fig.add_trace(go.Scatter(x=[i] * len(c["vals"]), y=c["vals"], mode="markers", showlegend=False,
-                                     marker=dict(color="#8c959f", size=6), name=f"{name}: seeds",
-                                     hovertemplate="%{y:.4g}<extra>" + html.escape(name) + ": one seed</extra>"),
-                          row=row, col=1)
-            iv = c["iv"]
-            if iv is not None and iv.n:
-                lo = iv.lo if math.isfinite(iv.lo) else iv.mean
-                hi = iv.hi if math.isfinite(iv.hi) else iv.mean
-                fig.add_trace(go.Scatter(
-                    x=[i + 0.15], y=[iv.mean], mode="markers", showlegend=False, marker=dict(color=color, size=10),
-                    error_y=dict(type="data", symmetric=False, array=[hi - iv.mean], arrayminus=[iv.mean - lo]),
-                    name=name, hovertemplate=html.escape(f"{name}: {iv.fmt()}") + "<extra></extra>"), row=row, col=1)
-            flops = _flops_prediction(table, c["rules"])
-            if flops is not None:  # a cost claim: what the FLOP count predicts beside what was timed
-                fig.add_trace(go.Scatter(x=[i - 0.15], y=[flops], mode="markers", showlegend=False,
-                                         marker=dict(symbol="x", size=10, color="#0969da"), name=f"{name}: FLOP count",
-                                         hovertemplate=f"FLOP count predicts {flops:.3g}<extra></extra>"),
-                              row=row, col=1)
-            for x in c["rules"]:
-                for key, thr in x.thresholds.items():
-                    y = math.exp(thr) if x.log_ratio else thr
-                    fig.add_trace(go.Scatter(
-                        x=[i - 0.4, i + 0.4], y=[y, y], mode="lines", showlegend=False,
-                        line=dict(color="#cf222e", dash="dash" if x.control else "solid", width=2),
-                        name=f"{x.rule.name}: {key} {y:.4g}",
-                        hovertemplate=html.escape(f"{'control' if x.control else 'rule'} {x.rule.name}: needs "
-                                                  f"{x.threshold_text()}") + "<extra></extra>"), row=row, col=1)
-        if p["baseline"] is not None:
-            fig.add_hline(y=p["baseline"], line=dict(color="#57606a", dash="dot"), row=row, col=1,
-                          annotation_text="memoryless baseline", annotation_position="top left")
-        fig.update_xaxes(tickvals=list(range(len(cats))), ticktext=[_wrap(c) for c in cats], tickangle=0,
-                         range=[-0.6, len(cats) - 0.4], row=row, col=1)
-        if p["log"]:
-            fig.update_yaxes(type="log", row=row, col=1)
-    fig.update_layout(height=(320 + 16 * (lines - 1)) * len(panels), margin=dict(t=70, b=40 + 16 * (lines - 1)),
-                      title=dict(
-        text="verdict: seeds (grey), estimate with its tested interval, thresholds (red; dashed: control)",
-        font=dict(size=13)))
-    return fig
+    return panels
+
+
+def _draw_configuration(fig: go.Figure, row: int, i: int, name: str, c: dict[str, Any], table: pd.DataFrame) -> None:
+    """One configuration at x = ``i`` of panel ``row``: its seeds, its estimate coloured by its worst verdict,
+    a cost claim's FLOP-count prediction, and each judging rule's thresholds."""
+    verdicts = {x.verdict for x in c["rules"] if not x.control} or {x.verdict for x in c["rules"]}
+    worst = next((v for v in ("invalid", "fails", "inconclusive", "missing") if v in verdicts), "holds")
+    color = _COLORS.get(worst, _COLORS["inconclusive"]) if c["rules"] else "#57606a"
+    fig.add_trace(go.Scatter(x=[i] * len(c["vals"]), y=c["vals"], mode="markers", showlegend=False,
+                             marker=dict(color="#8c959f", size=6), name=f"{name}: seeds",
+                             hovertemplate="%{y:.4g}<extra>" + html.escape(name) + ": one seed</extra>"),
+                  row=row, col=1)
+    iv = c["iv"]
+    if iv is not None and iv.n:
+        lo = iv.lo if math.isfinite(iv.lo) else iv.mean
+        hi = iv.hi if math.isfinite(iv.hi) else iv.mean
+        fig.add_trace(go.Scatter(
+            x=[i + 0.15], y=[iv.mean], mode="markers", showlegend=False, marker=dict(color=color, size=10),
+            error_y=dict(type="data", symmetric=False, array=[hi - iv.mean], arrayminus=[iv.mean - lo]),
+            name=name, hovertemplate=html.escape(f"{name}: {iv.fmt()}") + "<extra></extra>"), row=row, col=1)
+    flops = _flops_prediction(table, c["rules"])
+    if flops is not None:  # a cost claim: what the FLOP count predicts beside what was timed
+        fig.add_trace(go.Scatter(x=[i - 0.15], y=[flops], mode="markers", showlegend=False,
+                                 marker=dict(symbol="x", size=10, color="#0969da"), name=f"{name}: FLOP count",
+                                 hovertemplate=f"FLOP count predicts {flops:.3g}<extra></extra>"),
+                      row=row, col=1)
+    for x in c["rules"]:
+        for key, thr in x.thresholds.items():
+            y = math.exp(thr) if x.log_ratio else thr
+            fig.add_trace(go.Scatter(
+                x=[i - 0.4, i + 0.4], y=[y, y], mode="lines", showlegend=False,
+                line=dict(color="#cf222e", dash="dash" if x.control else "solid", width=2),
+                name=f"{x.rule.name}: {key} {y:.4g}",
+                hovertemplate=html.escape(f"{'control' if x.control else 'rule'} {x.rule.name}: needs "
+                                          f"{x.threshold_text()}") + "<extra></extra>"), row=row, col=1)
 
 
 def _wrap(label: str) -> str:

@@ -1,6 +1,6 @@
 """Where a model stops on a probe's ladder: per seed, per rung, and the frontier with its interval.
 
-From one probe's study table (one row per run, ``reports.table`` columns; the grid is ladder rung x
+From one probe's study table (one row per run, ``sweeps.table`` columns; the grid is ladder rung x
 learning rate (x weight decay), every point on the same seeds):
 
 - a seed **solves** a rung when its best run there (over the rates) meets the task's own ``solved``

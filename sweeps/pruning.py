@@ -20,6 +20,7 @@ from typing import Any
 import optuna
 import pytorch_lightning as pl
 
+from seqbench.bench.core.artifacts import Status
 from seqbench.bench.training.callbacks import RunStopper
 
 
@@ -41,4 +42,4 @@ class PruningCallback(RunStopper):
         step = self.step_offset + trainer.global_step
         self.trial.report(value, step)
         if self.trial.should_prune():
-            self.stop(trainer, "pruned", f"pruned at step {trainer.global_step}: {self.metric} {value:.4g}")
+            self.stop(trainer, Status.PRUNED, f"pruned at step {trainer.global_step}: {self.metric} {value:.4g}")

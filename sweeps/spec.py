@@ -42,7 +42,7 @@ from typing import Any, Literal, Union
 
 from pydantic import Field, ValidationError, model_validator
 
-from seqbench.bench.config import Composed, chosen, compose, foreign_field, validate
+from seqbench.bench.config import DEFAULT_NAMES, Composed, chosen, compose, foreign_field, validate
 from seqbench.bench.core.contract import TRAIN_TIME
 from seqbench.bench.core.settings import load_yaml, set_dotted
 from seqbench.bench.core.errors import UserError, did_you_mean, validation_problems
@@ -205,7 +205,7 @@ class SweepSpec(Section):
         node = self.base.get(section)
         if isinstance(node, str):
             return [node]
-        return [str((node or {}).get("name", "copy" if section == "task" else "lstm"))]
+        return [str((node or {}).get("name", DEFAULT_NAMES[section]))]
 
     def compose(self, params: dict[str, Any], seed: int | None = None) -> Composed:
         """One trial's config before validation: base, then params, then its model's and task's
@@ -224,11 +224,15 @@ class SweepSpec(Section):
         return self.model_dump(mode="json")
 
 
+class MixedPrimaryMetrics(UserError):
+    """The swept tasks have different primary metrics, so the spec must name its ``metric:``."""
+
+
 def _primary_metric(spec: SweepSpec) -> Metric:
     facts = {TASKS.get(t).config_cls.facts for t in spec.choices("task") if t in TASKS}
     prim = {(f.primary, f.primary_goal) for f in facts}
     if len(prim) != 1:
-        raise UserError("metric: the swept tasks have different primary metrics; set metric: {name, goal}")
+        raise MixedPrimaryMetrics("metric: the swept tasks have different primary metrics; set metric: {name, goal}")
     name, goal = prim.pop()
     return Metric(name=f"val/{name}", goal=goal.optuna)
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import shutil
 import sys
 import time
@@ -29,14 +28,9 @@ from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 
 from seqbench.bench.core.disk import disk_full, is_disk_full
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.text import redact
 
 _RDB_SCHEMES = ("postgresql", "postgres", "mysql", "sqlite")
-
-
-def redact(url: str) -> str:
-    """``url`` (or any text holding URLs, e.g. ``--storage=URL``) with passwords replaced by ``***``,
-    safe to print and to store; a password holding an unescaped ``@`` is hidden up to its last one."""
-    return re.sub(r"([A-Za-z][\w+.-]*://[^:/@\s]*):[^/\s]*@", r"\1:***@", str(url))
 
 
 def journal_path(url: str | None, out_dir: str | Path) -> Path | None:

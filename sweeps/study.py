@@ -94,6 +94,10 @@ def _canon(v: Any) -> str:
     return json.dumps(v, sort_keys=True, default=str)
 
 
+class SpecChanged(UserError):
+    """The study exists and was started from a spec that differs in more than budget and prose."""
+
+
 def open_study(job: Job, spec: SweepSpec, *, coordinator: bool = True, wait_s: float = 120.0) -> optuna.Study:
     """Create the study or continue it; the creator stores the spec and enqueues the grid."""
     storage = open_storage(job.storage, job.out_dir)
@@ -119,7 +123,7 @@ def open_study(job: Job, spec: SweepSpec, *, coordinator: bool = True, wait_s: f
         if stored is not None and comparable(stored) != comparable(spec.to_dict()):
             diff = sorted(k for k in set(stored) | set(spec.to_dict())
                           if comparable(stored).get(k) != comparable(spec.to_dict()).get(k))
-            raise UserError(f"--study: {job.study!r} was started from a different spec ({', '.join(diff)} "
+            raise SpecChanged(f"--study: {job.study!r} was started from a different spec ({', '.join(diff)} "
                             "differ); pass --study NEWNAME for a new study")
         if stored is None:  # its creator died before storing anything
             for k, v in study_attrs(job, spec).items():
@@ -177,7 +181,7 @@ def enqueue_missing_grid(study: optuna.Study, spec: SweepSpec) -> int:
     return n
 
 
-# Failures from outside the experiment, as ``sweeps.trial.one_line`` words them: no space left (or
+# Failures from outside the experiment, as ``sweeps.trial.error_line`` words them: no space left (or
 # quota, or a file size limit), out of memory (Python, the CPU allocator, CUDA), a killed process.
 # Matched on the text, so studies failed before this existed can be retried too.
 _OUTSIDE = re.compile(r"Errno 28\]|No space left|Errno 122\]|quota exceeded|Errno 27\]|File too large|"

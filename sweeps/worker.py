@@ -6,7 +6,6 @@ trials of dead workers (no heartbeat for the grace period) and queues their conf
 """
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
@@ -17,7 +16,7 @@ from seqbench.sweeps.liveness import reap_stale, superseded, waiting_line
 from seqbench.sweeps.optuna_adapter import claim_waiting
 from seqbench.sweeps.progress import Progress, start_line, trial_line
 from seqbench.sweeps.spec import SweepSpec, parse_spec
-from seqbench.sweeps.storage import journal_space, redact
+from seqbench.sweeps.storage import journal_space
 from seqbench.sweeps.study import Job, counts_as_done, n_done, open_study, optuna_quiet, space_needed
 from seqbench.sweeps.trial import run_trial, suggest
 
@@ -46,14 +45,12 @@ def next_trial(study: optuna.Study, spec: SweepSpec) -> optuna.Trial | None | bo
     return None if running else False
 
 
-def worker(job: Job, study: optuna.Study | None = None, *, max_trials: int | None = None,
-           timeout: float | None = None) -> int:
-    """Run trials until the study's budget is met; returns how many this worker finished."""
+def worker(job: Job, study: optuna.Study | None = None, *, spec: SweepSpec | None = None,
+           max_trials: int | None = None, timeout: float | None = None) -> int:
+    """Run trials until the study's budget is met; returns how many this worker finished. ``spec``: the
+    validated spec of ``job.spec`` when the caller holds it (a worker process parses the job's own)."""
     optuna_quiet()
-    # W&B records this process's sys.argv in every run's metadata; a worker running in the command's
-    # own process (or a copy of it) has the command line there, storage password included
-    sys.argv[:] = [redact(a) for a in sys.argv]
-    spec = parse_spec(job.spec, source=job.spec_path)
+    spec = spec if spec is not None else parse_spec(job.spec, source=job.spec_path)
     opened = {"study": study}  # what a full disk's message estimates the rest of the study from
     with journal_space(job.storage, job.out_dir, lambda: space_needed(opened["study"], spec, job.out_dir)):
         opened["study"] = opened["study"] or open_study(job, spec, coordinator=False)

@@ -59,13 +59,13 @@ def test_trial_and_study_attrs_are_checked():
 
 def test_a_real_run_writes_only_declared_keys(tmp_path):
     from seqbench.bench.config import build_config
-    from seqbench.bench.training.train import run
+    from seqbench.bench.training.train import train_run
 
     cfg = build_config({}, tiny_overrides("copy", "lstm", tmp_path) + ["train.max_steps=4", "train.val_every=2",
                                                                        "tracking.wandb=off"])
-    r = run(cfg, progress=False)
+    r = train_run(cfg, progress=False)
     run_dir = tmp_path / "runs" / r["run_id"]
-    assert read_results(run_dir) == json.loads(json.dumps(r)) and set(r) <= set(Results.__annotations__)
+    assert read_results(run_dir) == json.loads(json.dumps(r.results)) and set(r.results) <= set(Results.__annotations__)
     assert [row["step"] for row in read_metrics(run_dir)] == [2, 4]
 
 

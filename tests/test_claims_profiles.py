@@ -18,7 +18,7 @@ import pytest
 from seqbench.bench.config import build_config, load_yaml
 from seqbench.bench.training.train import build_task
 from seqbench.models.base import build_model
-from seqbench.sweeps.claims.schema import CLAIM_KEYS, deep_merge, shipped_claims
+from seqbench.sweeps.claims.schema import CLAIM_KEYS, claim_files, deep_merge
 from seqbench.sweeps.spec import parse_spec
 
 # claim-level keys that are not part of the sweep spec (judge's controls/looks included)
@@ -43,7 +43,7 @@ def matches(where: dict[str, Any], point: dict[str, Any]) -> bool:
     return all(k in point and point[k] == v for k, v in where.items())
 
 
-SWEEP_CLAIMS = [p for p in shipped_claims() if load_yaml(p).get("kind", "sweep") == "sweep"]
+SWEEP_CLAIMS = [p for p in claim_files() if load_yaml(p).get("kind", "sweep") == "sweep"]
 
 
 @pytest.mark.parametrize("path", SWEEP_CLAIMS, ids=lambda p: p.stem)

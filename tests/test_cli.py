@@ -159,9 +159,9 @@ def test_results_files_are_readable_by_others(tmp_path):
     import stat
 
     from seqbench.bench.config import build_config
-    from seqbench.bench.training.train import run
+    from seqbench.bench.training.train import train_run
 
-    r = run(build_config({}, tiny_overrides("copy", "gru", tmp_path)), progress=False)
+    r = train_run(build_config({}, tiny_overrides("copy", "gru", tmp_path)), progress=False)
     for name in ("config.yaml", "results.json", "metrics.csv"):
         mode = (tmp_path / "runs" / r["run_id"] / name).stat().st_mode
         assert mode & stat.S_IRGRP and mode & stat.S_IROTH, name

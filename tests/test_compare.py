@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 
 import seqbench
 from seqbench.bench.cli import main
-from seqbench.reports.table import build_table
+from seqbench.sweeps.table import build_table
 from seqbench.bench.commands.compare import build_spec, study_name
 from seqbench.sweeps.study import grid_key as _key
 from seqbench.sweeps.spec import load_spec

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from seqbench.bench.cli import main
-from seqbench.bench.training.cost import CostConfig, fit_exponent, parse_cost_config, sweep
+from seqbench.bench.training.cost import CostConfig, fit_exponent, measure_cost, parse_cost_config
 from seqbench.reports.cost import write_outputs
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS
@@ -57,7 +57,7 @@ def test_fit_exponent_recovers_power_laws():
 def test_sweep_writes_table_and_figures(tmp_path):
     c = CostConfig(models=["rnn", "gru"], lengths=[8, 32], d_model=8, batch_size=2, repeats=2, warmup=1,
                    device="cpu", isolate=False, out_dir=tmp_path)
-    result = sweep(c, progress=lambda s: None)
+    result = measure_cost(c, progress=lambda s: None)
     paths = write_outputs(result, tmp_path)
     assert {p.name for p in paths} == {"cost.csv", "cost.md", "cost.json", "cost_time.html"}  # no CPU memory in-process
     rows = list(csv.DictReader((tmp_path / "cost.csv").open()))
@@ -72,7 +72,7 @@ def test_sweep_writes_table_and_figures(tmp_path):
 def test_time_bound_stops_a_model_sweep_cleanly(tmp_path):
     c = CostConfig(models=["lstm"], lengths=[8, 16, 32], d_model=8, batch_size=2, repeats=1, warmup=0,
                    device="cpu", isolate=False, max_step_s=1e-9, out_dir=tmp_path)
-    rows = sweep(c, progress=lambda s: None)["rows"]
+    rows = measure_cost(c, progress=lambda s: None)["rows"]
     assert [r["status"] for r in rows] == ["ok", "skipped", "skipped"]
     assert "max_step_s" in rows[1]["detail"]
 
@@ -94,7 +94,7 @@ def test_attention_time_grows_faster_in_length_than_rnn(tmp_path):
     # 73 -> 487 ms from T=1024 to 4096, rnn 145 -> 493 ms); the fastest repeat resists other load.
     c = CostConfig(models=["rnn", "transformer"], lengths=[1024, 4096], d_model=16, batch_size=2, repeats=3,
                    warmup=1, device="cpu", isolate=False, out_dir=tmp_path)
-    rows = sweep(c, progress=lambda s: None)["rows"]
+    rows = measure_cost(c, progress=lambda s: None)["rows"]
     exp = {m: fit_exponent([r["length"] for r in rows if r["model"] == m],
                            [r["time_ms_min"] for r in rows if r["model"] == m]) for m in c.models}
     assert math.isfinite(exp["rnn"]) and exp["transformer"] > exp["rnn"] + 0.25, exp

@@ -14,7 +14,7 @@ from seqbench.bench.config import build_config
 from seqbench.bench.training.diagnostics import GradientDiagnostics, distances, layer_group, through_time
 from seqbench.bench.core.diagnostics_format import DiagnosticsFormatError, parse_diagnostics, read_diagnostics
 from seqbench.bench.training.module import SeqModule
-from seqbench.bench.training.train import build_task, quiet_lightning, run
+from seqbench.bench.training.train import build_task, quiet_lightning, train_run
 from seqbench.bench.core.contract import IGNORE
 from seqbench.tasks.synthetic.base import BatchKey
 from tests.helpers import tiny_overrides
@@ -128,7 +128,7 @@ def test_tanh_rnn_gradient_decays_lstm_with_forget_bias_much_less(tmp_path):
 def test_run_writes_diagnostics_file(out_dir):
     cfg = build_config({}, tiny_overrides("copy", "gru", out_dir, **{
         "train.max_steps": 5, "diagnostics.gradients": True, "diagnostics.every": 2, "model.n_layers": 2}))
-    r = run(cfg, progress=False)
+    r = train_run(cfg, progress=False)
     data = read_diagnostics(out_dir / "runs" / r["run_id"])  # the shared typed reader
     recs = data.records
     assert [x.step for x in recs] == [0, 2, 4] and set(data.definitions) >= {"through_time", "distance"}
@@ -154,8 +154,8 @@ def test_format_refuses_a_file_of_another_shape_with_the_field_named():
 
 def test_diagnostics_leave_training_unchanged(tmp_path):
     ovs = {"train.max_steps": 3, "eval.test": False}
-    a = run(build_config({}, tiny_overrides("copy", "lstm", tmp_path / "a", **ovs)), progress=False)
-    b = run(build_config({}, tiny_overrides("copy", "lstm", tmp_path / "b", **ovs, **{
+    a = train_run(build_config({}, tiny_overrides("copy", "lstm", tmp_path / "a", **ovs)), progress=False)
+    b = train_run(build_config({}, tiny_overrides("copy", "lstm", tmp_path / "b", **ovs, **{
         "diagnostics.gradients": True, "diagnostics.every": 1})), progress=False)
     assert a["final"]["val/loss"] == b["final"]["val/loss"]
 
@@ -166,7 +166,7 @@ def test_bf16_autocast_on_gpu_trains_and_records_finite_diagnostics(out_dir):
     cfg = build_config({}, tiny_overrides("copy", "lstm", out_dir, **{
         "train.accelerator": "gpu", "train.precision": "bf16-mixed", "train.max_steps": 4,
         "diagnostics.gradients": True, "diagnostics.every": 2}))
-    r = run(cfg, progress=False)
+    r = train_run(cfg, progress=False)
     assert r["status"] == "completed" and r["device"].startswith("cuda")
     recs = read_diagnostics(out_dir / "runs" / r["run_id"]).records
     assert all(torch.isfinite(torch.tensor(x.through_time.grad_norm)).all() for x in recs)

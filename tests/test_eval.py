@@ -13,7 +13,7 @@ import seqbench
 from seqbench.bench.commands.eval import evaluate
 from seqbench.bench.config import build_config
 from seqbench.bench.core.errors import UserError
-from seqbench.bench.training.train import run
+from seqbench.bench.training.train import train_run
 from seqbench.reports.runs import load_runs
 from tests.helpers import run_cli
 
@@ -36,7 +36,7 @@ class LastStep(pl.Callback):
 
 def test_final_checkpoint_is_the_last_step_of_a_run_shorter_than_checkpoint_every(tmp_path):
     seen = LastStep(30)
-    r = run(build_config({}, BASE + ["train.checkpoint_every=200", f"out_dir={tmp_path}"]), callbacks=[seen],
+    r = train_run(build_config({}, BASE + ["train.checkpoint_every=200", f"out_dir={tmp_path}"]), callbacks=[seen],
             progress=False)
     ckpt = torch.load(tmp_path / "runs" / r["run_id"] / "checkpoints" / "last.ckpt", weights_only=True)
     assert ckpt["global_step"] == 30 == r["steps"]
@@ -47,15 +47,15 @@ def test_final_checkpoint_is_the_last_step_of_a_run_shorter_than_checkpoint_ever
 
 
 def test_final_checkpoint_when_the_last_step_falls_between_saves(tmp_path):
-    r = run(build_config({}, BASE + ["train.checkpoint_every=7", f"out_dir={tmp_path}"]), progress=False)
+    r = train_run(build_config({}, BASE + ["train.checkpoint_every=7", f"out_dir={tmp_path}"]), progress=False)
     ckpt = torch.load(tmp_path / "runs" / r["run_id"] / "checkpoints" / "last.ckpt", weights_only=True)
     assert ckpt["global_step"] == 30  # not 28, the last multiple of 7
 
 
 def test_eval_at_a_longer_length_matches_training_with_it_and_trains_nothing(tmp_path):
-    plain = run(build_config({}, BASE + [f"out_dir={tmp_path / 'a'}"]), progress=False)
+    plain = train_run(build_config({}, BASE + [f"out_dir={tmp_path / 'a'}"]), progress=False)
     # the same training with eval.lengths asked up front (another config hash: trained again)
-    asked = run(build_config({}, BASE + ["eval.lengths=[12]", f"out_dir={tmp_path / 'b'}"]), progress=False)
+    asked = train_run(build_config({}, BASE + ["eval.lengths=[12]", f"out_dir={tmp_path / 'b'}"]), progress=False)
     run_dir = tmp_path / "a" / "runs" / plain["run_id"]
     before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
     ckpt_before = (run_dir / "checkpoints" / "last.ckpt").read_bytes()
@@ -82,13 +82,14 @@ def test_eval_at_a_longer_length_matches_training_with_it_and_trains_nothing(tmp
     assert row["eval.test@12/acc"] == pytest.approx(rec["metrics"]["test@12/acc"])
     assert "eval.val@16/acc" in df.columns and row["config_hash"] == plain["config_hash"]
     # the report's table takes the same run columns
-    from seqbench.reports.table import read_results, run_fields
+    from seqbench.bench.core.artifacts import read_results
+    from seqbench.sweeps.table import run_fields
 
     assert run_fields(run_dir, read_results(run_dir))["eval.test@12/acc"] == row["eval.test@12/acc"]
 
 
 def test_eval_refuses_settings_that_would_be_another_experiment_and_unknown_runs(tmp_path):
-    r = run(build_config({}, BASE + ["train.max_steps=2", "train.val_every=2", f"out_dir={tmp_path}"]),
+    r = train_run(build_config({}, BASE + ["train.max_steps=2", "train.val_every=2", f"out_dir={tmp_path}"]),
             progress=False)
     with pytest.raises(UserError, match=r"eval: model.d_model cannot change for a trained run; only eval.lengths"):
         evaluate([r["run_id"]], ["model.d_model=32"], out_dir=tmp_path)
@@ -102,7 +103,7 @@ def test_eval_refuses_settings_that_would_be_another_experiment_and_unknown_runs
 
 
 def test_load_model_returns_the_trained_network_and_its_config(tmp_path):
-    r = run(build_config({}, BASE + [f"out_dir={tmp_path}"]), progress=False)
+    r = train_run(build_config({}, BASE + [f"out_dir={tmp_path}"]), progress=False)
     model = seqbench.load_model(r["run_id"], out_dir=tmp_path)
     assert model.cfg.config_hash() == r["config_hash"] and not model.training and model.trained_step == 30
     ckpt = torch.load(tmp_path / "runs" / r["run_id"] / "checkpoints" / "last.ckpt", weights_only=True)

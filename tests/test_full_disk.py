@@ -49,7 +49,7 @@ def spec3(tmp_path: Path) -> Path:
 
 def test_a_journal_append_on_a_full_disk_is_one_line_and_the_study_continues(tmp_path, monkeypatch, capsys):
     real = JournalFileBackend.append_logs
-    real_run = seqbench.bench.training.train.run
+    real_run = seqbench.bench.training.train.train_run
     full = []
 
     def fills_up(self, logs):  # once the disk is full, a journal write is cut mid-record
@@ -66,7 +66,7 @@ def test_a_journal_append_on_a_full_disk_is_one_line_and_the_study_continues(tmp
         return r
 
     monkeypatch.setattr(JournalFileBackend, "append_logs", fills_up)
-    monkeypatch.setattr(seqbench.bench.training.train, "run", run_then_fill)
+    monkeypatch.setattr(seqbench.bench.training.train, "train_run", run_then_fill)
     out, p = tmp_path / "out", spec3(tmp_path)
     assert main(["sweep", str(p), "--out-dir", str(out), "--heartbeat", "0.2"]) == 2
     line = one_error_line(capsys.readouterr().err, "--storage: cannot write", str(out / "optuna.journal"),
@@ -74,7 +74,7 @@ def test_a_journal_append_on_a_full_disk_is_one_line_and_the_study_continues(tmp
     assert "run the same command again" in line
 
     monkeypatch.setattr(JournalFileBackend, "append_logs", real)  # space freed
-    monkeypatch.setattr(seqbench.bench.training.train, "run", real_run)
+    monkeypatch.setattr(seqbench.bench.training.train, "train_run", real_run)
     assert main(["report", "tiny", "--out-dir", str(out)]) == 0  # readable: the torn record is cut
     assert "torn record" in capsys.readouterr().err
     assert main(["sweep", str(p), "--out-dir", str(out), "--heartbeat", "0.2"]) == 0
@@ -134,7 +134,7 @@ def small_disk(tmp_path):
 
 def test_a_real_disk_that_fills_mid_sweep_ends_in_one_line_and_the_rerun_finishes(tmp_path, small_disk, capsys):
     filler = small_disk / "filler"
-    real_run = seqbench.bench.training.train.run
+    real_run = seqbench.bench.training.train.train_run
 
     def fill_after_first(cfg, **kw):
         r = real_run(cfg, **kw)
@@ -151,7 +151,7 @@ def test_a_real_disk_that_fills_mid_sweep_ends_in_one_line_and_the_rerun_finishe
     base = {**TINY_BASE, "train": {**TINY_BASE["train"], "checkpoint_every": 2}}
     p = write_spec(tmp_path, base=base, parameters={"task.delay": {"values": [2, 3, 4, 5]}})
     mp = pytest.MonkeyPatch()
-    mp.setattr(seqbench.bench.training.train, "run", fill_after_first)
+    mp.setattr(seqbench.bench.training.train, "train_run", fill_after_first)
     try:
         code = main(["sweep", str(p), "--out-dir", str(out), "--heartbeat", "0.2"])
     finally:

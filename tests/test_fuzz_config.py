@@ -185,7 +185,7 @@ def _clean(lines: list[str]) -> bool:
 def no_training(monkeypatch):
     def refuse(*a, **k):  # nothing here may start a run
         raise AssertionError("a fuzz case reached training")
-    monkeypatch.setattr(seqbench.bench.training.train, "run", refuse)
+    monkeypatch.setattr(seqbench.bench.training.train, "train_run", refuse)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=QUIET_CHECKS)

@@ -181,7 +181,7 @@ def no_training(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("an invalid sweep reached a worker or a training run")
     for mod, name in ((seqbench.sweeps.worker, "worker"), (seqbench.sweeps.processes, "run_workers"), (seqbench.sweeps.worker, "run_trial"),
-                      (seqbench.bench.training.train, "run")):
+                      (seqbench.bench.training.train, "train_run")):
         monkeypatch.setattr(mod, name, refuse)
 
 

@@ -18,7 +18,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.stats import mean_ci, paired
 from seqbench.bench.training.module import SeqModule
 from seqbench.reports.comparisons import ranked
-from seqbench.reports.table import Objective
+from seqbench.sweeps.table import Objective
 from tests.test_compare import TINY
 from tests.test_eval import BASE
 

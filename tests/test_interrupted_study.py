@@ -15,8 +15,9 @@ import pytorch_lightning as pl
 import seqbench.bench.training.train
 from seqbench.bench.cli import main
 from seqbench.bench.commands.compare import build_spec, study_name
-from seqbench.reports.table import build_table, load_curves, outcomes, run_rows, runs_root, state_counts
+from seqbench.reports.table import load_curves, run_rows, state_counts
 from seqbench.sweeps.storage import open_storage
+from seqbench.sweeps.table import build_table, outcomes, runs_root
 from tests.test_compare import TINY
 from tests.test_sweep_runner import TINY_BASE, write_spec
 
@@ -45,7 +46,7 @@ def table_of(out, name: str):
 
 
 def test_an_interrupted_study_reports_before_and_after_its_retry(tmp_path, monkeypatch):
-    real = seqbench.bench.training.train.run
+    real = seqbench.bench.training.train.train_run
     hit = []
 
     def ctrl_c_once(cfg, callbacks=(), **kw):  # the gru's second seed is interrupted at step 3, once
@@ -54,7 +55,7 @@ def test_an_interrupted_study_reports_before_and_after_its_retry(tmp_path, monke
             callbacks = [*callbacks, CtrlCAt(3)]
         return real(cfg, callbacks=callbacks, **kw)
 
-    monkeypatch.setattr(seqbench.bench.training.train, "run", ctrl_c_once)
+    monkeypatch.setattr(seqbench.bench.training.train, "train_run", ctrl_c_once)
     base = {**TINY_BASE, "train": {**TINY_BASE["train"], "max_steps": 6, "checkpoint_every": 2}}
     p = write_spec(tmp_path, base=base, parameters={"model.name": {"values": ["rnn", "gru"]}}, seeds=[0, 1])
     out = tmp_path / "out"
@@ -78,14 +79,14 @@ def test_an_interrupted_study_reports_before_and_after_its_retry(tmp_path, monke
 
 
 def test_compare_ranks_a_configuration_once_after_a_full_disk_and_its_retry(tmp_path, monkeypatch):
-    real = seqbench.bench.training.train.run
+    real = seqbench.bench.training.train.train_run
 
     def full_disk(cfg, **kw):
         if cfg.model.name == "gru":
             raise OSError(errno.ENOSPC, "No space left on device", str(cfg.out_dir))
         return real(cfg, **kw)
 
-    monkeypatch.setattr(seqbench.bench.training.train, "run", full_disk)
+    monkeypatch.setattr(seqbench.bench.training.train, "train_run", full_disk)
     settings = ["model=rnn,gru", "task=copy", "task.delay=3", "seeds=2", *TINY]
     out = tmp_path / "outputs"
     code, text = cli("compare", *settings, "--out-dir", str(out))
@@ -97,7 +98,7 @@ def test_compare_ranks_a_configuration_once_after_a_full_disk_and_its_retry(tmp_
     page = (out / "reports" / study_name(build_spec(settings)[0]) / "index.html").read_text()
     assert "Failed configurations (no scored seed)" in page and "No space left on device" in page
 
-    monkeypatch.setattr(seqbench.bench.training.train, "run", real)  # space freed
+    monkeypatch.setattr(seqbench.bench.training.train, "train_run", real)  # space freed
     code, text = cli("compare", *settings, "--out-dir", str(out), "--retry-failed")
     assert code == 0, text
     ranked = text[text.index("ranked by"):text.index("paired comparisons")].splitlines()[2:]

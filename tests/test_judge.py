@@ -26,7 +26,7 @@ BASE = 1 / 6
 
 
 def table(values: dict[str, list], metric: str = "val/mse", baseline: float | None = BASE) -> pd.DataFrame:
-    """One row per run as reports.table builds it; a value True/False also fills the solved flag."""
+    """One row per run as sweeps.table builds it; a value True/False also fills the solved flag."""
     rows = []
     for model, per_seed in values.items():
         for seed, v in enumerate(per_seed):
@@ -129,7 +129,7 @@ def test_looks_are_validated_and_kept_out_of_the_study_name_so_the_lock_sees_the
 
 
 def test_seeds_and_looks_are_locked_once_judged_and_fresh_seeds_start_a_fresh_study(tmp_path, monkeypatch):
-    from seqbench.bench.commands.verify import run_claim
+    from seqbench.sweeps.claims.runner import run_claim
 
     noisy = {s: v for s, v in enumerate([0.05, 0.2, 0.08, 0.15, 0.04, 0.12, 0.09, 0.11, 0.3, 0.02] * 11)}
     _fake_runs(monkeypatch, noisy)
@@ -291,8 +291,7 @@ def _seq_claim(tmp_path: Path, looks: list[int], seeds: list[int] | None = None)
 
 def _fake_runs(monkeypatch, per_seed: dict[int, float]) -> list[list[int]]:
     """Replace the training of each look's seeds by a fabricated table; return the seeds asked for."""
-    import seqbench.bench.commands.verify as verify
-    import seqbench.reports.verify_html as vh
+    import seqbench.sweeps.claims.runner as runner
 
     asked: list[list[int]] = []
 
@@ -301,8 +300,7 @@ def _fake_runs(monkeypatch, per_seed: dict[int, float]) -> list[list[int]]:
         rows = [{"trial": look, "state": "COMPLETE", "seed": s, "run_id": f"{study}-{s}", "status": "completed",
                  "param.model.name": "gru", "final.val/mse": per_seed[s]} for s in seeds]
         return pd.DataFrame(rows), []
-    monkeypatch.setattr(verify, "_run_seeds", fake)
-    monkeypatch.setattr(vh, "claim_figure", lambda *a, **k: "skipped: fabricated")
+    monkeypatch.setattr(runner, "_run_seeds", fake)
     return asked
 
 
@@ -311,7 +309,7 @@ SEQ = {0: 0.05, 1: 0.06, 2: 0.04, 3: 0.045, 4: 0.05, 5: 0.05, 6: 0.05, 7: 0.05}
 
 
 def test_a_sequential_claim_stops_at_the_first_look_that_decides_it(tmp_path, monkeypatch):
-    from seqbench.bench.commands.verify import run_claim
+    from seqbench.sweeps.claims.runner import run_claim
 
     logs = np.log([SEQ[s] for s in range(3)])
     p3 = st.ttest_1samp(logs, math.log(0.1), alternative="less").pvalue
@@ -330,7 +328,7 @@ def test_a_sequential_claim_stops_at_the_first_look_that_decides_it(tmp_path, mo
 
 
 def test_a_claim_no_look_decides_runs_every_look_and_says_so(tmp_path, monkeypatch):
-    from seqbench.bench.commands.verify import run_claim
+    from seqbench.sweeps.claims.runner import run_claim
 
     noisy = {s: v for s, v in enumerate([0.05, 0.2, 0.08, 0.15, 0.04, 0.12, 0.09, 0.11])}
     asked = _fake_runs(monkeypatch, noisy)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from seqbench.bench.config import build_config
-from seqbench.bench.training.train import run
+from seqbench.bench.training.train import train_run
 
 COPY = ["task=copy", "task.n_symbols=3", "task.alphabet=4", "model.d_model=64", "optim.lr=0.01",
         "train.batch_size=64", "train.val_every=100", "train.val_batches=6", "eval.test=false",
@@ -19,7 +19,7 @@ COPY = ["task=copy", "task.n_symbols=3", "task.alphabet=4", "model.d_model=64", 
 def copy_run(out_dir, model: str, delay: int, steps: int, seed: int = 0) -> dict:
     cfg = build_config({}, COPY + [f"model={model}", f"task.delay={delay}", f"train.max_steps={steps}",
                                    f"seed={seed}", f"out_dir={out_dir}"])
-    return run(cfg, progress=False)
+    return train_run(cfg, progress=False)
 
 
 @pytest.mark.slow

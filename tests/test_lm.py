@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from seqbench.bench.config import build_config
-from seqbench.bench.training.train import build_task, run
+from seqbench.bench.training.train import build_task, train_run
 from seqbench.models.base import build_model
 from seqbench.tasks.text.lm import strip_markdown
 
@@ -141,7 +141,7 @@ def test_run_writes_sample_and_metrics(tmp_path):
                             "task.tokenizer=bpe", "task.vocab_size=300", "task.stateful=true", "task.length=8",
                             "model.d_model=16", "train.max_steps=4", "train.val_every=2", "train.batch_size=4",
                             "eval.lengths=[16]", "task.sample_tokens=10", "tracking.wandb=off", f"out_dir={tmp_path}"])
-    r = run(cfg, progress=False)
+    r = train_run(cfg, progress=False)
     assert r["status"] == "completed" and {"val/loss", "val/ppl", "val/bpc", "test@16/bpc"} <= set(r["final"])
     assert r["extras"]["sample"]["tokens"] == 10 and set(r["baseline"]) == {"val/loss", "val/ppl", "val/bpc"}
 
@@ -152,5 +152,5 @@ def test_small_lstm_beats_unigram_bpc_on_shakespeare(tmp_path, plays):
                             "task.length=64", "task.stateful=true", "train.batch_size=16", "optim.lr=5e-3",
                             "train.max_steps=150", "train.val_every=150", "train.val_batches=8", "eval.test=false",
                             "task.sample_tokens=0", "tracking.wandb=off", f"out_dir={tmp_path}"])
-    r = run(cfg, progress=False)  # ~16 s of training; reached 3.35 vs the unigram's 4.82 bits/char
+    r = train_run(cfg, progress=False)  # ~16 s of training; reached 3.35 vs the unigram's 4.82 bits/char
     assert r["final"]["val/bpc"] < r["baseline"]["val/bpc"] - 1.0, (r["final"], r["baseline"])

@@ -11,7 +11,7 @@ import torch
 
 from seqbench.bench.config import build_config
 from seqbench.bench.core.contract import IGNORE
-from seqbench.bench.training.train import run
+from seqbench.bench.training.train import train_run
 from tests.test_tasks import first, make
 
 
@@ -142,5 +142,5 @@ LEARN = ["train.batch_size=32", "train.val_every=50", "train.val_batches=4", "ev
      "model=stack", "model.mixer=attention", "model.n_layers=2", "optim.lr=0.003"],
 ], ids=["memorization", "compression", "fuzzy_recall", "noisy_recall"])
 def test_a_tiny_model_solves_an_easy_rung(settings, out_dir):
-    r = run(build_config({}, LEARN + settings + ["train.max_steps=400", f"out_dir={out_dir}"]), progress=False)
+    r = train_run(build_config({}, LEARN + settings + ["train.max_steps=400", f"out_dir={out_dir}"]), progress=False)
     assert r["solved"] and r["final"]["val/loss"] < r["baseline"]["val/loss"] / 4, r["final"]

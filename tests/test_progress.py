@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from seqbench.bench.config import build_config
-from seqbench.bench.training.train import run
+from seqbench.bench.training.train import train_run
 from tests.helpers import tiny_overrides
 
 
@@ -21,7 +21,7 @@ def test_a_terminal_gets_a_live_step_line_and_a_log_does_not(tmp_path, monkeypat
     out = stream_cls()
     monkeypatch.setattr(sys, "stdout", out)
     cfg = build_config({}, tiny_overrides("copy", "lstm", tmp_path, **{"train.max_steps": 20, "train.val_every": 10}))
-    r = run(cfg, progress=True)
+    r = train_run(cfg, progress=True)
     text = out.getvalue()
     assert r["status"] == "completed" and r["steps"] == 20
     validation_lines = [line for line in text.split("\n") if "train/loss(mean)" in line]

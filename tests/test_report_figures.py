@@ -9,7 +9,7 @@ import pytest
 
 from seqbench.reports import figures as F
 from seqbench.reports.optuna_views import optuna_figures, study_from_table
-from seqbench.reports.table import Objective
+from seqbench.sweeps.table import Objective
 
 LOSS = Objective("val/loss", "minimize")
 ACC = Objective("val/acc", "maximize")

@@ -8,7 +8,7 @@ import pytest
 
 from seqbench.reports.comparisons import ranked, versus_baseline
 from seqbench.reports.headline import headline
-from seqbench.reports.table import Objective
+from seqbench.sweeps.table import Objective
 
 ACC = Objective("val/acc", "maximize")
 LOSS = Objective("val/loss", "minimize")

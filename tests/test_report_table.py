@@ -8,7 +8,8 @@ import pytest
 
 from tests.report_support import (DELAYS, MODELS, SEEDS, WARMUPS, demo_acc, demo_study, is_diverged, journal_storage,
                             new_study)
-from seqbench.reports.table import build_table, compute_seconds, load_curves, load_study, runs_root, state_counts, study_info
+from seqbench.reports.table import compute_seconds, load_curves, state_counts, study_info
+from seqbench.sweeps.table import build_table, load_study, runs_root
 from seqbench.bench.core.errors import UserError
 
 
@@ -87,12 +88,12 @@ def test_real_run_folder_from_bench_train(out_dir):
     from optuna.trial import TrialState
 
     from seqbench.bench.config import build_config
-    from seqbench.bench.training.train import run
+    from seqbench.bench.training.train import train_run
     from tests.report_support import add_trial
 
     out_dir.mkdir(parents=True)
     cfg = build_config({}, tiny_overrides("copy", "lstm", out_dir, **{"eval.lengths": "[12]"}))
-    r = run(cfg, progress=False)
+    r = train_run(cfg, progress=False)
     storage = journal_storage(out_dir / "optuna.journal")
     study = new_study(storage, "real", out_dir, {"model.name": {"values": ["lstm"]}}, "real run")
     add_trial(study, {"model.name": "lstm"}, {"model.name": CategoricalDistribution(["lstm"])},

@@ -15,7 +15,7 @@ import torch
 
 from seqbench.bench.config import build_config
 from seqbench.bench.core.errors import UserError
-from seqbench.bench.training.train import run
+from seqbench.bench.training.train import train_run
 from tests.helpers import REPO, run_cli
 
 OVERRIDES = ["task=copy", "model=lstm", "task.delay=6", "task.n_symbols=2", "model.d_model=16", "model.n_layers=2",
@@ -33,7 +33,7 @@ def _rows(run_dir):
 
 
 def test_sigkill_then_resume_matches_uninterrupted(tmp_path):
-    ref = run(build_config({}, OVERRIDES + [f"out_dir={tmp_path / 'ref'}"]), progress=False)
+    ref = train_run(build_config({}, OVERRIDES + [f"out_dir={tmp_path / 'ref'}"]), progress=False)
 
     out = tmp_path / "killed"
     env = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled"}
@@ -57,7 +57,7 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path):
     killed = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)
     assert 0 < killed["global_step"] < 300
 
-    resumed = run(build_config({}, OVERRIDES + [f"out_dir={out}", "resume=true"]), progress=False)
+    resumed = train_run(build_config({}, OVERRIDES + [f"out_dir={out}", "resume=true"]), progress=False)
     assert resumed["run_id"] == run_dir.name and resumed["status"] == "completed" and resumed["steps"] == 300
     # training time carries the killed process's share (kept in the checkpoint) on top of this one's
     carried = killed["callbacks"]["TrainClock"]
@@ -75,7 +75,7 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path):
     strip = lambda rs: [{k: v for k, v in r.items() if k != "wall_s"} for r in rs]  # noqa: E731
     assert strip(rows) == strip(ref_rows)
     # a second resume finds the run finished and returns it without training
-    again = run(build_config({}, OVERRIDES + [f"out_dir={out}", "resume=true"]), progress=False)
+    again = train_run(build_config({}, OVERRIDES + [f"out_dir={out}", "resume=true"]), progress=False)
     assert again["run_id"] == run_dir.name
     assert json.loads((run_dir / "results.json").read_text())["final"] == resumed["final"]
 
@@ -96,11 +96,11 @@ class Paced(pl.Callback):
 def test_throughput_after_a_crash_and_resume_matches_an_uninterrupted_run(tmp_path):
     ovs = OVERRIDES[:5] + ["train.max_steps=100", "train.val_every=10", "train.checkpoint_every=10",
                            "eval.test=false", "tracking.wandb=off"]
-    ref = run(build_config({}, ovs + [f"out_dir={tmp_path / 'ref'}"]), callbacks=[Paced()], progress=False)
+    ref = train_run(build_config({}, ovs + [f"out_dir={tmp_path / 'ref'}"]), callbacks=[Paced()], progress=False)
     cfg = build_config({}, ovs + [f"out_dir={tmp_path / 'crashed'}"])
     with pytest.raises(RuntimeError, match="simulated crash"):
-        run(cfg, callbacks=[Paced(crash_at=55)], progress=False)
-    resumed = run(build_config({}, ovs + [f"out_dir={tmp_path / 'crashed'}", "resume=true"]), callbacks=[Paced()],
+        train_run(cfg, callbacks=[Paced(crash_at=55)], progress=False)
+    resumed = train_run(build_config({}, ovs + [f"out_dir={tmp_path / 'crashed'}", "resume=true"]), callbacks=[Paced()],
                   progress=False)
     assert resumed["status"] == "completed" and resumed["steps"] == 100
     # the resumed process trained 50 of the 100 steps: counting only it would double the throughput
@@ -110,14 +110,15 @@ def test_throughput_after_a_crash_and_resume_matches_an_uninterrupted_run(tmp_pa
 
 
 def test_resume_with_nothing_to_resume_starts_fresh(tmp_path):
-    r = run(build_config({}, OVERRIDES[:5] + ["train.max_steps=4", "train.val_every=2", "tracking.wandb=off",
+    r = train_run(build_config({}, OVERRIDES[:5] + ["train.max_steps=4", "train.val_every=2", "tracking.wandb=off",
                                               f"out_dir={tmp_path}", "resume=true"]), progress=False)
     assert r["status"] == "completed" and r["steps"] == 4
 
 
 def test_checkpoints_load_with_weights_only(tmp_path):
-    r = run(build_config({}, OVERRIDES[:5] + ["train.max_steps=4", "train.val_every=2", "train.checkpoint_every=2",
-                                              "tracking.wandb=off", f"out_dir={tmp_path}"]), progress=False)
+    r = train_run(build_config({}, OVERRIDES[:5] + ["train.max_steps=4", "train.val_every=2",
+                                                    "train.checkpoint_every=2", "tracking.wandb=off",
+                                                    f"out_dir={tmp_path}"]), progress=False)
     ckpt = tmp_path / "runs" / r["run_id"] / "checkpoints" / "last.ckpt"
     state = torch.load(ckpt, weights_only=True)  # raises if the file needs pickled code
     assert state["global_step"] == 4 and "seqbench" in state  # every 2 steps and the last
@@ -154,7 +155,7 @@ def test_sigterm_stops_gracefully_and_resume_finishes_the_run(tmp_path):
         def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
             trained.append(trainer.global_step)
 
-    done = run(build_config({}, ovs + ["resume=true", f"run_id={dirs[0].name}"]), callbacks=[Steps()],
+    done = train_run(build_config({}, ovs + ["resume=true", f"run_id={dirs[0].name}"]), callbacks=[Steps()],
                progress=False)
     assert done["run_id"] == dirs[0].name and done["status"] == "completed" and done["steps"] == 600
     assert trained == list(range(res["steps"] + 1, 601))  # no step trained twice, none skipped
@@ -164,12 +165,12 @@ def test_sigterm_stops_gracefully_and_resume_finishes_the_run(tmp_path):
 
 def test_resuming_an_unknown_run_id_is_refused_with_the_known_ones(tmp_path):
     base = OVERRIDES[:5] + ["train.max_steps=2", "train.val_every=2", "eval.test=false", f"out_dir={tmp_path}"]
-    r = run(build_config({}, base), progress=False)
+    r = train_run(build_config({}, base), progress=False)
     with pytest.raises(UserError, match=rf"run_id: no run 'typo' under .* to resume; known: {r['run_id']}$"):
-        run(build_config({}, base + ["resume=true", "run_id=typo"]), progress=False)
+        train_run(build_config({}, base + ["resume=true", "run_id=typo"]), progress=False)
     with pytest.raises(UserError, match=r"resume: run .* was made with another configuration; continue it with "
                                         r"seqbench run --config .*config.yaml resume=true run_id="):
-        run(build_config({}, base + ["resume=true", f"run_id={r['run_id']}", "seed=3"]), progress=False)
+        train_run(build_config({}, base + ["resume=true", f"run_id={r['run_id']}", "seed=3"]), progress=False)
     assert [p.name for p in (tmp_path / "runs").iterdir()] == [r["run_id"]]  # no new folder either way
     cli = run_cli("run", *base, "resume=true", "run_id=typo", cwd=tmp_path)
     assert cli.returncode == 2 and cli.stderr.count("\n") == 1 and r["run_id"] in cli.stderr, cli.stderr
@@ -185,7 +186,7 @@ def test_a_kill_just_before_a_validation_row_loses_no_row(tmp_path):
         "import os, sys\n"
         "from seqbench.bench.training import tracking\n"
         "from seqbench.bench.config import build_config\n"
-        "from seqbench.bench.training.train import run\n"
+        "from seqbench.bench.training.train import train_run\n"
         "log = tracking.RunTracker.log_eval\n"
         "def dying(self, row):\n"
         "    if row['step'] == 40:\n"
@@ -200,6 +201,6 @@ def test_a_kill_just_before_a_validation_row_loses_no_row(tmp_path):
     run_dir = next((tmp_path / "runs").glob("*"))
     assert [int(r["step"]) for r in _rows(run_dir)] == [20]
     assert torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 20
-    resumed = run(build_config({}, ovs + ["resume=true"]), progress=False)
+    resumed = train_run(build_config({}, ovs + ["resume=true"]), progress=False)
     assert resumed["run_id"] == run_dir.name and resumed["status"] == "completed"
     assert [int(r["step"]) for r in _rows(run_dir)] == [20, 40, 60]

@@ -13,8 +13,9 @@ import optuna
 import pytest
 import yaml
 
+from seqbench.bench.core.text import redact
 from seqbench.sweeps.optuna_adapter import storage_of, study_id
-from seqbench.sweeps.storage import open_storage, redact
+from seqbench.sweeps.storage import open_storage
 from tests.helpers import REPO
 from tests.pg_server import postgres_or_skip
 from tests.test_sweep_runner import TINY_BASE

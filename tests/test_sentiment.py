@@ -9,7 +9,7 @@ import torch
 
 from seqbench.bench.config import build_config
 from seqbench.bench.core.errors import UserError
-from seqbench.bench.training.train import build_task, run
+from seqbench.bench.training.train import build_task, train_run
 from seqbench.models.base import build_model
 from seqbench.tasks.text.tokenize import PAD
 
@@ -110,7 +110,7 @@ def test_pooling_reaches_the_model_and_a_run_completes(tmp_path, pooling):
     cfg = build_config({}, ov)
     task = build_task(cfg)
     assert task.spec.pooling == pooling and build_model(cfg.model, task.spec).pool.mode == pooling
-    r = run(cfg, progress=False)
+    r = train_run(cfg, progress=False)
     assert r["status"] == "completed" and {"val/acc", "val/f1", "test/acc"} <= set(r["final"])
     assert set(r["baseline"]) == {"val/loss", "val/acc", "val/f1"}
 
@@ -134,5 +134,5 @@ def test_small_classifier_beats_majority_class_on_tweets(tmp_path, tweets_cache)
     cfg = build_config({}, ["task=sentiment", f"task.cache_dir={tweets_cache}", "model=lstm", "model.d_model=64",
                             "train.max_steps=250", "train.val_every=250", "train.val_batches=16", "optim.lr=3e-3",
                             "task.pooling=mean", "eval.test=false", "tracking.wandb=off", f"out_dir={tmp_path}"])
-    r = run(cfg, progress=False)
+    r = train_run(cfg, progress=False)
     assert r["final"]["val/acc"] > r["baseline"]["val/acc"] + 0.05, r["final"]

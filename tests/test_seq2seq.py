@@ -11,7 +11,7 @@ from sacrebleu.metrics import BLEU
 
 from seqbench.bench.config import build_config
 from seqbench.bench.core.errors import UserError
-from seqbench.bench.training.train import build_task, run
+from seqbench.bench.training.train import build_task, train_run
 from tests.model_probe import VOCAB, build, fingerprint, same, seq2seq_batch, seq2seq_spec, tiny_config
 from seqbench.bench.core.contract import Batch, Goal
 from seqbench.tasks.synthetic.seq2seq import EOS, SOS, CorpusBLEU, to_text
@@ -236,7 +236,7 @@ def test_runs_end_to_end(task, model, tmp_path):
                             "train.max_steps=2", "train.batch_size=4", "train.val_batches=1", "eval.test_batches=1",
                             "eval.lengths=[7]", "model.decode.beam_width=2", "tracking.wandb=off",
                             f"out_dir={tmp_path}"])
-    r = run(cfg, progress=False)
+    r = train_run(cfg, progress=False)
     assert r["status"] == "completed"
     assert {"val/token_acc", "val/exact_match", "val/bleu", "test@7/exact_match"} <= set(r["final"])
 
@@ -248,7 +248,7 @@ def _learn(tmp_path, length, attention, steps):
         "model.d_model=64", "optim.lr=3e-3", "train.batch_size=64", f"train.max_steps={steps}",
         f"train.val_every={steps}", "train.val_batches=4", "eval.test=false", "tracking.wandb=off",
         f"out_dir={tmp_path}", f"run_id={attention}{length}"])
-    return run(cfg, progress=False)
+    return train_run(cfg, progress=False)
 
 
 @pytest.mark.slow

@@ -76,14 +76,14 @@ def test_a_journal_torn_mid_write_opens_with_one_warning_and_loses_no_completed_
 def test_retry_failed_reruns_a_trial_failed_by_a_full_disk_and_not_a_diverged_one(tmp_path, monkeypatch, capsys):
     import seqbench.bench.training.train
 
-    real_run = seqbench.bench.training.train.run
+    real_run = seqbench.bench.training.train.train_run
 
     def disk_full(cfg, **kw):  # the first attempt of the lr=1e-3 d=12 configuration meets a full disk
         if cfg.model.d_model == 12:
             raise OSError(errno.ENOSPC, "No space left on device", str(cfg.out_dir))
         return real_run(cfg, **kw)
 
-    monkeypatch.setattr(seqbench.bench.training.train, "run", disk_full)
+    monkeypatch.setattr(seqbench.bench.training.train, "train_run", disk_full)
     out = tmp_path / "out"
     p = lr_by_width_spec(tmp_path, max_steps=30)
     assert main(["sweep", str(p), "--out-dir", str(out)]) == 1  # done, but two trials stand failed by the disk
@@ -92,7 +92,7 @@ def test_retry_failed_reruns_a_trial_failed_by_a_full_disk_and_not_a_diverged_on
     assert first[(1e4, 16)].user_attrs["n_diverged"] == 1 and first[(1e4, 16)].state == TrialState.FAIL
     full = [first[(lr, 12)] for lr in (1e4, 1e-3)]
     assert all(t.state == TrialState.FAIL and "No space left" in t.user_attrs["fail_reason"] for t in full)
-    monkeypatch.setattr(seqbench.bench.training.train, "run", real_run)  # space freed
+    monkeypatch.setattr(seqbench.bench.training.train, "train_run", real_run)  # space freed
 
     assert main(["sweep", str(p), "--out-dir", str(out)]) == 1  # without the flag: nothing runs again
     text = capsys.readouterr().out

@@ -17,9 +17,10 @@ from optuna.trial import TrialState
 
 from seqbench.bench.cli import main
 from seqbench.bench.core.artifacts import wandb_group
+from seqbench.bench.core.text import redact
 from seqbench.sweeps.liveness import reap_stale
 from seqbench.sweeps.optuna_adapter import set_trial_flag
-from seqbench.sweeps.storage import open_storage, redact
+from seqbench.sweeps.storage import open_storage
 from tests.helpers import REPO, TINY_TASK
 
 TINY_BASE = {"task": {"name": "copy", **TINY_TASK["copy"]}, "model": {"d_model": 16},
@@ -107,14 +108,14 @@ def lr_by_width_spec(tmp_path, max_steps: int):
 def test_divergence_and_exceptions_fail_their_trial_and_the_study_goes_on(tmp_path, monkeypatch, capsys):
     import seqbench.bench.training.train
 
-    real_run = seqbench.bench.training.train.run
+    real_run = seqbench.bench.training.train.train_run
 
     def flaky_run(cfg, **kw):
         if cfg.model.d_model == 12:
             raise RuntimeError("boom in the model")
         return real_run(cfg, **kw)
 
-    monkeypatch.setattr(seqbench.bench.training.train, "run", flaky_run)
+    monkeypatch.setattr(seqbench.bench.training.train, "train_run", flaky_run)
     out = tmp_path / "out"
     p = lr_by_width_spec(tmp_path, max_steps=50)
     assert main(["sweep", str(p), "--out-dir", str(out)]) == 0

@@ -15,7 +15,7 @@ import pytest
 
 from seqbench.bench.config import build_config
 from seqbench.bench.core.artifacts import wandb_group
-from seqbench.bench.training.train import run
+from seqbench.bench.training.train import train_run
 from tests.helpers import tiny_overrides
 
 TINY = {"train.max_steps": 6, "train.val_every": 2}
@@ -90,7 +90,7 @@ def offline(monkeypatch):
 def _run(out_dir: Path, **extra):
     # tracking.wandb left unset: the default (offline) unless WANDB_MODE says otherwise
     ovs = [o for o in tiny_overrides("copy", "gru", out_dir, **{**TINY, **extra}) if o != "tracking.wandb=off"]
-    return run(build_config({}, ovs), progress=False)
+    return train_run(build_config({}, ovs), progress=False)
 
 
 def test_offline_run_mirrors_metrics_csv_at_the_trainer_step(out_dir, offline):

@@ -15,7 +15,7 @@ import yaml
 
 from seqbench.bench.config import build_config
 from seqbench.bench.training.module import CHECK_EVERY
-from seqbench.bench.training.train import run
+from seqbench.bench.training.train import train_run
 from tests.helpers import REPO, tiny_overrides
 
 
@@ -25,7 +25,7 @@ def small(out_dir, *extra: str, task="copy", model="lstm"):
 
 def test_run_writes_config_results_and_metrics(out_dir):
     cfg = small(out_dir, "train.max_steps=6", "train.val_every=2", "eval.lengths=[12]")
-    r = run(cfg, argv=["seqbench", "run", "x=y"], progress=False)
+    r = train_run(cfg, argv=["seqbench", "run", "x=y"], progress=False)
     d = out_dir / "runs" / r["run_id"]
     assert yaml.safe_load((d / "config.yaml").read_text()) == cfg.to_dict()
     res = json.loads((d / "results.json").read_text())
@@ -43,15 +43,15 @@ def test_run_writes_config_results_and_metrics(out_dir):
 
 
 def test_final_validation_at_the_last_step_when_not_a_multiple(out_dir):
-    r = run(small(out_dir, "train.max_steps=5", "train.val_every=2"), progress=False)
+    r = train_run(small(out_dir, "train.max_steps=5", "train.val_every=2"), progress=False)
     rows = list(csv.DictReader((out_dir / "runs" / r["run_id"] / "metrics.csv").open()))
     assert [int(x["step"]) for x in rows] == [2, 4, 5]
 
 
 def test_same_seed_same_metrics(tmp_path):
-    a = run(small(tmp_path / "a", "train.max_steps=8", "train.val_every=4"), progress=False)
-    b = run(small(tmp_path / "b", "train.max_steps=8", "train.val_every=4"), progress=False)
-    c = run(small(tmp_path / "c", "train.max_steps=8", "train.val_every=4", "seed=1"), progress=False)
+    a = train_run(small(tmp_path / "a", "train.max_steps=8", "train.val_every=4"), progress=False)
+    b = train_run(small(tmp_path / "b", "train.max_steps=8", "train.val_every=4"), progress=False)
+    c = train_run(small(tmp_path / "c", "train.max_steps=8", "train.val_every=4", "seed=1"), progress=False)
     drop = {"time/train_s"}
     fa = {k: v for k, v in a["final"].items() if k not in drop}
     assert fa == {k: v for k, v in b["final"].items() if k not in drop}
@@ -59,7 +59,7 @@ def test_same_seed_same_metrics(tmp_path):
 
 
 def test_divergence_stops_the_run_and_says_why(out_dir):
-    r = run(small(out_dir, "optim.lr=1e4", "optim.grad_clip=null", "optim.optimizer=sgd", "train.max_steps=200",
+    r = train_run(small(out_dir, "optim.lr=1e4", "optim.grad_clip=null", "optim.optimizer=sgd", "train.max_steps=200",
                   "train.val_every=200", "train.diverge_loss=5", task="adding", model="irnn"), progress=False)
     assert r["status"] == "diverged" and r["steps"] <= CHECK_EVERY
     assert "train.diverge_loss" in r["reason"] or "non-finite" in r["reason"]
@@ -69,7 +69,7 @@ def test_divergence_stops_the_run_and_says_why(out_dir):
 
 def test_early_stop_at_threshold(out_dir):
     # val/loss <= 10 holds at the first validation, so the run stops there
-    r = run(small(out_dir, "train.max_steps=40", "train.val_every=2",
+    r = train_run(small(out_dir, "train.max_steps=40", "train.val_every=2",
                   "train.early_stop={metric: val/loss, threshold: 10}"), progress=False)
     assert r["status"] == "completed" and r["steps"] == 2
 
@@ -90,7 +90,7 @@ def test_grad_clip_bounds_the_update(out_dir):
             def on_train_end(self, trainer, module):
                 captured["after"] = [p.detach().clone() for p in module.net.parameters()]
 
-        run(cfg, callbacks=[Grab()], progress=False)
+        train_run(cfg, callbacks=[Grab()], progress=False)
         return torch.sqrt(sum(((a - b) ** 2).sum() for a, b in zip(captured["after"], before))).item()
 
     assert update_norm("0.001") == pytest.approx(0.001, rel=1e-3)
@@ -100,7 +100,7 @@ def test_grad_clip_bounds_the_update(out_dir):
 def test_threads_setting_applies(out_dir):
     assert torch.get_num_threads() == 1  # conftest's value; the run must change it
     try:
-        run(small(out_dir, "train.threads=2"), progress=False)
+        train_run(small(out_dir, "train.threads=2"), progress=False)
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(1)
@@ -121,7 +121,7 @@ class NaNAt(pl.Callback):
 @pytest.mark.parametrize("k", [1, 23, 40])
 def test_nan_at_step_k_stops_the_run_within_the_check_interval(out_dir, k):
     every = 10  # min(CHECK_EVERY, val_every): the interval at which the loss reaches the host
-    r = run(small(out_dir, "train.max_steps=100", f"train.val_every={every}", "eval.test=false"),
+    r = train_run(small(out_dir, "train.max_steps=100", f"train.val_every={every}", "eval.test=false"),
             callbacks=[NaNAt(k)], progress=False)
     assert r["status"] == "diverged" and k <= r["steps"] <= k + every, r
     first, last = (int(x) for x in re.search(r"steps? (\d+)(?:-(\d+))?", r["reason"]).groups(default="0"))
@@ -140,7 +140,7 @@ class StepLosses(pl.Callback):
 
 def test_metrics_csv_train_loss_is_the_mean_of_the_step_losses(out_dir):
     grab = StepLosses()
-    r = run(small(out_dir, "train.max_steps=23", "train.val_every=5", "eval.test=false"), callbacks=[grab],
+    r = train_run(small(out_dir, "train.max_steps=23", "train.val_every=5", "eval.test=false"), callbacks=[grab],
             progress=False)
     rows = list(csv.DictReader((out_dir / "runs" / r["run_id"] / "metrics.csv").open()))
     assert [int(x["step"]) for x in rows] == [5, 10, 15, 20, 23] and sorted(grab.losses) == list(range(1, 24))
@@ -191,14 +191,14 @@ def test_training_steps_make_no_host_sync_between_interval_reads(out_dir, monkey
 
     for name in ("item", "__float__", "tolist", "cpu", "numpy", "__bool__"):
         monkeypatch.setattr(torch.Tensor, name, counted(name))
-    run(small(out_dir, "train.max_steps=40", "train.val_every=20", "eval.test=false"), callbacks=[Window()],
+    train_run(small(out_dir, "train.max_steps=40", "train.val_every=20", "eval.test=false"), callbacks=[Window()],
         progress=False)
     assert sorted(set(reads)) == [20, 40], reads  # the interval reads only (min(CHECK_EVERY, val_every) = 20)
     assert reads.count(20) == 1 and reads.count(40) == 1, reads
 
 
 def test_results_record_where_training_ran(out_dir):
-    r = run(small(out_dir, "train.accelerator=cpu", "train.precision=64-true"), progress=False)
+    r = train_run(small(out_dir, "train.accelerator=cpu", "train.precision=64-true"), progress=False)
     assert r["device"] == "cpu" and r["precision"] == "64-true" and r["world_size"] == 1
     assert r["tokens_per_s"] == pytest.approx(r["samples_per_s"] * _seq_len(r), rel=1e-3)
     assert r["train_time_s"] <= r["wall_time_s"]
@@ -218,7 +218,7 @@ def test_train_time_counts_training_steps_and_excludes_validation(out_dir):
         def on_validation_batch_end(self, trainer, module, outputs, batch, batch_idx, dataloader_idx=0):
             time.sleep(0.2)  # 3 validations of one batch: >= 0.6 s that training time must not include
 
-    r = run(small(out_dir, "train.max_steps=6", "train.val_every=2", "eval.test=false"), callbacks=[Slow()],
+    r = train_run(small(out_dir, "train.max_steps=6", "train.val_every=2", "eval.test=false"), callbacks=[Slow()],
             progress=False)
     assert 0.3 <= r["train_time_s"] <= r["wall_time_s"] - 0.6
     assert r["final"]["time/train_s"] == pytest.approx(r["train_time_s"], abs=1e-3)

@@ -12,7 +12,7 @@ import yaml
 from seqbench.bench.cli import main
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.claims.judge import FAILS, HOLDS, INCONCLUSIVE, MISSING, judge, judge_rule
-from seqbench.sweeps.claims.schema import (PROFILES, Rule, load_claim, parse_claim, shipped_claims, sweep_spec,
+from seqbench.sweeps.claims.schema import (PROFILES, Rule, claim_files, load_claim, parse_claim, sweep_spec,
                                            swept_values)
 from seqbench.sweeps.spec import trial_config
 
@@ -22,7 +22,7 @@ SWEPT = {"model.name": ["rnn", "gru"], "task.length": [50, 100]}
 
 
 def table(values: dict[tuple[str, int], list[float | None]], baseline: float = 1 / 6) -> pd.DataFrame:
-    """A study table as reports.table builds it: one row per run; None = a diverged seed."""
+    """A study table as sweeps.table builds it: one row per run; None = a diverged seed."""
     rows = []
     for (model, length), per_seed in values.items():
         for seed, v in enumerate(per_seed):
@@ -115,10 +115,10 @@ def test_claim_verdict_combines_rules():
 
 
 # -- claim files ----------------------------------------------------------------------------
-@pytest.mark.parametrize("path", shipped_claims(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", claim_files(), ids=lambda p: p.stem)
 def test_shipped_claim_loads_validates_every_profile_and_cites_numbers(path: Path):
     claim = load_claim(path)  # every profile's spec checked (each grid point built), every rule resolved
-    assert len(shipped_claims()) >= 8
+    assert len(claim_files()) >= 8
     src = claim.source
     assert src.published and all(math.isfinite(p.value) and p.unit.strip() for p in src.published)
     for profile in PROFILES:
@@ -197,7 +197,7 @@ def test_a_claim_that_cannot_run_exits_nonzero(tmp_path, capsys, monkeypatch):
 
     def broken(*a, **k):
         raise RuntimeError("out of memory")
-    monkeypatch.setattr(seqbench.bench.training.train, "run", broken)  # one worker: trials run in this process
+    monkeypatch.setattr(seqbench.bench.training.train, "train_run", broken)  # one worker: trials run in this process
     assert main(["verify", str(_claim_file(tmp_path)), "--out-dir", str(tmp_path / "out")]) == 1
     out = capsys.readouterr().out
     assert "trial 0 failed: RuntimeError: out of memory" in out
@@ -232,7 +232,7 @@ def test_quick_profile_of_the_two_fastest_shipped_claims(tmp_path, capsys, monke
     them). Each claim's verdict is the one its setup implies, not any verdict."""
     from seqbench.bench.commands import verify as v
 
-    monkeypatch.setattr("seqbench.bench.training.cost.sweep", _fake_cost(27))
+    monkeypatch.setattr("seqbench.bench.training.cost.measure_cost", _fake_cost(27))
     monkeypatch.setattr(v, "cost_figure", lambda rows, meta: None)
     res = {r.claim.name: r for r in v.verify(["vanishing_gradients", "complexity_exponents"], out_dir=tmp_path).results}
     vg, cx = res["vanishing_gradients"], res["complexity_exponents"]
@@ -254,7 +254,7 @@ def test_quick_profile_of_the_two_fastest_shipped_claims(tmp_path, capsys, monke
 # -- figures that show the verdict, cost metrics ---------------------------------------------------
 def test_the_verdict_figure_draws_each_compared_configuration_and_the_thresholds():
     from seqbench.reports.verify_html import claim_figure
-    from seqbench.reports.table import Objective
+    from seqbench.sweeps.table import Objective
     from seqbench.sweeps.claims.judge import judge_all
 
     raw = {"question": "q?", "source": SOURCE, "figure": "length", "base": {"task": {"name": "adding"}},
@@ -282,7 +282,7 @@ def test_the_verdict_figure_draws_each_compared_configuration_and_the_thresholds
 
 
 def test_cost_metrics_fit_four_lengths_and_state_the_flop_prediction_and_fixed_share():
-    from seqbench.bench.commands.verify import cost_metrics
+    from seqbench.sweeps.claims.cost import cost_metrics
     from seqbench.sweeps.claims.schema import cost_config
 
     cfg = cost_config({"models": ["transformer", "rnn"], "lengths": [128, 256, 512, 1024], "d_model": 32})
@@ -314,8 +314,8 @@ def test_cost_metrics_fit_four_lengths_and_state_the_flop_prediction_and_fixed_s
 
 
 def test_diagnostics_metrics_per_run():
-    from seqbench.bench.commands.verify import diag_metrics
     from seqbench.bench.core.diagnostics_format import Record
+    from seqbench.sweeps.claims.diag import diag_metrics
 
     recs = [Record(step=0, global_grad_norm=2.0, w_hh_spectral_norm={},
                    layer_grad_norm={"embed": 9.0, "backbone.stack.layers.0": 0.5, "backbone.stack.layers.11": 1.6,
@@ -332,7 +332,7 @@ def test_a_trial_failed_only_by_diverged_seeds_is_a_result_and_any_other_failure
     """Read from the runs' own statuses, not the fail reason's wording."""
     import pandas as pd
 
-    from seqbench.bench.commands.verify import failed_trials
+    from seqbench.sweeps.claims.runner import failed_trials
 
     table = pd.DataFrame([
         {"trial": 0, "state": "FAIL", "status": "diverged", "fail_reason": "anything at all"},
@@ -366,19 +366,19 @@ def test_cost_claim_looks_count_replicates_and_stop_at_the_first_deciding_look(m
         rows = [{"model": "rnn", "length": t, "status": "ok", "time_ms": 0.01 * t ** e} for t in T]
         return {"rows": rows, "summary": {"rnn": {}}, "meta": {}}
 
-    monkeypatch.setattr("seqbench.bench.training.cost.sweep", fake_cost)
+    monkeypatch.setattr("seqbench.bench.training.cost.measure_cost", fake_cost)
     monkeypatch.setattr(v, "cost_figure", lambda rows, meta: None)
     claim = parse_claim(cost_claim(looks=[3, 6, 9]), "c")
     assert claim.replicates_for("quick") == 9 and claim.replicates_for("paper") == 2
-    res = v.run_claim(claim, "quick", tmp_path, 1, None)
+    res = v.verify_claim(claim, "quick", tmp_path, 1, None)
     assert res.verdict == HOLDS and len(calls) == 6  # look 1 (0.85, 1.15, 1.0) undecided; look 2 decides
     assert res.looks == "decided at look 2 of 3, n=6 replicates, alpha 0.0157"  # O'Brien-Fleming-type share
     assert len(res.table) == 6 and res.rules[0].interval.n == 6
-    again = v.run_claim(claim, "quick", tmp_path, 1, None)  # cached: nothing measured again
+    again = v.verify_claim(claim, "quick", tmp_path, 1, None)  # cached: nothing measured again
     assert again.verdict == HOLDS and len(calls) == 6
     # the looks were judged: re-cutting them over the same replicates is refused, in one line
     with pytest.raises(UserError, match=r"looks \[3, 6\], but study quick-\w+-cost already judged seeds 0-8 at "
                                         r"looks \[3, 6, 9\] .*start a fresh study with another --out-dir"):
-        v.run_claim(parse_claim(cost_claim(looks=[3, 6]), "c"), "quick", tmp_path, 1, None)
+        v.verify_claim(parse_claim(cost_claim(looks=[3, 6]), "c"), "quick", tmp_path, 1, None)
     with pytest.raises(UserError, match=r"cost.replicates: 5 disagrees with looks: \[3, 6\]"):
         parse_claim(cost_claim(looks=[3, 6], replicates=5), "c")

@@ -29,13 +29,13 @@ import yaml
 
 import seqbench.bench.config  # noqa: F401  (fills the registries)
 from seqbench.bench.commands.sweep import sweep
-from seqbench.bench.config import RunConfig, compose, metric_goal_of, parse_value
+from seqbench.bench.config import DEFAULT_NAMES, RunConfig, compose, metric_goal_of, parse_value
 from seqbench.bench.core.artifacts import atomic_write, check_writable
 from seqbench.bench.core.errors import UserError, did_you_mean
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.settings import check_key
 from seqbench.sweeps.progress import failed_trials
-from seqbench.sweeps.spec import parse_spec
+from seqbench.sweeps.spec import MixedPrimaryMetrics, parse_spec
 from seqbench.sweeps.storage import check_scheme
 from seqbench.sweeps.study import comparable, failed_outside
 
@@ -130,7 +130,7 @@ def _names(section: str, base: dict[str, Any], axes: dict[str, list[Any]]) -> li
     key = f"{section}.name"
     if key in axes:
         return [str(v) for v in axes[key]]
-    return [str(base.get(key, "copy" if section == "task" else "lstm"))]
+    return [str(base.get(key, DEFAULT_NAMES[section]))]
 
 
 def route(base: dict[str, Any], axes: dict[str, list[Any]]) -> tuple[dict[str, dict[str, dict[str, Any]]], list[str]]:
@@ -171,7 +171,7 @@ def route(base: dict[str, Any], axes: dict[str, list[Any]]) -> tuple[dict[str, d
 
 
 def _question(axes: dict[str, list[Any]], base: dict[str, Any]) -> str:
-    task = base.get("task.name", "copy")
+    task = base.get("task.name", DEFAULT_NAMES["task"])
     swept = " x ".join(f"{k} in {', '.join(map(str, v))}" for k, v in axes.items())
     return f"Which setting is best on {task}: {swept}?" if "task.name" not in axes else f"Which setting is best: {swept}?"
 
@@ -186,15 +186,12 @@ def build_spec(settings: list[str], metric: str | None = None) -> tuple[dict[str
                            **{b: v for b, v in blocks.items() if v}, "seeds": seeds}
     names = _names("task", base_flat, axes)
     if metric is not None:  # an unknown metric gets some goal here; the spec check refuses it by name
-
         raw["metric"] = {"name": metric, "goal": metric_goal_of(metric, names)}
     try:
         spec = parse_spec(raw, source="compare")
-    except UserError as e:  # the spec's advice (metric: {name, goal}) in this command's words
-        if metric is None and "primary metrics" in str(e):
-            raise UserError(f"--metric: the compared tasks ({', '.join(names)}) have different primary metrics; "
-                            "name one they all report, e.g. --metric val/loss") from None
-        raise
+    except MixedPrimaryMetrics:  # no --metric: the spec's advice (metric: {name, goal}) in this command's words
+        raise UserError(f"--metric: the compared tasks ({', '.join(names)}) have different primary metrics; "
+                        "name one they all report, e.g. --metric val/loss") from None
     if metric is None:  # written out, so the printed spec says what is optimised
         m = spec.metrics()[0]
         raw["metric"] = {"name": m.name, "goal": m.goal}

@@ -9,7 +9,7 @@ import argparse
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import yaml
 
@@ -18,12 +18,15 @@ from seqbench.bench.core.text import duration, text_table
 from seqbench.bench.training.cost_config import CostConfig, parse_cost_config, point_line
 from seqbench.reports.cost import _fmt, write_outputs
 
+if TYPE_CHECKING:  # the measurement's module imports torch; here only its progress type is named
+    from seqbench.bench.training.cost import Progress
+
 
 @dataclass(frozen=True)
 class CostResult:
     """What ``cost()`` returns: every measured point, the fitted exponents per model, and the files."""
 
-    config: Any  # the CostConfig measured
+    config: CostConfig  # what was measured
     rows: list[dict[str, Any]]  # one per (model, length): status, time_ms, peak_mem_mib, tokens_per_s ...
     summary: dict[str, dict[str, Any]]  # model -> complexity, time/memory exponents, why it stopped
     meta: dict[str, Any]  # device, sizes, memory method, torch version
@@ -40,7 +43,7 @@ class PointProgress:
         self.measured = 0  # length-weighted work measured so far
         self.started = time.monotonic()
 
-    def __call__(self, p: Any) -> None:
+    def __call__(self, p: Progress) -> None:
         self.left -= p.row["length"]
         if p.row["status"] != "skipped":
             self.measured += p.row["length"]
@@ -52,7 +55,7 @@ class PointProgress:
         print(f"{tag} {point_line(p.row)}", flush=True)
 
 
-def config_with_out_dir(settings: Sequence[str] = (), out_dir: str | Path | None = None) -> Any:
+def config_with_out_dir(settings: Sequence[str] = (), out_dir: str | Path | None = None) -> CostConfig:
     """The ``CostConfig`` of ``key=value`` settings; ``out_dir`` (``--out-dir``) wins over the default,
     and typed as well as ``out_dir=`` with another folder is refused."""
     c = parse_cost_config(list(settings))
@@ -63,13 +66,13 @@ def config_with_out_dir(settings: Sequence[str] = (), out_dir: str | Path | None
     return c.model_copy(update={"out_dir": Path(out_dir)})
 
 
-def cost(config: Any = (), *, progress: bool = True) -> CostResult:
+def cost(config: CostConfig | Sequence[str] = (), *, progress: bool = True) -> CostResult:
     """Measure ``config`` (a ``CostConfig``, or ``key=value`` settings such as ``["models=rnn,lstm"]``) and
     write its files under ``config.out_dir``; prints ``[k/N, ETA]`` per point unless ``progress`` is off."""
     from seqbench.bench.training import cost as measurement  # torch: only where a measurement starts
 
     c = config if isinstance(config, CostConfig) else config_with_out_dir(config)
-    result = measurement.sweep(c, PointProgress(len(c.models), c.lengths) if progress else (lambda p: None))
+    result = measurement.measure_cost(c, PointProgress(len(c.models), c.lengths) if progress else (lambda p: None))
     paths = write_outputs(result, Path(c.out_dir))
     return CostResult(c, result["rows"], result["summary"], result["meta"], paths)
 

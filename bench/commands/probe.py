@@ -268,9 +268,9 @@ def specs(settings: Sequence[str], prof: Profile, probes: tuple[Probe, ...]) -> 
 
 def run_job(job: Job, p: Plan, out: Path, workers: int, storage: str | None) -> tuple[Any, int]:
     """Run (or continue) one study through ``sweep()`` and read its card entry from the runs; the sweep's status."""
-    from seqbench.reports.table import build_table, load_study, runs_root  # here: `probe --help` stays light
     from seqbench.sweeps.frontier import probe_entry
     from seqbench.sweeps.storage import open_storage
+    from seqbench.sweeps.table import build_table, load_study, runs_root  # here: `probe --help` stays light
 
     path = out / "specs" / f"{job.study}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)

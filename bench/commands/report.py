@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.text import redact
 from seqbench.reports import wandb_report
 from seqbench.reports.build import build_report
-from seqbench.reports.table import load_study
-from seqbench.sweeps.storage import journal_path, open_storage, redact
+from seqbench.sweeps.storage import journal_path, open_storage
+from seqbench.sweeps.table import load_study
 
 
 @dataclass(frozen=True)

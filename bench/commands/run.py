@@ -8,58 +8,32 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
-from seqbench.bench.config import RunConfig, build_config, load_config, notes, override, resolve
+from seqbench.bench.config import Composed, RunConfig, build_config, load_config, notes, override, resolve
+from seqbench.bench.core.artifacts import RunResult
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.text import speed_summary
 
 
-@dataclass(frozen=True)
-class RunResult:
-    """What ``run()`` returns: the run's identity and status, and the dict written to its results.json.
-
-    ``result["final"]`` reads ``results`` as before, when ``seqbench.run`` returned that dict."""
-
-    run_id: str
-    status: str  # completed | diverged | pruned | interrupted | failed ...
-    reason: str | None  # why it stopped, when not completed
-    run_dir: Path  # <out_dir>/runs/<run_id>: config.yaml, metrics.csv, results.json
-    results: dict[str, Any]  # results.json as written
-
-    @property
-    def ok(self) -> bool:
-        """The run trained to its end; a diverged run is a result too."""
-        return self.status in ("completed", "diverged")
-
-    @property
-    def final(self) -> dict[str, float]:
-        return self.results.get("final", {})
-
-    def __getitem__(self, key: str) -> Any:
-        return self.results[key]
-
-
-def config_of(config: Any = None, overrides: Sequence[str] = ()) -> Any:
+def config_of(config: RunConfig | str | Path | None = None, overrides: Sequence[str] = ()) -> RunConfig:
     """A ``RunConfig`` from a RunConfig, a YAML path, or nothing (defaults), with ``overrides`` on top."""
     if isinstance(config, RunConfig):
         return build_config(config.to_dict(), overrides) if overrides else config
     return load_config(config, overrides)
 
 
-def run(config: Any = None, overrides: Sequence[str] = (), *, argv: Sequence[str] | None = None,
-        progress: bool = True) -> RunResult:
+def run(config: RunConfig | str | Path | None = None, overrides: Sequence[str] = (), *,
+        argv: Sequence[str] | None = None, progress: bool = True) -> RunResult:
     """Train and evaluate one configuration (a ``RunConfig``, a YAML path or None for the defaults, with
     ``overrides`` applied) and write ``<out_dir>/runs/<run_id>/``.
 
     ``argv`` is the command line recorded as provenance (the CLI passes the user's own).
     """
-    from seqbench.bench.training.train import run as train  # here: `run --print-config/--help` import no torch
+    from seqbench.bench.training.train import train_run  # here: `run --print-config/--help` import no torch
     cfg = config_of(config, overrides)
-    r = train(cfg, argv=argv, progress=progress)
-    return RunResult(r["run_id"], r["status"], r.get("reason"), Path(cfg.out_dir) / "runs" / r["run_id"], r)
+    return train_run(cfg, argv=argv, progress=progress)
 
 
 # -- the command ----------------------------------------------------------------------------------
@@ -74,7 +48,7 @@ def register(sp: argparse.ArgumentParser) -> None:
     sp.set_defaults(func=cmd_run)
 
 
-def with_out_dir(cfg: Any, composed: Any, out_dir: str | None) -> Any:
+def with_out_dir(cfg: RunConfig, composed: Composed, out_dir: str | None) -> RunConfig:
     """``cfg`` with ``--out-dir D`` applied (it wins over a --config file's out_dir, as overrides do);
     ``out_dir=`` typed as well, with another folder, is refused."""
     if out_dir is None:

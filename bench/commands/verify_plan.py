@@ -11,11 +11,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from seqbench.bench.core.artifacts import read_results, runs_path
 from seqbench.bench.core.text import duration
-from seqbench.sweeps.claims.schema import cost_config, sweep_spec
+from seqbench.sweeps.claims.schema import Claim, cost_config, sweep_spec
 from seqbench.sweeps.spec import trial_config
 
 GUESS_STEP_S = 0.02  # a small model's CPU step with its share of validation (the quick profiles' order)
@@ -41,7 +40,7 @@ def step_seconds(out_dir: Path) -> dict[tuple[str, str], float]:
     return {k: statistics.median(v) for k, v in seen.items()}
 
 
-def plan_claim(claim: Any, profile: str, history: dict[tuple[str, str], float]) -> ClaimPlan:
+def plan_claim(claim: Claim, profile: str, history: dict[tuple[str, str], float]) -> ClaimPlan:
     if claim.kind == "cost":
         cfg = cost_config(claim.resolved(profile))
         looks = claim.looks_for(profile) or [claim.replicates_for(profile)]
@@ -67,7 +66,7 @@ def plan_claim(claim: Any, profile: str, history: dict[tuple[str, str], float]) 
     return ClaimPlan(claim.name, line, per_seed * looks[0], per_seed * looks[-1], guessed)
 
 
-def plan_text(claims: list[Any], profile: str, out_dir: Path, workers: int) -> str:
+def plan_text(claims: list[Claim], profile: str, out_dir: Path, workers: int) -> str:
     """The plan as lines: one per claim, an estimate per claim and in all; nothing is run."""
     history = step_seconds(out_dir)
     plans = [plan_claim(c, profile, history) for c in claims]

@@ -26,8 +26,10 @@ import json
 import math
 import os
 import tempfile
+from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
-from typing import Any, Literal, Mapping, TypedDict
+from typing import Any, Mapping, TypedDict
 
 from seqbench.bench.core.disk import disk_full, is_disk_full
 from seqbench.bench.core.errors import UserError
@@ -62,7 +64,23 @@ RESULT_PARTS = ("final", "best", "baseline")  # the results.json mappings that b
 OBJECTIVE = "objective:"  # the run's objective value: objective:val/acc
 TRIAL_VALUE = "trial_value:"  # Optuna's value of the run's trial
 
-Status = Literal["completed", "diverged", "interrupted", "pruned"]
+
+
+class Status(str, Enum):
+    """How a run ended (results.json ``status``): a string everywhere it is written or printed."""
+
+    COMPLETED = "completed"
+    DIVERGED = "diverged"  # the loss went non-finite or past train.diverge_loss: a result, not a failure
+    INTERRUPTED = "interrupted"  # Ctrl-C or a signal: checkpointed, continued with resume=true
+    PRUNED = "pruned"  # stopped early by a sweep's pruner
+    NODE_DONE = "completed on this node"  # a multi-node run's other node (rank 0 elsewhere writes the files)
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return self.value.__format__(spec)
+
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
@@ -152,6 +170,35 @@ def write_results(run_dir: Path, results: Results) -> Path:
     path = Path(run_dir) / RESULTS
     atomic_write(path, json.dumps(results, indent=2, default=_json_default) + "\n")
     return path
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A finished run as training returns it: its identity, how it ended, and results.json as written.
+
+    ``result["final"]`` reads ``results`` (``seqbench.run`` once returned that dict)."""
+
+    run_id: str
+    status: Status
+    reason: str | None  # why it stopped, when not completed
+    run_dir: Path  # <out_dir>/runs/<run_id>: config.yaml, metrics.csv, results.json
+    results: Results  # results.json as written
+
+    @classmethod
+    def of(cls, run_dir: Path, results: Results) -> "RunResult":
+        return cls(results["run_id"], Status(results["status"]), results.get("reason"), Path(run_dir), results)
+
+    @property
+    def ok(self) -> bool:
+        """The run trained to its end; a diverged run is a result too."""
+        return self.status in (Status.COMPLETED, Status.DIVERGED)
+
+    @property
+    def final(self) -> dict[str, float]:
+        return self.results.get("final", {})
+
+    def __getitem__(self, key: str) -> Any:
+        return self.results[key]  # type: ignore[literal-required]
 
 
 def read_results(run_dir: Path) -> Results | None:

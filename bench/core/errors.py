@@ -21,8 +21,8 @@ class UserError(Exception):
         return "\n".join(self.problems)
 
     def prefixed(self, prefix: str) -> "UserError":
-        """The same problems, each prefixed (``s.yaml: ``)."""
-        return UserError(*(prefix + p for p in self.problems))
+        """The same problems, each prefixed (``s.yaml: ``), as the same kind of error (callers catch kinds)."""
+        return type(self)(*(prefix + p for p in self.problems))
 
 
 def did_you_mean(word: Any, choices: Iterable[str], spell: Callable[[str], str] = str) -> str:

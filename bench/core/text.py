@@ -1,6 +1,6 @@
-"""The one writer of each kind of text seqbench prints or saves: tables (terminal and markdown) and
-durations. Every command and report formats through these, so a table or an ETA looks the same
-wherever it appears. Standard library only (the ground imports no torch).
+"""The one writer of each kind of text seqbench prints or saves: tables (terminal and markdown),
+durations, and URLs with their passwords hidden. Every command and report formats through these, so a
+table or an ETA looks the same wherever it appears. Standard library only (the ground imports no torch).
 
 >>> print(text_table(["model", "acc"], [["lstm", "0.99"], ["rnn", "0.25"]], align="lr"))
 model   acc
@@ -15,11 +15,18 @@ rnn    0.25
 """
 from __future__ import annotations
 
+import re
 import textwrap
 import warnings
 from typing import Any, Sequence
 
 MISSING = "–"  # a cell with no value (None, NaN)
+
+
+def redact(url: str) -> str:
+    """``url`` (or any text holding URLs, e.g. ``--storage=URL``) with passwords replaced by ``***``,
+    safe to print and to store; a password holding an unescaped ``@`` is hidden up to its last one."""
+    return re.sub(r"([A-Za-z][\w+.-]*://[^:/@\s]*):[^/\s]*@", r"\1:***@", str(url))
 
 
 class Notice(UserWarning):

@@ -20,6 +20,7 @@ import pytorch_lightning as pl
 import torch
 
 from seqbench.bench.core import signals
+from seqbench.bench.core.artifacts import Status
 from seqbench.bench.core.text import duration
 from seqbench.bench.training.tracking import RunTracker
 
@@ -39,10 +40,10 @@ class RunStopper(pl.Callback):
     change there.
     """
 
-    stop_status: str | None = None
+    stop_status: Status | None = None
     stop_reason: str | None = None
 
-    def stop(self, trainer: pl.Trainer, status: str, reason: str) -> None:
+    def stop(self, trainer: pl.Trainer, status: Status, reason: str) -> None:
         if self.stop_status is None:
             self.stop_status, self.stop_reason = status, reason
         trainer.should_stop = True
@@ -249,7 +250,7 @@ class DivergenceStop(RunStopper):
         if trainer.world_size > 1 and trainer.strategy.reduce_boolean_decision(reason is not None, all=False):
             reason = reason or f"training loss diverged on another rank in {where}"
         if reason:
-            self.stop(trainer, "diverged", reason)
+            self.stop(trainer, Status.DIVERGED, reason)
 
 
 class AtomicCheckpoint(pl.Callback):
@@ -359,7 +360,7 @@ class GracefulStop(RunStopper):
             asked = trainer.strategy.reduce_boolean_decision(asked, all=False)
         if asked:
             self.checkpoint.save(trainer)
-            self.stop(trainer, "interrupted", f"{self.signal_name or 'a signal'} at step {trainer.global_step}; "
+            self.stop(trainer, Status.INTERRUPTED, f"{self.signal_name or 'a signal'} at step {trainer.global_step}; "
                       f"checkpoint saved")
             # leave fit now: a plain should_stop would first run a validation at this step, a metrics row
             # the uninterrupted run never has (and a wait the user did not ask for)

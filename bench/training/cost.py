@@ -18,7 +18,7 @@ model, inputs and everything set up before it:
   allocator reused, so it is coarse (about 1 MiB) and meaningful only at sizes well above that.
   ``isolate=false`` measures in-process (faster, no CPU memory: recorded as empty).
 
-A model's sweep stops cleanly and says why when a point runs out of memory (CUDA OOM, or
+A model's measurement stops cleanly and says why when a point runs out of memory (CUDA OOM, or
 the forked child killed by the OS), exceeds ``timeout_s``, or its median step exceeds
 ``max_step_s`` (longer lengths would only be slower). Exponents are least-squares slopes
 of log(time) and log(memory) against log(T), over all measured lengths and over the upper
@@ -160,7 +160,7 @@ def run_point(model: str, length: int, c: dict[str, Any], isolate: bool, timeout
     return {"status": "error", "detail": f"child exited with code {p.exitcode}"}
 
 
-# -- sweep, fit, write ------------------------------------------------------------------------
+# -- measure, fit, write -----------------------------------------------------------------------
 
 def exponents(rows: list[dict[str, Any]], key: str) -> tuple[float | None, float | None]:
     ok = [r for r in rows if r["status"] == "ok" and r.get(key)]
@@ -170,18 +170,18 @@ def exponents(rows: list[dict[str, Any]], key: str) -> tuple[float | None, float
 
 
 class Progress(NamedTuple):
-    """What ``sweep`` tells its ``progress`` callback after each point, skipped ones included."""
+    """What ``measure_cost`` tells its ``progress`` callback after each point, skipped ones included."""
 
     row: dict[str, Any]  # the point's row (model, length, status, time_ms ...)
     done: int  # points finished so far
-    total: int  # points in the sweep (models x lengths)
+    total: int  # points in the measurement (models x lengths)
 
 
 def print_point(p: Progress) -> None:
     print(f"[{p.done}/{p.total}] {point_line(p.row)}", flush=True)
 
 
-def sweep(c: CostConfig, progress: Callable[[Progress], None] = print_point) -> dict[str, Any]:
+def measure_cost(c: CostConfig, progress: Callable[[Progress], None] = print_point) -> dict[str, Any]:
     """Every (model, length) point of ``c``, shortest length first; ``progress`` hears of each."""
     device = ("cuda" if torch.cuda.is_available() else "cpu") if c.device == "auto" else c.device
     if device == "cuda" and not torch.cuda.is_available():

@@ -20,8 +20,8 @@ Conventions (nanoGPT / PaLM appendix B, Chowdhery et al. 2022):
 Each model counts its own forward MACs (``ModelConfig.forward_macs`` in its file, under these
 conventions; ``models/base.py`` documents the interface). ``flops_per_token`` returns None where
 the count would not be honest: a model that declares it cannot count (``no_flop_count``), or a
-task whose batches are padded to a per-batch length (``pad_id`` outside the fixed seq2seq
-layout), where the work per token depends on the batch.
+task whose batches are padded to a per-batch length (``pad_id`` and no ``TaskConfig.target_len``), where
+the work per token depends on the batch.
 
 ``peak_flops`` is a table of dense (not 2:4-sparse) vendor peaks; None for a device or
 precision it does not know (CPUs included): MFU is then left out, never guessed.
@@ -32,7 +32,6 @@ import re
 from typing import TYPE_CHECKING
 
 from seqbench.bench.core.contract import OutputKind, TaskSpec
-from seqbench.tasks.synthetic.configs.seq2seq import Seq2SeqTaskConfig
 
 if TYPE_CHECKING:
     from seqbench.bench.config import RunConfig
@@ -45,14 +44,12 @@ def forward_macs(cfg: "RunConfig", spec: TaskSpec) -> int | None:
     """Multiply-accumulates of one forward pass over one training sequence, or None (see module doc).
     The count is the model's own (``ModelConfig.forward_macs``, in the model's file); this
     function decides only whether the task's sequences have a length it can be counted at."""
-    seq2seq_layout = isinstance(cfg.task, Seq2SeqTaskConfig)
-    if spec.pad_id is not None and not seq2seq_layout:
+    target_len = cfg.task.target_len()  # declared by a seq2seq task whose targets all have one length
+    if spec.pad_id is not None and target_len is None:
         return None  # padded to each batch's longest sequence: the cost per token varies by batch
-    if spec.output_kind is OutputKind.SEQ2SEQ and not seq2seq_layout:
-        return None  # a target length this module does not know
-    T = cfg.task.seq_len()
-    target_len = T + 1 if seq2seq_layout else None  # the synthetic seq2seq layout: the target, then <eos>
-    return cfg.model.forward_macs(spec, T, target_len)
+    if spec.output_kind is OutputKind.SEQ2SEQ and target_len is None:
+        return None  # the task declares no target length
+    return cfg.model.forward_macs(spec, cfg.task.seq_len(), target_len)
 
 
 def flops_per_token(cfg: "RunConfig", spec: TaskSpec) -> float | None:

@@ -33,6 +33,7 @@ from seqbench.bench.core import artifacts
 from seqbench.bench.core.artifacts import Results, atomic_write
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.provenance import git_sha, versions
+from seqbench.bench.core.text import redact
 
 
 def default_run_id(cfg: RunConfig) -> str:
@@ -79,7 +80,7 @@ class RunTracker:
         self.run_id = run_id
         self.dir = runs / run_id
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.argv = list(sys.argv if argv is None else argv)
+        self.argv = [redact(a) for a in (sys.argv if argv is None else argv)]  # a --storage URL's password hidden
         self.rows: list[artifacts.MetricsRow] = []
         self.started = time.time()
         self.checkpoint = self.dir / artifacts.CHECKPOINT
@@ -210,6 +211,9 @@ class WandbRun:
     def __init__(self, cfg: RunConfig, run_id: str, target: WandbTarget, *, resumed: bool = False,
                  config_extra: Mapping[str, Any] | None = None):
         os.environ.setdefault("WANDB_SILENT", "true")
+        # W&B records this process's sys.argv in the run's metadata (its settings read it when sent); a sweep
+        # worker runs in the command's process (or a fork of it), whose command line may hold a storage password
+        sys.argv[:] = [redact(a) for a in sys.argv]
         import wandb  # here: a run with W&B off or WANDB_MODE=disabled never imports it (0.35 s)
 
         _skip_unused_launch_import(wandb)

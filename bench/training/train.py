@@ -1,7 +1,7 @@
-"""``run(cfg)``: build the task, the model and the Trainer, train, evaluate, write results.
+"""``train_run(cfg)``: build the task, the model and the Trainer, train, evaluate, write results.
 
 ``run_in_process`` reads as its steps: ``build_trainer`` -> ``fit`` (-> status) ->
-``evaluate`` (at the training length and each ``eval.lengths``) -> ``assemble_results``.
+``test_at_lengths`` (at the training length and each ``eval.lengths``) -> ``assemble_results``.
 Under several processes each rank runs it (``bench.distributed``); rank 0 writes the files.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import torch
 
 from seqbench.bench.config import RunConfig, load_config
 from seqbench.bench.core import artifacts
-from seqbench.bench.core.artifacts import read_results
+from seqbench.bench.core.artifacts import Results, RunResult, Status, read_results
 from seqbench.bench.core.disk import disk_full, is_disk_full, tree_size
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import TASKS
@@ -62,24 +62,25 @@ def build_task(cfg: RunConfig) -> Task:
 
 # -- entry point ---------------------------------------------------------------------------------
 
-def run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequence[pl.Callback] = (),
-        progress: bool = True, tracker: RunTracker | None = None) -> dict[str, Any]:
-    """Train and evaluate one configuration; returns the dict written to results.json."""
+def train_run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequence[pl.Callback] = (),
+        progress: bool = True, tracker: RunTracker | None = None) -> RunResult:
+    """Train and evaluate one configuration; returns the run with what it wrote to results.json."""
     check_shared_run_id(cfg)
     if tracker is None:
         check_resumable(cfg)
         tracker = RunTracker(cfg, list(argv) if argv is not None else None)
     if tracker.resumed:
         done = read_results(tracker.dir)
-        if done is not None and done.get("status") != "interrupted":
+        if done is not None and done.get("status") != Status.INTERRUPTED:
             if progress:
                 print(f"[{cfg.task.name}/{cfg.model.name}] {tracker.run_id} already finished "
                       f"({done.get('status')}); nothing to resume")
-            return done
+            return RunResult.of(tracker.dir, done)
     try:
         if needs_launch(cfg.train):  # seqbench starts the processes; rank 0 writes the run's files
-            return launch(cfg, tracker, callbacks, progress, target=run_in_process)
-        return run_in_process(cfg, tracker, callbacks, progress, strategy=cfg.train.strategy)
+            return RunResult.of(tracker.dir, launch(cfg, tracker, callbacks, progress, target=run_in_process))
+        return RunResult.of(tracker.dir, run_in_process(cfg, tracker, callbacks, progress,
+                                                        strategy=cfg.train.strategy))
     except KeyboardInterrupt:
         if progress:
             print(f"[{cfg.task.name}/{cfg.model.name}] {tracker.run_id} interrupted; continue it with:\n  "
@@ -135,7 +136,7 @@ def resume_command(tracker: RunTracker) -> str:
 class Fitted:
     """What ``fit`` leaves for evaluation and the results file."""
 
-    status: str  # completed | diverged | pruned | interrupted | ...
+    status: Status
     reason: str | None
     steps: int
     clock: TrainClock
@@ -143,8 +144,8 @@ class Fitted:
 
 
 def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.Callback] = (),
-                   progress: bool = True, *, strategy: str = "auto") -> dict[str, Any]:
-    """``run`` in this process (one of several under DDP, see ``bench.distributed``)."""
+                   progress: bool = True, *, strategy: str = "auto") -> Results:
+    """``train_run`` in this process (one of several under DDP, see ``bench.distributed``)."""
     quiet_lightning()
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
@@ -168,11 +169,11 @@ def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.C
             print(f"[{cfg.task.name}/{cfg.model.name}] resuming {tracker.run_id} from {ckpt}")
         fitted = fit(trainer, module, parts, ckpt)
         test: dict[str, float] = {}
-        if fitted.status != "interrupted":
+        if fitted.status is not Status.INTERRUPTED:
             if parts.writer.last_step != fitted.steps:  # make the last step's validation the final one
                 trainer.validate(module, verbose=False)
-            if cfg.eval.test and fitted.status == "completed":
-                test = evaluate(trainer, module, [None, *cfg.eval.lengths])
+            if cfg.eval.test and fitted.status is Status.COMPLETED:
+                test = test_at_lengths(trainer, module, [None, *cfg.eval.lengths])
         results = assemble_results(cfg, tracker, task, module, fitted, test)
         if trainer.global_rank == 0:
             tracker.finish(results)
@@ -180,9 +181,9 @@ def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.C
                 tracker.wandb.summary(results)
     finally:  # a crash too closes the W&B run (a sweep worker starts the next one in this process)
         if tracker.wandb is not None:
-            crashed = sys.exc_info()[0] is not None or fitted is None or fitted.status == "interrupted"
+            crashed = sys.exc_info()[0] is not None or fitted is None or fitted.status is Status.INTERRUPTED
             tracker.wandb.finish(exit_code=1 if crashed else 0)
-    if fitted.status == "interrupted":
+    if fitted.status is Status.INTERRUPTED:
         raise KeyboardInterrupt
     return results
 
@@ -246,28 +247,28 @@ def build_trainer(cfg: RunConfig, tracker: RunTracker, module: SeqModule, task: 
 
 def fit(trainer: pl.Trainer, module: SeqModule, parts: Parts, ckpt: Path | None) -> Fitted:
     """Train (from ``ckpt`` when resuming); the status says how training ended."""
-    status, reason = "completed", None
+    status, reason = Status.COMPLETED, None
     with parts.graceful.installed():
         try:
             # weights_only: a checkpoint file cannot run code when loaded
             trainer.fit(module, ckpt_path=ckpt, weights_only=True if ckpt is not None else None)
             if trainer.interrupted:
-                status, reason = "interrupted", "KeyboardInterrupt"
+                status, reason = Status.INTERRUPTED, "KeyboardInterrupt"
         except StopNow:  # a signal: checkpoint written at this step; the stopper names the reason below
             pass
         except KeyboardInterrupt:
-            status, reason = "interrupted", "KeyboardInterrupt"
+            status, reason = Status.INTERRUPTED, "KeyboardInterrupt"
         except SystemExit:  # Lightning's shutdown after a second Ctrl-C exits; keep the record
             if not trainer.interrupted:
                 raise
-            status, reason = "interrupted", "interrupted twice: stopped at once, no checkpoint of this step"
+            status, reason = Status.INTERRUPTED, "interrupted twice: stopped at once, no checkpoint of this step"
     stopped = next((s for s in parts.stoppers if s.stop_status), None)
-    if status == "completed" and stopped is not None:
+    if status is Status.COMPLETED and stopped is not None:
         status, reason = stopped.stop_status or status, stopped.stop_reason
     return Fitted(status, reason, trainer.global_step, parts.clock, dict(parts.facts.facts))
 
 
-def evaluate(trainer: pl.Trainer, module: SeqModule, lengths: Sequence[int | None]) -> dict[str, float]:
+def test_at_lengths(trainer: pl.Trainer, module: SeqModule, lengths: Sequence[int | None]) -> dict[str, float]:
     """Test metrics at each length (None: the training length)."""
     out: dict[str, float] = {}
     for length in lengths:
@@ -313,7 +314,7 @@ def _utilisation(cfg: RunConfig, spec: Any, tokens_per_s: float | None, facts: d
 
 
 def assemble_results(cfg: RunConfig, tracker: RunTracker, task: Task, module: SeqModule, fitted: Fitted,
-                     test: dict[str, float]) -> dict[str, Any]:
+                     test: dict[str, float]) -> Results:
     """The results.json dict: metrics, status, timing, where it trained, provenance."""
     rows = tracker.rows
     final = {k: v for k, v in (rows[-1] if rows else {}).items() if k.startswith("val/")}
@@ -323,7 +324,7 @@ def assemble_results(cfg: RunConfig, tracker: RunTracker, task: Task, module: Se
     baseline = {f"val/{k}": v for k, v in task.baseline().items()}
     facts = fitted.facts or {"device": str(module.device)}  # training never started: where it would have
     speed = throughput(cfg, fitted.steps, int(facts.get("world_size", 1)), train_s)
-    extras = task.final_report(module.net, module.device) if fitted.status == "completed" else {}
+    extras = task.final_report(module.net, module.device) if fitted.status is Status.COMPLETED else {}
     return {
         **tracker.provenance(),
         "status": fitted.status, "reason": fitted.reason,

@@ -1,4 +1,4 @@
-"""Judging a claim's rules on a study table (one row per run, ``reports.table`` columns).
+"""Judging a claim's rules on a study table (one row per run, ``sweeps.table`` columns).
 
 Per rule: the runs of its configuration (``where``), one value per seed replicate, an estimate that
 fits few seeds (``bench.core.stats.Estimate``):
@@ -81,49 +81,25 @@ def judge_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], alp
 
 
 def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], goal: str = "") -> RuleResult:
-    """The rule's seed values, estimate, thresholds and p-values; verdict only when nothing can be judged."""
+    """The rule's seed values, estimate, thresholds and p-values; verdict only when nothing can be judged.
+    Each kind of rule has its step: ``best_of`` picks per seed (:func:`_best_of`), ``largest`` measures grid
+    steps (:func:`rule_values`), ``minus`` pairs seeds (:func:`_paired`), a per-seed or ``rate`` rule judges
+    the share of seeds that pass (:func:`_outcomes`), and every estimate is tested alike (:func:`_test`)."""
     where = resolve_where(rule.where, swept, rule.name, rule.free)
     res = RuleResult(rule, MISSING, config=_label(where))
     rows, col, res.why = _measured(table, where, rule.metric)
     if col is None:
         return res
     goal = (rule.best_of.goal or goal) if rule.best_of else ""
+    notes = ("", "")  # best_of: the values picked, and the seeds left out
     if rule.best_of:
-        if not goal:
-            raise ValueError(f"rule {rule.name!r}: best_of needs a goal (schema.best_goal)")
-        rows, res.picked, left_out = best_rows(rows, rule, col, goal, swept)
-        res.config += "; " + picks_text(res.picked, rule.free, swept)  # the page and the figure
-        picks = picks_text(res.picked, rule.free)  # and the measured text (terminal, verify.md)
+        rows, notes = _best_of(res, rule, rows, col, goal, swept)
         if rows.empty:
-            res.why = f"no seed has a run at every {'/'.join(rule.free)} value"
             return res
-    else:
-        picks = left_out = ""
-    vals, n_div, unresolved = rule_values(rows, rule, col, swept)
-    res.n_diverged = n_div
-    res.beside = "; ".join(x for x in (picks, left_out, _beside(rows, rule.metric)) if x)
-    scale, bounds = metric_scale(rule.metric) if rule.largest is None else \
-        ("linear", (0.0, float(len(swept[rule.largest.over]))))  # grid steps
-    if rule.scale != "auto":
-        scale = rule.scale
-    raw = {"below": rule.below, "above": rule.above}
-    if rule.between is not None:
-        raw = {"lo": rule.between[0], "hi": rule.between[1]}
-    th = {k: _threshold(v, rows, rule.metric) for k, v in raw.items() if v is not None}
-    res.per_seed = "success:" if rule.success is not None else "" if rule.rate else per_seed_why(rule)
-    if rule.minus is not None:
-        paired = _paired(res, rule, table, swept, goal, vals, th, scale, (picks, left_out))
-        if paired is None:
-            return res
-        values, th, unresolved_b = paired
-        scale, bounds, unresolved = "linear", (-math.inf, math.inf), unresolved or unresolved_b
-    else:
-        values = list(vals.values())
-        if scale == "log" and any(v <= 0 for v in values):
-            scale = "linear"  # a value of 0 has no log: linear, clipped to the metric's range
-    if any(isinstance(v, float) and math.isnan(v) for v in th.values()):
-        res.why = f"no memoryless baseline of {rule.metric} recorded"
+    measured = _quantities(res, rule, table, rows, col, swept, goal, notes)
+    if measured is None:
         return res
+    values, th, scale, bounds, unresolved = measured
     if rule.rate or res.per_seed:
         outcomes = _outcomes(rule, values, th, rows, res.ratio)
         if outcomes is None:
@@ -136,6 +112,61 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], g
         res.why = (f"{sum(map(math.isinf, values))} seed(s) measured an infinite {rule.metric}: no mean; "
                    "judge it per seed (success: {above: ...})")
         return res
+    return _test(res, values, th, scale, bounds, unresolved)
+
+
+def _best_of(res: RuleResult, rule: Rule, rows: pd.DataFrame, col: str, goal: str, swept: dict[str, list[Any]]
+             ) -> tuple[pd.DataFrame, tuple[str, str]]:
+    """best_of: each seed's best run over the free keys (``measure.best_rows``), the picks named in the
+    configuration and in the measured text; no rows (res says why) when no seed ran every free value."""
+    if not goal:
+        raise ValueError(f"rule {rule.name!r}: best_of needs a goal (schema.best_goal)")
+    rows, res.picked, left_out = best_rows(rows, rule, col, goal, swept)
+    res.config += "; " + picks_text(res.picked, rule.free, swept)  # the page and the figure
+    picks = picks_text(res.picked, rule.free)  # and the measured text (terminal, verify.md)
+    if rows.empty:
+        res.why = f"no seed has a run at every {'/'.join(rule.free)} value"
+    return rows, (picks, left_out)
+
+
+def _quantities(res: RuleResult, rule: Rule, table: pd.DataFrame, rows: pd.DataFrame, col: str,
+                swept: dict[str, list[Any]], goal: str, notes: tuple[str, str]
+                ) -> tuple[list[float], dict[str, float], str, tuple[float, float], bool] | None:
+    """Each seed's quantity (the metric, a largest: grid step, or a minus: paired difference), the thresholds
+    on its scale, the scale and range it is judged on, and whether a diverged seed is unresolved; None (res
+    says why) when nothing can be judged."""
+    vals, res.n_diverged, unresolved = rule_values(rows, rule, col, swept)
+    res.beside = "; ".join(x for x in (*notes, _beside(rows, rule.metric)) if x)
+    scale, bounds = metric_scale(rule.metric) if rule.largest is None else \
+        ("linear", (0.0, float(len(swept[rule.largest.over]))))  # grid steps
+    if rule.scale != "auto":
+        scale = rule.scale
+    raw = {"below": rule.below, "above": rule.above}
+    if rule.between is not None:
+        raw = {"lo": rule.between[0], "hi": rule.between[1]}
+    th = {k: _threshold(v, rows, rule.metric) for k, v in raw.items() if v is not None}
+    res.per_seed = "success:" if rule.success is not None else "" if rule.rate else per_seed_why(rule)
+    if rule.minus is not None:
+        paired = _paired(res, rule, table, swept, goal, vals, th, scale, notes)
+        if paired is None:
+            return None
+        values, th, unresolved_b = paired
+        scale, bounds, unresolved = "linear", (-math.inf, math.inf), unresolved or unresolved_b
+    else:
+        values = list(vals.values())
+        if scale == "log" and any(v <= 0 for v in values):
+            scale = "linear"  # a value of 0 has no log: linear, clipped to the metric's range
+    if any(isinstance(v, float) and math.isnan(v) for v in th.values()):
+        res.why = f"no memoryless baseline of {rule.metric} recorded"
+        return None
+    return values, th, scale, bounds, unresolved
+
+
+def _test(res: RuleResult, values: list[float], th: dict[str, float], scale: str, bounds: tuple[float, float],
+          unresolved: bool) -> RuleResult:
+    """The estimate of ``values`` and its one-sided p-values against the thresholds ``th``; inconclusive
+    (out of the Holm family) when a diverged seed is unresolved or too few seeds have a value."""
+    rule = res.rule
     res.thresholds = th
     res.estimate = Estimate(tuple(values), scale, bounds)
     if unresolved or res.estimate.n < (1 if scale == "rate" else 2):

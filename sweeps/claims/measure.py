@@ -1,4 +1,4 @@
-"""A rule's seed values from a study table (one row per run, ``reports.table`` columns): the runs of
+"""A rule's seed values from a study table (one row per run, ``sweeps.table`` columns): the runs of
 one configuration, one value per seed (diverged seeds as the rule says), the threshold after baseline
 scaling, and the scale and range a metric is judged on. Pure pandas: no torch."""
 from __future__ import annotations

@@ -11,6 +11,7 @@ import pandas as pd
 
 from seqbench.bench.core.stats import Estimate, Interval
 from seqbench.sweeps.claims.schema import Baseline, Claim, Rule
+from seqbench.sweeps.table import Objective
 
 HOLDS, FAILS, INCONCLUSIVE, MISSING, ERROR, INVALID = "holds", "fails", "inconclusive", "missing", "error", "invalid"
 
@@ -98,10 +99,12 @@ class ClaimResult:
     study: str = ""
     error: str = ""
     table: pd.DataFrame | None = None
-    figure: Any = None  # a plotly figure, or a "skipped: why" line
+    figure: Any = None  # plotly figures and "skipped: why" lines (the verify command draws them)
     controls: list[RuleResult] = field(default_factory=list)
     looks: str = ""  # which look decided it: "look 2 of 3 (n=5)"
     why: str = ""  # for invalid: which control
+    objective: Objective | None = None  # a sweep claim: its study's objective (what its named figure plots)
+    measurement: dict[str, Any] | None = None  # a cost claim: its first replicate (bench.training.cost.measure_cost)
 
     def verdict_text(self) -> str:
         """``invalid (control: TCN learns)``, ``holds (look 2 of 3, n=5)``: what the CLI and the page print."""

@@ -77,7 +77,7 @@ from seqbench.bench.config import load_yaml
 from seqbench.bench.core.errors import UserError, format_validation_error
 from seqbench.bench.core.schema import Section
 from seqbench.bench.training.cost_config import CostConfig
-from seqbench.sweeps import shipped_claims as shipped
+from seqbench.sweeps import shipped_claims
 from seqbench.sweeps.claims.measure import default_per_seed
 from seqbench.sweeps.claims.rules import (  # noqa: F401
     PROFILES,
@@ -365,15 +365,16 @@ def load_claim(path: Path | str) -> Claim:
     return parse_claim(load_yaml(p), p.stem, str(p))
 
 
-def shipped_claims() -> list[Path]:
-    return [Path(str(c.resource)) for c in shipped()]
+def claim_files() -> list[Path]:
+    """The shipped claims' YAML files (``sweeps.shipped_claims`` lists them with their questions)."""
+    return [Path(str(c.resource)) for c in shipped_claims()]
 
 
 def find_claims(names: list[str]) -> list[Path]:
     """Shipped claims by name (file stem) or any claim file by path; all shipped ones when none named."""
     if not names:
-        return shipped_claims()
-    by_name = {p.stem: p for p in shipped_claims()}
+        return claim_files()
+    by_name = {p.stem: p for p in claim_files()}
     out = []
     for n in names:
         if n in by_name:

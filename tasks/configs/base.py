@@ -27,6 +27,11 @@ class TaskConfig(Section):
         """Training sequence length (input side)."""
         raise NotImplementedError
 
+    def target_len(self) -> int | None:
+        """Decoder positions of one training sequence when every target has the same length (a seq2seq
+        task with a fixed layout); None for any other task (FLOP counting reads it: ``bench.training.flops``)."""
+        return None
+
     def min_length(self) -> tuple[int, str]:
         """The shortest sequence the task can build (an ``eval.lengths`` entry below it is refused before
         training) and why, in words: ``(21, "10 symbols, a delay of at least 1 step and 10 recall steps")``."""

@@ -34,3 +34,6 @@ class Seq2SeqTaskConfig(TaskConfig):
 
     def seq_len(self) -> int:
         return self.length
+
+    def target_len(self) -> int:
+        return self.length + 1  # the target, then <eos>
