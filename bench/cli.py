@@ -17,7 +17,7 @@ import atexit
 import importlib
 import os
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 import seqbench
 from seqbench.bench.core import signals
@@ -44,7 +44,7 @@ COMMANDS = {
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's default prints usage + exits 2; keep it one line
+    def error(self, message: str) -> NoReturn:  # argparse's default prints usage + exits 2; keep it one line
         raise UserError(message)
 
 
@@ -94,6 +94,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if stray:
         parser.error(hydra_habit(args.command, stray) or f"unrecognized arguments: {' '.join(stray)}")
     if extra:
+        assert listed is not None  # without a list every extra word is stray, refused above
         setattr(args, listed, [*getattr(args, listed), *extra])
     return args
 

@@ -12,7 +12,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Literal, Mapping, Union
+from typing import TYPE_CHECKING, Annotated, Any, Iterable, Literal, Mapping, Union
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
@@ -26,6 +26,10 @@ from seqbench.bench.core.schema import ADDED_LATER, NOT_IDENTITY, Section, ident
 from seqbench.bench.core.settings import comma_lists, leaves, load_yaml, parse_pairs, parse_value, safe_load, set_dotted
 from seqbench.tasks.configs.base import metric_goal_of  # noqa: F401  (re-exported: callers import it from here)
 
+if TYPE_CHECKING:
+    from seqbench.models.configs.base import ModelConfig
+    from seqbench.tasks.configs.base import TaskConfig
+
 __all__ = ["RunConfig", "build_config", "compose", "load_config", "load_yaml", "metric_goal_of", "override", "parse_value",
            "safe_load", "validate"]
 
@@ -37,8 +41,12 @@ def _union(configs: list[type]) -> Any:
 
 
 plugins.discover()  # entry points of installed packages: seqbench.models, seqbench.tasks, seqbench.mixers
-TaskUnion = _union(TASKS.configs())
-ModelUnion = _union(MODELS.configs())
+if TYPE_CHECKING:  # a checker cannot follow unions built from the registries; it reads their base classes
+    TaskUnion = TaskConfig
+    ModelUnion = ModelConfig
+else:
+    TaskUnion = _union(TASKS.configs())
+    ModelUnion = _union(MODELS.configs())
 
 
 class OptimConfig(Section):
@@ -129,8 +137,8 @@ def _default_model():
 
 
 class RunConfig(Section):
-    task: TaskUnion = Field(default_factory=_default_task, description="what to learn")  # type: ignore[valid-type]
-    model: ModelUnion = Field(default_factory=_default_model, description="architecture")  # type: ignore[valid-type]
+    task: TaskUnion = Field(default_factory=_default_task, description="what to learn")
+    model: ModelUnion = Field(default_factory=_default_model, description="architecture")
     optim: OptimConfig = Field(default_factory=OptimConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
@@ -276,7 +284,7 @@ def setting_leaves(pairs: Iterable[tuple[str, Any]], repeated: list[str] | None 
 
 def _switch(d: dict[str, Any], sec: str, name: Any, reg: Any) -> list[str]:
     """Choose ``name`` for section ``sec`` of ``d``; returns the base fields it drops."""
-    old = d.get(sec) if isinstance(d.get(sec), dict) else {}
+    old = o if isinstance(o := d.get(sec), dict) else {}
     if old.get("name", _DEFAULT_NAMES[sec]) == name or not (isinstance(name, str) and name in reg):
         d[sec] = {**old, "name": name}  # an unknown name keeps everything: validation names the name
         return []
@@ -309,9 +317,9 @@ def validate(d: dict[str, Any], *, source: str = "", blocks_hint: bool = False,
         if isinstance(d.get(section), dict) and "name" not in d[section]:
             d[section] = {"name": name, **d[section]}
     for section, reg in CHOICES.items():  # `model=pkg.module:Class`: import and register it first
-        name = d.get(section, {}).get("name") if isinstance(d.get(section), dict) else None
-        if isinstance(name, str) and ":" in name:
-            reg.get(name)
+        chosen = d[section].get("name") if isinstance(d.get(section), dict) else None
+        if isinstance(chosen, str) and ":" in chosen:
+            reg.get(chosen)
     sync_unions()
     try:
         cfg = RunConfig.model_validate(d)
@@ -342,13 +350,13 @@ def _foreign(loc: tuple, key: str, blocks_hint: bool) -> str | None:
 def section_fields(loc: tuple) -> list[str] | None:
     """Field names of the config section at ``loc`` (e.g. ('model', 'lstm')), for error messages."""
     cls: Any = RunConfig
-    loc = list(loc)
-    while loc:
-        key = str(loc.pop(0))
+    rest = list(loc)
+    while rest:
+        key = str(rest.pop(0))
         if key in ("task", "model") and cls is RunConfig:
             reg = TASKS if key == "task" else MODELS
-            name = str(loc.pop(0)) if loc else None
-            if name not in reg:
+            name = str(rest.pop(0)) if rest else None
+            if name is None or name not in reg:
                 return None
             cls = reg.get(name).config_cls
             continue

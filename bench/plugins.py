@@ -104,8 +104,9 @@ def register(reg: Registry[Any], name: str, obj: Any, origin: str) -> None:
 def _named(name: str, base: type[BaseModel], obj: type, fields: dict[str, Any]) -> type[BaseModel]:
     """``base`` subclassed with ``name: Literal[name] = name`` (the registries' discriminator) and
     ``fields``, in the plug-in's module, with its docstring (what ``seqbench list`` shows)."""
-    cfg = create_model(f"{obj.__name__}Config", __base__=base, __module__=obj.__module__,  # type: ignore[call-overload]
-                       name=(Literal[name], name), **fields)
+    # a Literal of a name known only at run time is no type a checker can read
+    cfg = create_model(f"{obj.__name__}Config", __base__=base, __module__=obj.__module__,
+                       name=(Literal[name], name), **fields)  # type: ignore[arg-type]
     cfg.__doc__ = first_line(obj) or f"{obj.__module__}.{obj.__qualname__} (plug-in)"
     return cfg
 
@@ -149,7 +150,8 @@ def _signature_fields(obj: type) -> dict[str, Any]:
     """The constructor's keyword parameters after ``d_model`` (``causal`` is the stack's) as pydantic
     fields: the annotation is the type (Any where there is none), the default the default."""
     fields: dict[str, Any] = {}
-    for p in list(inspect.signature(obj.__init__).parameters.values())[2:]:
+    init = obj.__init__  # type: ignore[misc]  # the plug-in class's own constructor, as written
+    for p in list(inspect.signature(init).parameters.values())[2:]:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name == "causal":
             continue
         ann = Any if p.annotation is p.empty or isinstance(p.annotation, str) else p.annotation
@@ -160,7 +162,7 @@ def _signature_fields(obj: type) -> dict[str, Any]:
 def _check_init(name: str, kind: str, obj: type, positional: int, contract: str) -> None:
     """The constructor takes at least ``positional`` positional arguments after ``self``."""
     try:
-        params = list(inspect.signature(obj.__init__).parameters.values())[1:]
+        params = list(inspect.signature(obj.__init__).parameters.values())[1:]  # type: ignore[misc]  # as written
     except (TypeError, ValueError):
         return  # a builtin signature: the build says what is wrong
     slots = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]

@@ -47,11 +47,11 @@ class InputEncoder(nn.Module):
 
     def __init__(self, cfg: ModelConfig, spec: TaskSpec):
         super().__init__()
-        self.onehot = spec.vocab_size is not None and cfg.embedding == "onehot"
-        self.vocab = spec.vocab_size
-        self.d_out = input_width(cfg, spec.vocab_size, spec.input_dim)
-        learned = spec.vocab_size is not None and not self.onehot
-        self.embed = nn.Embedding(spec.vocab_size, cfg.d_model, padding_idx=spec.pad_id) if learned else None
+        vocab = spec.vocab_size
+        self.onehot = vocab is not None and cfg.embedding == "onehot"
+        self.vocab = vocab or 0  # the one-hot width (0: real-valued inputs)
+        self.d_out = input_width(cfg, vocab, spec.input_dim)
+        self.embed = None if vocab is None or self.onehot else nn.Embedding(vocab, cfg.d_model, padding_idx=spec.pad_id)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.embed is not None:
@@ -81,6 +81,7 @@ class Pool(nn.Module):
             return (h * valid[..., None]).sum(1) / valid.sum(1, keepdim=True).clamp_min(1)
         if self.mode == "max":
             return h.masked_fill(~valid[..., None], float("-inf")).max(1).values
+        assert self.query is not None  # the attention mode's learned query
         scores = (h @ self.query).masked_fill(~valid, float("-inf"))  # (B, T)
         return (scores.softmax(-1)[..., None] * h).sum(1)
 
@@ -101,6 +102,7 @@ class SequenceModel(nn.Module):
         h, state = self.backbone(self.encoder(batch.x), batch.lengths, state)  # (B, T, d)
         if self.kind is OutputKind.TOKENS:
             return self.head(h), state  # (B, T, C)
+        assert self.pool is not None  # every kind but per-step tokens pools
         out = self.head(self.pool(h, batch.lengths, self.backbone))  # (B, C)
         return (out.squeeze(-1) if self.kind is OutputKind.REGRESSION else out), state
 

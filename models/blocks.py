@@ -39,9 +39,11 @@ class Residual(nn.Module):
 
     def forward(self, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
         if self.position == "pre":
+            assert self.norm is not None
             return x + self.drop(self.f(self.norm(x), *args, **kwargs))
         branch = self.drop(self.f(x, *args, **kwargs))
         if self.position == "post":
+            assert self.norm is not None
             return self.norm(x + branch)
         if self.position == "rezero":
             return x + self.alpha * branch
@@ -137,6 +139,7 @@ class PositionalEncoding(nn.Module):
                 raise ValueError(f"model.max_len: a sequence of {offset + T} positions exceeds the learned "
                                  f"encoding's max_len={self.max_len}; raise model.max_len or use "
                                  "model.pos_encoding=sinusoidal")
+            assert self.table is not None  # the learned encoding's table
             return x + self.table.weight[offset:offset + T]
         return x + sinusoid(offset + T, self.d, x.device, x.dtype)[offset:]
 

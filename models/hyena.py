@@ -42,6 +42,8 @@ class Sin(nn.Module):
 class ImplicitFilter(nn.Module):
     """``channels`` long filters ``h_t = FFN(z_t) · exp(-t·|α_c|)``, evaluated at positions 0..T-1."""
 
+    rates: torch.Tensor  # a buffer (register_buffer), declared for the type checker
+
     def __init__(self, channels: int, emb_dim: int, width: int, l_max: int):
         super().__init__()
         self.emb_dim, self.l_max = emb_dim, l_max

@@ -24,7 +24,8 @@ from seqbench.models.configs.recurrent import (  # noqa: F401  (the configs, re-
 class RecurrentBackbone(Backbone):
     """Shared body: one fused multi-layer nn.RNN/LSTM/GRU plus output dropout."""
 
-    rnn_cls: type[nn.RNNBase]
+    cfg: RecurrentConfig
+    rnn_cls: type[nn.RNN] | type[nn.LSTM] | type[nn.GRU]
     rnn_kwargs: dict = {}
 
     def __init__(self, cfg: RecurrentConfig, spec, d_in: int):
@@ -76,6 +77,7 @@ class RNN(RecurrentBackbone):
 
 @MODELS.module("irnn")
 class IRNN(RecurrentBackbone):
+    cfg: IRNNConfig
     rnn_cls = nn.RNN
     rnn_kwargs = {"nonlinearity": "relu"}
 
@@ -90,6 +92,7 @@ class IRNN(RecurrentBackbone):
 
 @MODELS.module("lstm")
 class LSTM(RecurrentBackbone):
+    cfg: LSTMConfig
     rnn_cls = nn.LSTM
 
     def reset_recurrent(self) -> None:

@@ -42,6 +42,7 @@ class TemporalBlock(nn.Module):
 
 @MODELS.module("tcn")
 class TCN(Backbone):
+    cfg: TCNConfig
     def __init__(self, cfg: TCNConfig, spec, d_in: int):
         super().__init__(cfg, spec, d_in)
         self.blocks = nn.Sequential(*(

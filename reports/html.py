@@ -98,11 +98,11 @@ def sections(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.D
             s.items.append((f"generalisation {metric}", F.fig_length_generalisation(df, metric, arch, length)))
         out.append(s)
     color = color_by or F.color_column(df)
-    metric = F.curve_metric(curves, obj)
-    if metric:
+    curve_metric = F.curve_metric(curves, obj)
+    if curve_metric:
         s = Section("Learning curves", "Each run's validation curves from its metrics.csv"
                     + (f", coloured by {F.label(color)}." if color else "."))
-        for m in dict.fromkeys([metric, "train/loss"]):
+        for m in dict.fromkeys([curve_metric, "train/loss"]):
             if m in set(curves["metric"]):
                 s.items.append((m, F.fig_learning_curves(curves, runs, m, color)))
         out.append(s)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 import yaml
@@ -46,7 +46,7 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _config_of(run_dir: Path, res: dict[str, Any] | None) -> dict[str, Any]:
+def _config_of(run_dir: Path, res: Mapping[str, Any] | None) -> dict[str, Any]:
     if res is not None and isinstance(res.get("config"), dict):
         return res["config"]
     try:

@@ -31,7 +31,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Mapping
 
 import optuna
 import pandas as pd
@@ -53,7 +53,7 @@ class Objective:
     """One optimisation target: a metric key and its direction (Optuna's words)."""
 
     name: str
-    goal: str  # "minimize" or "maximize"
+    goal: Literal["minimize", "maximize"]  # Optuna's words
 
     @property
     def column(self) -> str:
@@ -102,8 +102,13 @@ def objectives_of(study: optuna.Study) -> list[Objective]:
     for i, d in enumerate(dirs):
         m = metrics[i] if i < len(metrics) else {}
         out.append(Objective(name=m.get("name") or ("objective" if len(dirs) == 1 else f"objective_{i}"),
-                             goal=m.get("goal") or d))
+                             goal=_optuna_goal(m.get("goal") or d)))
     return out
+
+
+def _optuna_goal(word: str) -> Literal["minimize", "maximize"]:
+    """A stored goal (Optuna's words: the study attrs and its directions hold nothing else)."""
+    return "maximize" if word == "maximize" else "minimize"
 
 
 def study_info(study: optuna.Study, storage_label: str) -> StudyInfo:
@@ -153,7 +158,7 @@ def _param_value(v: Any) -> Any:
     return json.dumps(v) if isinstance(v, (list, dict)) else v
 
 
-def run_fields(run_dir: Path, res: dict[str, Any] | None) -> dict[str, Any]:
+def run_fields(run_dir: Path, res: Mapping[str, Any] | None) -> dict[str, Any]:
     """A run's own columns (status, diverged, final./best./baseline., scalars) from its results.json
     ``res``; the report's table and ``reports.runs.load_runs`` both take them from here."""
     row: dict[str, Any] = {}

@@ -99,7 +99,7 @@ def build(info: "StudyInfo", df: "pd.DataFrame", entity: str | None, project: st
     obj = info.objectives[0]
     params = F.swept(df)
     group = wandb_group(info.name, info.storage)
-    where = {"entity": entity} if entity else {}  # no entity: W&B's default, never an empty string
+    where: dict[str, Any] = {"entity": entity} if entity else {}  # no entity: W&B's default, never an empty string
     runset = wr.Runset(**where, project=project, name=info.name, filters=[expr.Metric("Group") == group],
                        groupby=[SEEDS_GROUP])
     curves = dict.fromkeys([obj.name, "train/loss"])

@@ -8,11 +8,18 @@ after a plain ``pip install`` as well as in a checkout. Each has a name, its fil
 from __future__ import annotations
 
 from dataclasses import dataclass
+import sys
 from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from seqbench.bench.core.errors import UserError
+
+if TYPE_CHECKING:  # importlib.resources.abc is new in Python 3.11
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:
+        from importlib.abc import Traversable
 
 
 

@@ -90,20 +90,20 @@ def _median(rows: pd.DataFrame, col: str) -> float:
     return float(v.median()) if len(v) else math.nan
 
 
-def cost(table: pd.DataFrame, ref_rows: pd.DataFrame) -> dict[str, float]:
+def cost(table: pd.DataFrame, ref_rows: pd.DataFrame) -> CardEntry:
     """Median step time (ms) over the probe's completed runs; parameters and FLOPs per token at the
     reference rung (they grow with a rung's vocabulary or length)."""
     done = table[table["status"] == "completed"] if "status" in table.columns else table
-    out = {}
+    out: CardEntry = {}  # only the cost fields
     if {"train_time_s", "steps"} <= set(done.columns) and len(done):
         steps = pd.to_numeric(done["steps"], errors="coerce")
         ms = (1000 * pd.to_numeric(done["train_time_s"], errors="coerce") / steps.where(steps > 0)).dropna()
         if len(ms):
             out["step_ms"] = float(ms.median())
-    for key, col in (("n_params", "n_params"), ("flops_per_token", "model_flops_per_token")):
-        v = _median(ref_rows, col)
-        if math.isfinite(v):
-            out[key] = int(v) if key == "n_params" else v
+    if math.isfinite(n_params := _median(ref_rows, "n_params")):
+        out["n_params"] = int(n_params)
+    if math.isfinite(flops := _median(ref_rows, "model_flops_per_token")):
+        out["flops_per_token"] = flops
     return out
 
 

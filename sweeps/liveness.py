@@ -159,8 +159,8 @@ def reap_stale(study: optuna.Study, grace: float, on_reaped: Callable[[FrozenTri
 def requeue(study: optuna.Study, t: FrozenTrial) -> None:
     """Enqueue a failed trial's configuration again; its runs continue from their checkpoints.
     ``retry_of`` names the trial it redoes (so ``study.superseded`` knows ``t`` is replaced)."""
-    study.enqueue_trial(trial_params(t), user_attrs=check_trial_attrs({
-        "retry_of": t.number, "resume_run_ids": t.user_attrs.get("run_ids", [])}))
+    study.enqueue_trial(trial_params(t), user_attrs=dict(check_trial_attrs({
+        "retry_of": t.number, "resume_run_ids": t.user_attrs.get("run_ids", [])})))
 
 
 def superseded(trials: Iterable[FrozenTrial]) -> set[int]:

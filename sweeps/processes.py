@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 from dataclasses import asdict
-from typing import Callable
+from typing import Callable, overload
 
 import torch
 
@@ -195,6 +195,10 @@ def _watch_parent(parent: int, every: float = 1.0) -> None:
     threading.Thread(target=watch, name="seqbench-parent-watch", daemon=True).start()
 
 
+@overload
+def _wait(pid: int) -> int: ...
+@overload
+def _wait(pid: int, timeout: float) -> int | None: ...
 def _wait(pid: int, timeout: float | None = None) -> int | None:
     """The exit status of child ``pid``; None past ``timeout``."""
     deadline = None if timeout is None else time.monotonic() + timeout

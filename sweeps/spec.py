@@ -40,7 +40,7 @@ import itertools
 from pathlib import Path
 from typing import Any, Literal, Union
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from seqbench.bench.config import Composed, chosen, compose, foreign_field, validate
 from seqbench.bench.core.contract import TRAIN_TIME
@@ -280,12 +280,12 @@ def resolve_spec(path: str | Path, overrides: list[str] | tuple[str, ...] = (), 
 
 
 def _refuse_spec_owned(raw: dict[str, Any], keys: list[str]) -> None:
-    params = raw.get("parameters") if isinstance(raw.get("parameters"), dict) else {}
+    params = p if isinstance(p := raw.get("parameters"), dict) else {}
     for key in keys:
         if key in params:
             raise UserError(f"{key}: the spec sweeps it (parameters.{key}); drop the override or edit the spec")
         for block in ("per_model", "per_task"):
-            blocks = raw.get(block) if isinstance(raw.get(block), dict) else {}
+            blocks = b if isinstance(b := raw.get(block), dict) else {}
             for name, ovs in blocks.items():
                 if isinstance(ovs, dict) and key in ovs:
                     raise UserError(f"{key}: {block}.{name} sets it for {name} trials; drop the override "
@@ -307,7 +307,7 @@ def parse_spec(raw: dict[str, Any], source: str = "") -> SweepSpec:
 
 
 def _spec_fields(loc: tuple) -> list[str] | None:
-    classes = {(): SweepSpec, ("pruner",): Pruner}
+    classes: dict[tuple, type[BaseModel]] = {(): SweepSpec, ("pruner",): Pruner}
     if len(loc) == 2 and loc[0] == "parameters":
         return list(Param.model_fields)
     if len(loc) == 2 and loc[0] == "metric" or loc == ("metric",):

@@ -95,7 +95,7 @@ class SkipFirst(torch.utils.data.IterableDataset):
         return itertools.islice(iter(self.ds), self.n, None)
 
 
-def make_loader(ds: Iterable[Any], start: int = 0) -> torch.utils.data.DataLoader:
+def make_loader(ds: torch.utils.data.IterableDataset, start: int = 0) -> torch.utils.data.DataLoader:
     """A DataLoader over an iterable of ready batches. It owns its generator, so creating the
     iterator draws nothing from the global RNG (a resumed run's dropout stays in step)."""
     return torch.utils.data.DataLoader(SkipFirst(ds, start) if start else ds, batch_size=None,
@@ -110,6 +110,8 @@ class TokenAccuracy(torchmetrics.Metric):
     """Accuracy over scored positions of per-step predictions (micro-averaged)."""
 
     full_state_update = False
+    correct: torch.Tensor  # the states add_state registers (declared for the type checker)
+    total: torch.Tensor
 
     def __init__(self) -> None:
         super().__init__()

@@ -50,7 +50,7 @@ def report(name: str, *, storage: str | None = None, out_dir: str | Path = "outp
     if journal is not None and not journal.is_file():  # opening would create an empty journal
         raise UserError(f"--storage: no study journal at {journal}; run `seqbench sweep SPEC` first, "
                         "or pass --storage URL / --out-dir DIR")
-    label = str(journal) if journal is not None else redact(storage)
+    label = str(journal) if journal is not None or storage is None else redact(storage)
     study = load_study(name, open_storage(storage, out_dir))
     built = build_report(study, label, Path(out) if out else out_dir / "reports" / name, out_dir, color_by=color_by)
     return ReportResult(built, wandb_report.publish(built.info, built.table) if publish_wandb else None)

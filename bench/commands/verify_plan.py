@@ -37,7 +37,7 @@ def step_seconds(out_dir: Path) -> dict[tuple[str, str], float]:
     for d in runs_path(out_dir).glob("*/"):
         r = read_results(d) or {}
         if r.get("steps") and r.get("wall_time_s") and r.get("status") == "completed":
-            seen.setdefault((r.get("task"), r.get("model")), []).append(r["wall_time_s"] / r["steps"])
+            seen.setdefault((r.get("task", ""), r.get("model", "")), []).append(r["wall_time_s"] / r["steps"])
     return {k: statistics.median(v) for k, v in seen.items()}
 
 

@@ -27,7 +27,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Literal, Mapping, TypedDict
+from typing import Any, Literal, Mapping, TypedDict, cast
 
 from seqbench.bench.core.disk import disk_full, is_disk_full
 from seqbench.bench.core.errors import UserError
@@ -157,7 +157,7 @@ def write_results(run_dir: Path, results: Results) -> Path:
 def read_results(run_dir: Path) -> Results | None:
     """The run's results, or None when it has not finished (or the file is unreadable)."""
     data = _read_json(Path(run_dir) / RESULTS)
-    return data if isinstance(data, dict) else None
+    return cast(Results, data) if isinstance(data, dict) else None  # written by write_results
 
 
 # -- evals/<n>.json: ``seqbench eval`` of a trained run -------------------------------------------
@@ -202,7 +202,7 @@ def write_eval(run_dir: Path, record: EvalRecord) -> Path:
 def read_evals(run_dir: Path) -> list[EvalRecord]:
     """The run's evaluations, oldest first (an unreadable or still empty file is skipped)."""
     paths = sorted((p for p in (Path(run_dir) / EVALS).glob("*.json") if p.stem.isdigit()), key=lambda p: int(p.stem))
-    return [d for d in map(_read_json, paths) if isinstance(d, dict)]
+    return [cast(EvalRecord, d) for d in map(_read_json, paths) if isinstance(d, dict)]  # written by write_eval
 
 
 def eval_metrics(run_dir: Path) -> dict[str, float]:

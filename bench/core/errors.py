@@ -59,7 +59,7 @@ def validation_problems(err: ValidationError, *, tagged=frozenset({"task", "mode
     "allowed: ..." and "did you mean ...?" after an unknown key; ``foreign(loc, key)`` may explain a
     key that other entries of a tagged union have (``for model rnn (lstm has it)``).
     """
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple, list[Any]] = {}  # pydantic's ErrorDetails, read as the dicts they are
     for e in err.errors(include_url=False):
         key = _field_loc(tuple(e["loc"]), tagged)
         groups.setdefault(key, []).append(e)

@@ -42,6 +42,9 @@ def identity(section: BaseModel) -> dict[str, Any]:
     return d
 
 
+_S = typing.TypeVar("_S", bound="Section")
+
+
 class Section(BaseModel):
     """A config section. Unknown keys are errors; instances are immutable.
 
@@ -59,7 +62,7 @@ class Section(BaseModel):
         """Dotted keys the user set (``tracking.wandb``); W&B's WANDB_* variables yield to these only."""
         return self._typed
 
-    def with_typed(self, keys: typing.Iterable[str]) -> "Section":
+    def with_typed(self: _S, keys: typing.Iterable[str]) -> _S:
         """This section, recording ``keys`` as what the user typed (the composition calls it once)."""
         self._typed = frozenset(keys)
         return self

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 from scipy import stats as _st
@@ -199,7 +199,7 @@ class Estimate:
         (``success:``, exact binomial) can decide on such seeds."""
         if side not in ("below", "above"):
             raise ValueError(side)
-        alt = "less" if side == "below" else "greater"
+        alt: Literal["less", "greater"] = "less" if side == "below" else "greater"
         x = np.asarray(self.values, dtype=float)
         if self.scale == "rate":
             if not 0 < threshold < 1:

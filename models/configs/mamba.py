@@ -38,7 +38,7 @@ class MambaConfig(MixerConfig):
     @classmethod
     def _positive_rank(cls, v: int | str) -> int | str:
         # a bound on the int member alone (ge=1 would be tried on "auto" too)
-        if v != "auto" and v < 1:
+        if isinstance(v, int) and v < 1:
             raise ValueError(f"{v}: the rank of Δ's projection must be >= 1, or auto")
         return v
 

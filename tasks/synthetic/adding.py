@@ -18,6 +18,7 @@ from seqbench.tasks.synthetic.configs.adding import (  # noqa: F401  (the config
 
 @TASKS.module("adding")
 class AddingTask(SyntheticTask, Task):
+    cfg: AddingConfig  # the config beside this module
     @property
     def spec(self) -> TaskSpec:
         return self.build_spec(n_classes=1, input_dim=2, dependency=self.cfg.length)

@@ -18,6 +18,7 @@ from seqbench.tasks.synthetic.configs.assoc_recall import (  # noqa: F401  (the 
 
 @TASKS.module("assoc_recall")
 class AssocRecallTask(SyntheticTask, TokenTask):
+    cfg: AssocRecallConfig  # the config beside this module
     @property
     def spec(self) -> TaskSpec:
         c = self.cfg

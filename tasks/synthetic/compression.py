@@ -18,6 +18,7 @@ from seqbench.tasks.synthetic.configs.compression import (  # noqa: F401  (the c
 
 @TASKS.module("compression")
 class CompressionTask(SyntheticTask, TokenTask):
+    cfg: CompressionConfig  # the config beside this module
     # tokens: 0..alphabet-1 symbols, alphabet = blank (longer evaluation lengths), alphabet+1 = summary.
     # The pooled head's (B, length * alphabet) logits are read as (B, length, alphabet).
     @property

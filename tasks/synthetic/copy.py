@@ -18,6 +18,7 @@ from seqbench.tasks.synthetic.configs.copy import (  # noqa: F401  (the configs,
 
 @TASKS.module("copy")
 class CopyTask(SyntheticTask, TokenTask):
+    cfg: CopyConfig  # the config beside this module
     # tokens: 0 = blank, 1..alphabet = symbols, alphabet+1 = delimiter
     @property
     def spec(self) -> TaskSpec:

@@ -24,6 +24,7 @@ def first_of_equal(tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
 
 @TASKS.module("fuzzy_recall")
 class FuzzyRecallTask(SyntheticTask, TokenTask):
+    cfg: FuzzyRecallConfig  # the config beside this module
     # tokens: 0 = pad, 1..vocab//2 keys, vocab//2+1..vocab values
     @property
     def spec(self) -> TaskSpec:

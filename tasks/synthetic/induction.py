@@ -15,6 +15,7 @@ from seqbench.tasks.synthetic.configs.induction import InductionConfig  # noqa: 
 
 @TASKS.module("induction")
 class InductionTask(SyntheticTask, TokenTask):
+    cfg: InductionConfig  # the config beside this module
     # tokens: 0..vocab-1 noise and answers, vocab = the trigger
     @property
     def spec(self) -> TaskSpec:

@@ -22,6 +22,7 @@ def fixed_map(n_keys: int, n_values: int, map_seed: int) -> torch.Tensor:
 
 @TASKS.module("memorization")
 class MemorizationTask(SyntheticTask, TokenTask):
+    cfg: MemorizationConfig  # the config beside this module
     # tokens: 0..n_keys-1 keys, n_keys = the insert token; classes: the values
     def __init__(self, cfg, seed: int = 0):
         super().__init__(cfg, seed)

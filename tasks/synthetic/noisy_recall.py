@@ -17,6 +17,7 @@ from seqbench.tasks.synthetic.configs.noisy_recall import (  # noqa: F401  (the 
 
 @TASKS.module("noisy_recall")
 class NoisyRecallTask(SyntheticTask, TokenTask):
+    cfg: NoisyRecallConfig  # the config beside this module
     # tokens: 1..vocab//2-1 keys, vocab//2..vocab-1 values, vocab..vocab+noise_vocab-1 noise (0 unused)
     @property
     def spec(self) -> TaskSpec:

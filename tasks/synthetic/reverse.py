@@ -14,6 +14,7 @@ from seqbench.tasks.synthetic.seq2seq import Seq2SeqTask
 
 @TASKS.module("reverse")
 class ReverseTask(Seq2SeqTask):
+    cfg: ReverseConfig  # the config beside this module
     def target(self, src):
         return src.flip(1)  # (B, T)
 

@@ -18,6 +18,7 @@ from seqbench.tasks.synthetic.configs.selective_copy import (  # noqa: F401  (th
 
 @TASKS.module("selective_copy")
 class SelectiveCopyTask(SyntheticTask, TokenTask):
+    cfg: SelectiveCopyConfig  # the config beside this module
     # tokens: 0 = blank, 1..alphabet = symbols, alphabet+1 = marker
     @property
     def spec(self) -> TaskSpec:

@@ -28,6 +28,10 @@ class CorpusBLEU(torchmetrics.Metric):
     then ``sacrebleu.metrics.BLEU.compute_bleu`` turns the totals into the corpus score."""
 
     full_state_update = False
+    correct: torch.Tensor  # the states add_state registers (declared for the type checker)
+    total: torch.Tensor
+    sys_len: torch.Tensor
+    ref_len: torch.Tensor
 
     def __init__(self) -> None:
         super().__init__()
@@ -66,6 +70,7 @@ def to_text(tokens: torch.Tensor) -> list[str]:
 
 class Seq2SeqTask(SyntheticTask, Task):
     """Subclasses implement ``target(src (B, T)) -> (B, T)`` and ``baseline``."""
+    cfg: Seq2SeqTaskConfig  # the config beside this module
 
     solve_threshold: ClassVar[float] = SOLVED_EXACT_MATCH
 

@@ -34,6 +34,7 @@ def order_statistic_pmfs(n: int, vocab: int) -> list[list[float]]:
 
 @TASKS.module("sort")
 class SortTask(Seq2SeqTask):
+    cfg: SortConfig  # the config beside this module
     def target(self, src):
         return src.sort(1).values  # (B, T)
 

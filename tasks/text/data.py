@@ -271,7 +271,7 @@ class TokenCache:
         tmp = self.dir.with_name(f"{self.dir.name}.tmp{os.getpid()}")
         try:
             tmp.mkdir(parents=True, exist_ok=True)
-            np.savez(tmp / "arrays.npz", **arrays)
+            np.savez(tmp / "arrays.npz", **arrays)  # type: ignore[arg-type]  # numpy's stub lets a key be allow_pickle
             (tmp / "tokenizer.json").write_text(tokenizer_json)
             (tmp / "meta.json").write_text(json.dumps(meta))  # written last: marks a complete entry
             os.replace(tmp, self.dir)

