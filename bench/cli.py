@@ -17,7 +17,8 @@ import atexit
 import importlib
 import os
 import sys
-from typing import NoReturn, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 import seqbench
 from seqbench.bench.core import signals

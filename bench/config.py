@@ -3,28 +3,29 @@
 ``task`` and ``model`` are discriminated unions on ``name`` built from the registries,
 so a task or model registered in ``tasks/`` or ``models/`` is configurable the day it
 lands; the unions are rebuilt before a validation whenever an entry arrived after them (a plug-in,
-an import path, a notebook's ``@MODELS.register``). Configs come from YAML and/or dotted ``key=value`` overrides; every change
-rebuilds and re-validates the whole tree.
+an import path, a notebook's ``@MODELS.register``). Configs come from YAML and/or dotted ``key=value``
+overrides; every change rebuilds and re-validates the whole tree.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Iterable, Literal, Mapping, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-import seqbench.models  # noqa: F401  (fills MODELS)
+import seqbench.models  # fills MODELS
 import seqbench.tasks  # noqa: F401  (fills TASKS)
 from seqbench.bench import plugins
 from seqbench.bench.core.errors import UserError, validation_problems
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.schema import ADDED_LATER, NOT_IDENTITY, Section, identity
 from seqbench.bench.core.settings import comma_lists, leaves, load_yaml, parse_pairs, parse_value, safe_load, set_dotted
-from seqbench.tasks.configs.base import metric_goal_of  # noqa: F401  (re-exported: callers import it from here)
+from seqbench.tasks.configs.base import metric_goal_of  # re-exported: callers import it from here
 
 if TYPE_CHECKING:
     from seqbench.models.configs.base import ModelConfig
@@ -37,7 +38,8 @@ __all__ = ["RunConfig", "build_config", "compose", "load_config", "load_yaml", "
 def _union(configs: list[type]) -> Any:
     if len(configs) == 1:
         return configs[0]
-    return Annotated[Union[tuple(configs)], Field(discriminator="name")]
+    # a union of a tuple known at run time has no `X | Y` spelling (ruff's UP007 fix drops the Union)
+    return Annotated[Union[tuple(configs)], Field(discriminator="name")]  # noqa: UP007
 
 
 plugins.discover()  # entry points of installed packages: seqbench.models, seqbench.tasks, seqbench.mixers
@@ -66,7 +68,7 @@ class OptimConfig(Section):
     grad_clip: float | None = Field(1.0, gt=0, description="clip the global gradient norm to this; null = off")
 
     @model_validator(mode="after")
-    def _betas_need_adam(self) -> "OptimConfig":
+    def _betas_need_adam(self) -> OptimConfig:
         if self.optimizer == "sgd" and self.betas != [0.9, 0.999]:
             raise ValueError(f"optim.betas: {self.betas} has no effect on sgd (it uses optim.momentum); "
                              "choose optim.optimizer from adam, adamw, radam or leave betas out")
@@ -154,7 +156,7 @@ class RunConfig(Section):
                          "with the same config (or run_id) from its last checkpoint; a finished one is returned as is")
 
     @model_validator(mode="after")
-    def _cross_field(self) -> "RunConfig":
+    def _cross_field(self) -> RunConfig:
         t, m = self.task, self.model
         kind = t.facts.output_kind
         if kind not in m.supported_kinds:

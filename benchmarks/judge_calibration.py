@@ -20,8 +20,9 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -294,7 +295,7 @@ def calibration_rows(reps: int, seed: int) -> list[list[str]]:
     for i, k in enumerate(KINDS):
         r = rates([(k, k.null)], reps, seed + i)
         out.append([k.name, _pct(r.holds, r), _pct(r.fails, r)])
-    for j, (name, kinds) in enumerate(PROCEDURES.items()):
+    for j, name in enumerate(PROCEDURES):
         at_null = rates([(k, k.null) for k in procedure(name)], reps, seed + 100 + j)
         one_false = rates([(k, k.null if i == 1 else k.effects[-1]) for i, k in enumerate(procedure(name))], reps,
                           seed + 200 + j)

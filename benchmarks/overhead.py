@@ -31,17 +31,15 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
 
-
-from seqbench.bench.config import build_config  # noqa: E402
-from seqbench.bench.training.schedules import lr_multiplier  # noqa: E402
-from seqbench.bench.training.train import build_task, run  # noqa: E402
-from seqbench.models.base import build_model  # noqa: E402
-from seqbench.tasks.synthetic.base import BatchKey  # noqa: E402
+from seqbench.bench.config import build_config
+from seqbench.bench.training.schedules import lr_multiplier
+from seqbench.bench.training.train import build_task, run
+from seqbench.models.base import build_model
+from seqbench.tasks.synthetic.base import BatchKey
 
 
 def now() -> tuple[float, float]:
@@ -209,7 +207,7 @@ def main() -> None:
             best = {k: (min(r[1] for r in v), min(r[0] for r in v)) for k, v in res.items()}
             pc, pw = best["plain"]
 
-            def cell(k: str) -> str:
+            def cell(k: str, best: dict = best, pc: float = pc, pw: float = pw) -> str:
                 c, w = best[k]
                 return f"{c * 1e3:.2f} ({w * 1e3:.2f}) x{c / pc:.3f} [x{w / pw:.3f}]"
 

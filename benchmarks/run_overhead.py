@@ -123,13 +123,13 @@ def main() -> None:
                 d = json.loads(p.stdout.strip().splitlines()[-1])
                 d["process wall"] = total
                 rows.append(d)
-            med = lambda f: statistics.median(f(r) for r in rows)  # noqa: E731
+            med = lambda f, rows=rows: statistics.median(f(r) for r in rows)  # noqa: E731
             print(f"\n== one `seqbench run` in a fresh process, tracking.wandb={mode} (median of {args.fresh})")
             print(f"  process wall {med(lambda r: r['process wall']):.2f}s; training {med(lambda r: r['train_s']):.2f}s")
             for k in rows[0]["stamps"]:
-                print(f"  {k:<28} at {med(lambda r: r['stamps'][k]):6.2f}s")
-            print(f"  teardown after run()       {med(lambda r: r['process wall'] - r['stamps']['run() returned']):6.2f}s "
-                  "(interpreter start + exit)")
+                print(f"  {k:<28} at {med(lambda r, k=k: r['stamps'][k]):6.2f}s")
+            teardown = med(lambda r: r["process wall"] - r["stamps"]["run() returned"])
+            print(f"  teardown after run()       {teardown:6.2f}s (interpreter start + exit)")
             if mode == "offline":
                 print(f"  W&B: wandb.init {med(lambda r: r['spans']['wandb.init']):.3f}s (the process's first: "
                       f"starts W&B's service), Run.finish {med(lambda r: r['spans']['Run.finish']):.3f}s")

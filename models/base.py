@@ -11,14 +11,7 @@ from torch import nn
 
 from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
 from seqbench.bench.core.registry import MODELS
-from seqbench.models.configs.base import (  # noqa: F401  (the configs, re-exported beside their modules)
-    PER_STEP_AND_POOLED,
-    Dropout,
-    Layers,
-    ModelConfig,
-    head_macs,
-    input_width,
-)
+from seqbench.models.configs.base import PER_STEP_AND_POOLED, Dropout, Layers, ModelConfig, head_macs, input_width  # noqa: F401  (the configs, re-exported beside their modules)
 
 
 class Backbone(nn.Module):

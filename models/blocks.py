@@ -9,12 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbench.models.configs.blocks import (  # noqa: F401  (the configs, re-exported beside their modules)
-    NormKind,
-    NormPosition,
-    TransformerFields,
-    transformer_layer_macs,
-)
+from seqbench.models.configs.blocks import NormKind, NormPosition, TransformerFields, transformer_layer_macs  # noqa: F401  (the configs, re-exported beside their modules)
 
 
 def make_norm(kind: str, d: int) -> nn.Module:

@@ -19,11 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbench.bench.core.registry import MIXERS
-from seqbench.models.configs.linear_attention import (  # noqa: F401  (the config, re-exported beside its module)
-    CHUNK,
-    LinearAttentionConfig,
-    heads_problem,
-)
+from seqbench.models.configs.linear_attention import CHUNK, LinearAttentionConfig, heads_problem  # noqa: F401  (the config, re-exported beside its module)
 
 EPS = 1e-6  # keeps the normaliser off zero; both feature maps make it positive already
 

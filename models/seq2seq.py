@@ -14,10 +14,7 @@ from seqbench.bench.core.contract import Batch
 from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import InputEncoder
 from seqbench.models.blocks import valid_mask
-from seqbench.models.configs.seq2seq import (  # noqa: F401  (the configs, re-exported beside their modules)
-    SEQ2SEQ_ONLY,
-    Seq2SeqConfig,
-)
+from seqbench.models.configs.seq2seq import SEQ2SEQ_ONLY, Seq2SeqConfig  # noqa: F401  (the configs, re-exported beside their modules)
 from seqbench.models.decoding import EncoderDecoder, State
 
 

@@ -15,7 +15,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MIXERS, MODELS
 from seqbench.models.base import Backbone
 from seqbench.models.blocks import FeedForward, PositionalEncoding, Residual, make_norm, valid_mask
-from seqbench.models.configs.stack import StackConfig  # noqa: F401  (the config, beside its module)
+from seqbench.models.configs.stack import StackConfig  # the config, beside its module
 
 
 def takes(fn: Any, name: str) -> bool:

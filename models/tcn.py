@@ -12,7 +12,7 @@ from torch.nn.utils.parametrizations import weight_norm as apply_weight_norm
 
 from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import Backbone
-from seqbench.models.configs.tcn import (  # noqa: F401  (the configs, re-exported beside their modules)
+from seqbench.models.configs.tcn import (  # the configs, re-exported beside their modules
     ReceptiveFieldWarning,
     TCNConfig,
 )

@@ -8,9 +8,7 @@ from torch import nn
 from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import Backbone
 from seqbench.models.blocks import PositionalEncoding, TransformerStack, valid_mask
-from seqbench.models.configs.transformer import (  # noqa: F401  (the configs, re-exported beside their modules)
-    TransformerConfig,
-)
+from seqbench.models.configs.transformer import TransformerConfig  # the configs, re-exported beside their modules
 
 
 @MODELS.module("transformer")

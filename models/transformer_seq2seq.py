@@ -12,7 +12,7 @@ from seqbench.bench.core.contract import Batch
 from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import InputEncoder
 from seqbench.models.blocks import PositionalEncoding, TransformerStack, valid_mask
-from seqbench.models.configs.transformer_seq2seq import (  # noqa: F401  (the configs, re-exported beside their modules)
+from seqbench.models.configs.transformer_seq2seq import (  # the configs, re-exported beside their modules
     TransformerSeq2SeqConfig,
 )
 from seqbench.models.decoding import EncoderDecoder, State

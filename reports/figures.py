@@ -312,7 +312,8 @@ def fig_learning_curves(curves: pd.DataFrame, df: pd.DataFrame, metric: str, col
         g = g.sort_values("step")
         fig.add_trace(go.Scatter(x=g["step"], y=g["value"], mode="lines", name=name, legendgroup=name,
                                  showlegend=name not in shown, line=dict(color=colors.get(v, "#777"), width=1.5),
-                                 opacity=0.8, hovertemplate=f"{run_id}<br>step %{{x}}: %{{y:.4g}}<extra>{name}</extra>"))
+                                 opacity=0.8,
+                                 hovertemplate=f"{run_id}<br>step %{{x}}: %{{y:.4g}}<extra>{name}</extra>"))
         shown.add(name)
     bcol = BASELINE + metric
     if bcol in df.columns and df[bcol].notna().any():
@@ -338,7 +339,7 @@ def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
     runs = df[df[have].apply(pd.to_numeric, errors="coerce").notna().any(axis=1)] if have else df.iloc[0:0]
     cols = swept(df)
     rows = []
-    for key, g in (runs.groupby(cols, sort=True, dropna=False) if cols else [((), runs)]):
+    for _, g in (runs.groupby(cols, sort=True, dropna=False) if cols else [((), runs)]):
         row = {"configuration": config_label(g.iloc[0], cols), "runs": int(len(g))}
         for c in THROUGHPUT_COLUMNS:
             s = cell_stats(g, c)

@@ -26,8 +26,15 @@ from seqbench.reports.comparisons import ALL_PAIRS_UP_TO, comparisons, compariso
 from seqbench.reports.diagnostics import diagnostics_figures
 from seqbench.reports.headline import headline
 from seqbench.reports.optuna_views import optuna_figures
-from seqbench.reports.table import (Objective, StudyInfo, compute_seconds, failed_configurations, outcomes, run_rows,
-                                   state_counts)
+from seqbench.reports.table import (
+    Objective,
+    StudyInfo,
+    compute_seconds,
+    failed_configurations,
+    outcomes,
+    run_rows,
+    state_counts,
+)
 
 PLOTLY_JS = "plotly.min.js"
 MAX_STATEMENTS = 60  # paired statements listed per objective (a big factorial has hundreds)
@@ -161,10 +168,12 @@ def header_facts(info: StudyInfo, df: pd.DataFrame, built: dict[str, Any]) -> li
 
 
 _CSS = """
-body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:0 auto;max-width:1280px;padding:16px 28px;color:#222}
+body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:0 auto;max-width:1280px;padding:16px 28px;
+color:#222}
 h1{margin-bottom:4px} .question{font-size:1.25em;font-style:italic;color:#333;margin:6px 0 14px}
 .answer{font-size:1.1em;border-left:4px solid #2a6fdb;padding:2px 12px;margin:0 0 14px} .answer p{margin:6px 0}
-table{border-collapse:collapse;font-size:13px;margin:8px 0 18px} th,td{border:1px solid #ddd;padding:4px 8px;text-align:left}
+table{border-collapse:collapse;font-size:13px;margin:8px 0 18px}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:left}
 th{background:#f3f5f8} table.facts th{width:150px} .caption{color:#555;font-size:14px;max-width:980px}
 .skipped{color:#777;font-style:italic;font-size:13px} section{margin-top:26px;border-top:2px solid #e6e9ef}
 figure.panel{margin:8px 0 18px} .files{color:#555;font-size:13px}

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import optuna
 import pandas as pd
@@ -87,7 +89,7 @@ def optuna_figures(df: pd.DataFrame, objectives: list[Objective]) -> list[tuple[
     for k, o in enumerate(objectives if multi else objectives[:1]):
         target = (lambda t, k=k: t.values[k]) if multi else None
         out.append(_try(f"Optimisation history ({o.name})",
-                        lambda: vis.plot_optimization_history(study, target=target, target_name=o.name)))
+                        partial(vis.plot_optimization_history, study, target=target, target_name=o.name)))
     if len(varying) < 2:
         out.append(("Parameter importances", f"skipped: needs >= 2 varying parameters (have {len(varying)})"))
     elif n < MIN_TRIALS_IMPORTANCE:
@@ -97,7 +99,7 @@ def optuna_figures(df: pd.DataFrame, objectives: list[Objective]) -> list[tuple[
         for k, o in enumerate(objectives):
             target = (lambda t, k=k: t.values[k]) if multi else None
             out.append(_try(f"Parameter importances ({o.name})",
-                            lambda: vis.plot_param_importances(study, target=target, target_name=o.name)))
+                            partial(vis.plot_param_importances, study, target=target, target_name=o.name)))
     if varying:
         out.append(_try("Parallel coordinates", lambda: vis.plot_parallel_coordinate(
             study, target=(lambda t: t.values[0]) if multi else None, target_name=names[0])))

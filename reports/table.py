@@ -29,16 +29,27 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 import optuna
 import pandas as pd
 from optuna.trial import TrialState
 
-from seqbench.bench.core.artifacts import (EVAL, FINAL, OBJECTIVE, PARAM, RESULT_PARTS, TRIAL_VALUE, eval_metrics,
-                                           read_metrics, read_results, runs_path)
+from seqbench.bench.core.artifacts import (
+    EVAL,
+    FINAL,
+    OBJECTIVE,
+    PARAM,
+    RESULT_PARTS,
+    TRIAL_VALUE,
+    eval_metrics,
+    read_metrics,
+    read_results,
+    runs_path,
+)
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.liveness import superseded
 

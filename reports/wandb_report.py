@@ -16,8 +16,9 @@ from __future__ import annotations
 import netrc
 import os
 import socket
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from seqbench.bench.core.artifacts import wandb_group
@@ -82,14 +83,14 @@ def preflight(env: Mapping[str, str] | None = None) -> None:
         socket.setdefaulttimeout(None)
 
 
-def project_of(info: "StudyInfo", env: Mapping[str, str]) -> str:
+def project_of(info: StudyInfo, env: Mapping[str, str]) -> str:
     """The W&B project the study's runs went to (as ``tracking.wandb_target`` chose it): the spec's
     ``tracking.project``, else ``WANDB_PROJECT``, else ``seqbench``."""
     base = info.spec.get("base") or {}
     return ((base.get("tracking") or {}).get("project")) or env.get("WANDB_PROJECT", "").strip() or "seqbench"
 
 
-def build(info: "StudyInfo", df: "pd.DataFrame", entity: str | None, project: str) -> "wr.Report":
+def build(info: StudyInfo, df: pd.DataFrame, entity: str | None, project: str) -> wr.Report:
     """The Report object (no network when ``entity`` is given; None: W&B's default entity, which
     the Report API looks up online)."""
     import wandb_workspaces.reports.v2 as wr  # here: an optional extra (seqbench[publish]), checked by preflight
@@ -114,8 +115,8 @@ def build(info: "StudyInfo", df: "pd.DataFrame", entity: str | None, project: st
             + [wr.ParallelCoordinatesPlotColumn(metric=wr.SummaryMetric(obj.name))]))
         panels.append(wr.ParameterImportancePlot(with_respect_to=obj.name))
     summary = F.summary_table(df, obj)
-    lines = [f"| {r['factor']} | {r['level']} | {F.fmt_ci(r['best mean'], r['best lo'], r['best hi'], r['seeds'])} | {r['diverged']} |"
-             for r in summary.to_dict("records")]
+    lines = [f"| {r['factor']} | {r['level']} | {F.fmt_ci(r['best mean'], r['best lo'], r['best hi'], r['seeds'])} "
+             f"| {r['diverged']} |" for r in summary.to_dict("records")]
     md = "\n".join(["| factor | level | best mean [95% CI] n | diverged |", "|---|---|---|---|", *lines])
     report = wr.Report(**where, project=project, title=f"seqbench: {info.name}", description=info.question or "",
                      blocks=[wr.H1(info.question or info.name),
@@ -127,7 +128,7 @@ def build(info: "StudyInfo", df: "pd.DataFrame", entity: str | None, project: st
     return report
 
 
-def publish(info: "StudyInfo", df: "pd.DataFrame", env: Mapping[str, str] | None = None) -> str:
+def publish(info: StudyInfo, df: pd.DataFrame, env: Mapping[str, str] | None = None) -> str:
     """Build and save the W&B Report for ``info``'s study; returns its URL."""
     env = os.environ if env is None else env
     report = build(info, df, env.get("WANDB_ENTITY", "").strip() or None, project_of(info, env))

@@ -59,7 +59,7 @@ _API = {
     "load_model": ("seqbench.bench.training.trained", "load_model"),
 }
 
-__all__ = ["__version__", *_API]
+__all__ = ["__version__", *_API]  # noqa: PLE0604  (the notebook API's names: _API's keys, all strings)
 
 
 def __getattr__(name: str):

@@ -7,8 +7,8 @@ after a plain ``pip install`` as well as in a checkout. Each has a name, its fil
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 import sys
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING

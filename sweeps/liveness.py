@@ -17,8 +17,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import optuna
 import psutil
@@ -108,7 +109,7 @@ class Heartbeat:
         while not self._stop.wait(self.interval):
             self._beat()
 
-    def __enter__(self) -> "Heartbeat":
+    def __enter__(self) -> Heartbeat:
         _running_here.add(trial_id(self.trial))
         self._beat()
         self._thread.start()

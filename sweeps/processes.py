@@ -27,8 +27,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict
-from typing import Callable, overload
+from typing import overload
 
 import torch
 

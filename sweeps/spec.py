@@ -38,18 +38,18 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from seqbench.bench.config import Composed, chosen, compose, foreign_field, validate
 from seqbench.bench.core.contract import TRAIN_TIME
-from seqbench.bench.core.settings import load_yaml, set_dotted
 from seqbench.bench.core.errors import UserError, did_you_mean, validation_problems
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.schema import Section
+from seqbench.bench.core.settings import load_yaml, set_dotted
 
-Scalar = Union[bool, int, float, str, None]
+Scalar = bool | int | float | str | None
 _NOT_SWEPT = ("seed", "out_dir", "run_id", "tracking")  # the runner owns these
 _CORNER_CAP = 4096  # search-space corners validated jointly; beyond this, one parameter at a time
 _MAX_SEEDS = 1000  # replicates per configuration; a huge count is a typo, not a plan
@@ -69,7 +69,7 @@ class Param(Section):
     max: float | None = Field(None, description="upper bound of the distribution")
 
     @model_validator(mode="after")
-    def _one_kind(self) -> "Param":
+    def _one_kind(self) -> Param:
         if (self.values is None) == (self.distribution is None):
             raise ValueError("give either values: [...] or distribution: uniform|log_uniform|int_uniform "
                              "with min and max")
@@ -135,7 +135,7 @@ class SweepSpec(Section):
         return d
 
     @model_validator(mode="after")
-    def _rules(self) -> "SweepSpec":
+    def _rules(self) -> SweepSpec:
         if self.method == "grid":
             for k, p in self.parameters.items():
                 if p.values is None:
@@ -161,7 +161,7 @@ class SweepSpec(Section):
                                  "out_dir/tracking from the command line); not sweepable")
             if k in ("model", "task"):
                 raise ValueError(f"parameters.{k}: sweep {k}.name to switch the {k}")
-        for block, section in (("per_model", "model"), ("per_task", "task")):
+        for block in ("per_model", "per_task"):
             for name, ovs in getattr(self, block).items():
                 for k in ovs:
                     if k.split(".")[0] in ("seed", "out_dir", "run_id"):

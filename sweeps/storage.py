@@ -18,10 +18,10 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator
 
 import optuna
 from optuna.storages import JournalStorage, RDBStorage

@@ -4,18 +4,15 @@ The config (no torch) is in ``tasks/configs/base.py``, where the family is docum
 from __future__ import annotations
 
 import itertools
-from typing import Any, ClassVar, Iterable
+from collections.abc import Iterable
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 import torchmetrics
 
 from seqbench.bench.core.contract import IGNORE, Batch, OutputKind, TaskSpec
-from seqbench.tasks.configs.base import (  # noqa: F401  (the configs, re-exported beside their modules)
-    TaskConfig,
-    TokenTaskConfig,
-    positive_int,
-)
+from seqbench.tasks.configs.base import TaskConfig, TokenTaskConfig, positive_int  # noqa: F401  (the configs, re-exported beside their modules)
 
 
 class Task:

@@ -31,7 +31,8 @@ Array.from(document.querySelectorAll('.plotly-graph-div')).map(d => {
   const r = d.getBoundingClientRect();
   return {id: d.id, width: r.width, height: r.height,
           svgs: d.querySelectorAll('svg.main-svg').length,
-          marks: d.querySelectorAll('svg.main-svg path, svg.main-svg image, svg.main-svg text, svg.main-svg rect').length,
+          marks: d.querySelectorAll(
+            'svg.main-svg path, svg.main-svg image, svg.main-svg text, svg.main-svg rect').length,
           traces: (d.data || []).length, rendered: !!d._fullLayout,
           title: ((d.layout || {}).title || {}).text || ''};
 })
@@ -80,7 +81,7 @@ class Chromium:
         self._id = 0
         self.events: list[dict[str, Any]] = []
 
-    def __enter__(self) -> "Chromium":
+    def __enter__(self) -> Chromium:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 
+from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
 from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import build_model
-from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
 from tests.helpers import TINY_MODEL_FIELDS
 
 VOCAB = 7  # token inputs 0..6

@@ -13,8 +13,8 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 INSTALL_HINT = "apt-get install -y postgresql (Debian) provides initdb/pg_ctl"
 

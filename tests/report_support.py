@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import optuna
 from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
+
+from seqbench.bench.core.diagnostics_format import DiagnosticsFile
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -86,7 +89,7 @@ def is_diverged(model: str, delay: int, warmup: int, seed: int) -> bool:
     return model == "rnn" and delay == 20 and warmup == 0 and seed == 1
 
 
-def demo_diagnostics(model: str, delay: int) -> "DiagnosticsFile":
+def demo_diagnostics(model: str, delay: int) -> DiagnosticsFile:
     """Two records (steps 0 and 200) in the format runs write: through-time decay 0.6 per step for
     the rnn, 0.97 otherwise (0.9 and 0.99 at the last record), one recurrent matrix unless transformer."""
     from seqbench.bench.core.diagnostics_format import DiagnosticsFile, Record, ThroughTime

@@ -10,10 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from seqbench.bench.core import artifacts
+from seqbench.bench.core.artifacts import (
+    Results,
+    atomic_write,
+    read_metrics,
+    read_results,
+    write_metrics,
+    write_results,
+)
 from tests.helpers import tiny_overrides
 from tests.report_support import demo_study, journal_storage
-from seqbench.bench.core import artifacts
-from seqbench.bench.core.artifacts import Results, atomic_write, read_metrics, read_results, write_metrics, write_results
 
 
 def test_atomic_write_leaves_no_temp_file_and_honours_the_umask(tmp_path):

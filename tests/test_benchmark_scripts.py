@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from tests.helpers import REPO
 from seqbench.sweeps.spec import parse_spec, trial_config
+from tests.helpers import REPO
 
 
 def load(name: str):

@@ -7,10 +7,10 @@ import warnings
 import pytest
 import torch
 
-from seqbench.bench.core.registry import MODELS
-from tests.model_probe import build, seq2seq_batch, seq2seq_spec, tiny_config, token_spec
-from seqbench.models.configs.tcn import ReceptiveFieldWarning
 from seqbench.bench.core.contract import Batch, OutputKind
+from seqbench.bench.core.registry import MODELS
+from seqbench.models.configs.tcn import ReceptiveFieldWarning
+from tests.model_probe import build, seq2seq_batch, seq2seq_spec, tiny_config, token_spec
 
 torch.set_num_threads(1)
 T, CUT = 12, 5

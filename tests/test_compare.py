@@ -12,11 +12,11 @@ from optuna.trial import TrialState
 
 import seqbench
 from seqbench.bench.cli import main
-from seqbench.reports.table import build_table
 from seqbench.bench.commands.compare import build_spec, study_name
-from seqbench.sweeps.study import grid_key as _key
+from seqbench.reports.table import build_table
 from seqbench.sweeps.spec import load_spec
 from seqbench.sweeps.storage import open_storage
+from seqbench.sweeps.study import grid_key as _key
 from tests.helpers import TINY_TASK
 
 TINY = [f"task.{k}={v}" for k, v in TINY_TASK["copy"].items() if k != "delay"] + [

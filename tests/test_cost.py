@@ -8,10 +8,10 @@ import math
 import pytest
 
 from seqbench.bench.cli import main
-from seqbench.bench.training.cost import CostConfig, fit_exponent, parse_cost_config, sweep
-from seqbench.reports.cost import write_outputs
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS
+from seqbench.bench.training.cost import CostConfig, fit_exponent, parse_cost_config, sweep
+from seqbench.reports.cost import write_outputs
 from tests.helpers import run_cli
 
 

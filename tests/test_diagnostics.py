@@ -11,11 +11,11 @@ import torch
 import torch.nn.functional as F
 
 from seqbench.bench.config import build_config
-from seqbench.bench.training.diagnostics import GradientDiagnostics, distances, layer_group, through_time
+from seqbench.bench.core.contract import IGNORE
 from seqbench.bench.core.diagnostics_format import DiagnosticsFormatError, parse_diagnostics, read_diagnostics
+from seqbench.bench.training.diagnostics import GradientDiagnostics, distances, layer_group, through_time
 from seqbench.bench.training.module import SeqModule
 from seqbench.bench.training.train import build_task, quiet_lightning, run
-from seqbench.bench.core.contract import IGNORE
 from seqbench.tasks.synthetic.base import BatchKey
 from tests.helpers import tiny_overrides
 

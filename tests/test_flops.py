@@ -12,10 +12,10 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from seqbench.bench.training import flops
 from seqbench.bench.config import build_config
 from seqbench.bench.core.contract import OutputKind, TaskSpec
 from seqbench.bench.core.registry import MODELS, TASKS
+from seqbench.bench.training import flops
 from seqbench.bench.training.train import build_task
 from seqbench.models.base import ModelConfig, build_model
 from seqbench.models.configs.recurrent import LSTMConfig, rnn_stack_macs

@@ -6,7 +6,8 @@
    declaration allows. A bad value the validator lets through fails this test.
 2. Refusals: cases invalid by construction (unknown keys, sections and names) and the oracle's
    invalid values get exit code 2, stderr lines that are each an ``error:`` (one per problem, the
-   first naming the field) or a ``note:``, no traceback and nothing written; the oracle's valid values pass ``seqbench run --print-config``.
+   first naming the field) or a ``note:``, no traceback and nothing written; the oracle's valid values
+   pass ``seqbench run --print-config``.
 3. Any text as a ``--config`` file: a clean refusal, or a config that round-trips.
 """
 from __future__ import annotations

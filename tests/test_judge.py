@@ -16,7 +16,7 @@ from scipy import stats as st
 from seqbench.bench.cli import main
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.stats import look_alphas
-from seqbench.sweeps.claims.judge import (FAILS, HOLDS, INCONCLUSIVE, INVALID, judge_all, judge_rule)
+from seqbench.sweeps.claims.judge import FAILS, HOLDS, INCONCLUSIVE, INVALID, judge_all, judge_rule
 from seqbench.sweeps.claims.schema import Rule, load_claim, parse_claim
 
 SOURCE = {"cite": "Test 2024 Tab. 1", "paper": "A. Test 2024", "where": "Table 1", "metric": "MSE",

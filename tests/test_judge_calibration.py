@@ -17,8 +17,8 @@ import sys
 
 import pytest
 
-from tests.helpers import REPO
 from seqbench.sweeps.claims.schema import ALPHA
+from tests.helpers import REPO
 
 
 def _load():

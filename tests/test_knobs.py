@@ -28,8 +28,8 @@ def test_recurrent_width_depth_dropout_direction(model):
     drop = module_for(f"model={model}", "model.d_model=8", "model.n_layers=2", "model.dropout=0.3")
     assert drop.net.backbone.rnn.dropout == 0.3 and drop.net.backbone.drop.p == 0.3
     # causal synthetic tasks refuse bidirectional models (test_config), so build one directly
-    from seqbench.models.base import build_model
     from seqbench.bench.core.contract import OutputKind, TaskSpec
+    from seqbench.models.base import build_model
     spec = TaskSpec(OutputKind.CLASS, n_classes=3, causal=False, vocab_size=5)
     cfg = base.cfg.model.model_validate({**base.cfg.model.model_dump(), "bidirectional": True})
     net = build_model(cfg, spec)

@@ -110,7 +110,6 @@ SYNTHETIC_CASES = [(t.name, f) for t in TASKS if "synthetic" in t.cls.__module__
 @pytest.mark.parametrize("task_name, field", SYNTHETIC_CASES)
 def test_every_synthetic_task_field_changes_the_data(task_name, field, tmp_path):
     """(Text tasks' fields are covered in tests/test_sentiment.py, test_lm.py, test_text_data.py.)"""
-    fields = TASKS.get(task_name).config_cls.model_fields
     model = next(m.name for m in MODELS if TASKS.get(task_name).config_cls.facts.output_kind in m.config_cls.supported_kinds)
     base = tiny_overrides(task_name, model, tmp_path)
     cfg_a = build_config({}, base)

@@ -12,9 +12,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-import seqbench.models.configs.hyena  # noqa: F401  (each config module registers itself in MIXERS)
-import seqbench.models.configs.linear_attention  # noqa: F401
-import seqbench.models.configs.mamba  # noqa: F401
+import seqbench.models.configs.hyena  # each config module registers itself in MIXERS
+import seqbench.models.configs.linear_attention
+import seqbench.models.configs.mamba
 import seqbench.models.configs.s4d  # noqa: F401
 from seqbench.bench.core.registry import MIXERS
 from seqbench.models import hyena as hyena_module

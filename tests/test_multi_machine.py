@@ -15,7 +15,7 @@ from optuna.trial import TrialState
 from seqbench.sweeps.storage import open_storage
 from tests.helpers import REPO
 from tests.pg_server import postgres_or_skip
-from tests.test_sweep_runner import TINY_BASE, grid_points, write_spec
+from tests.test_sweep_runner import grid_points, write_spec
 
 pytestmark = pytest.mark.slow
 

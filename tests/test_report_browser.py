@@ -8,9 +8,9 @@ import io
 
 import pytest
 
+from seqbench.reports.build import build_report
 from tests import chromium
 from tests.report_support import demo_study, journal_storage
-from seqbench.reports.build import build_report
 
 BROWSER = chromium.find()
 pytestmark = pytest.mark.skipif(BROWSER is None, reason="chromium is not installed (apt-get install -y chromium)")

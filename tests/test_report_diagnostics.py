@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from pathlib import Path
 
 import numpy as np
@@ -14,11 +13,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.report_support import demo_diagnostics
 from seqbench.bench.cli import main
 from seqbench.bench.core.diagnostics_format import read_diagnostics
-from seqbench.reports.diagnostics import (diagnostics_figures, fig_through_time, load_diagnostics,
-                                          through_time_curves)
+from seqbench.reports.diagnostics import diagnostics_figures, fig_through_time, load_diagnostics, through_time_curves
+from tests.report_support import demo_diagnostics
 
 
 def _runs(tmp_path: Path, models=("rnn", "lstm", "transformer"), seeds=(0, 1)) -> pd.DataFrame:

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from seqbench.bench.core.errors import UserError
-from tests.helpers import run_cli
-from tests.report_support import demo_study, journal_storage
 from seqbench.reports import wandb_report
 from seqbench.reports.build import build_report
+from tests.helpers import run_cli
+from tests.report_support import demo_study, journal_storage
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,27 @@ import math
 import pandas as pd
 import pytest
 
-from tests.report_support import (DELAYS, MODELS, SEEDS, WARMUPS, demo_acc, demo_study, is_diverged, journal_storage,
-                            new_study)
-from seqbench.reports.table import build_table, compute_seconds, load_curves, load_study, runs_root, state_counts, study_info
 from seqbench.bench.core.errors import UserError
+from seqbench.reports.table import (
+    build_table,
+    compute_seconds,
+    load_curves,
+    load_study,
+    runs_root,
+    state_counts,
+    study_info,
+)
+from tests.report_support import (
+    DELAYS,
+    MODELS,
+    SEEDS,
+    WARMUPS,
+    demo_acc,
+    demo_study,
+    is_diverged,
+    journal_storage,
+    new_study,
+)
 
 
 @pytest.fixture
@@ -82,12 +99,12 @@ def test_runs_found_under_fallback_out_dir_and_empty_study(out_dir, tmp_path):
 
 def test_real_run_folder_from_bench_train(out_dir):
     """A trial whose run folder was written by bench.train.run itself (tiny config)."""
-    from tests.helpers import tiny_overrides
     from optuna.distributions import CategoricalDistribution
     from optuna.trial import TrialState
 
     from seqbench.bench.config import build_config
     from seqbench.bench.training.train import run
+    from tests.helpers import tiny_overrides
     from tests.report_support import add_trial
 
     out_dir.mkdir(parents=True)

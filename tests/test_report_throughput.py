@@ -8,9 +8,9 @@ import pytest
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState
 
-from tests.report_support import add_trial, journal_storage, new_study, write_run
 from seqbench.reports import figures as F
 from seqbench.reports.build import build_report
+from tests.report_support import add_trial, journal_storage, new_study, write_run
 
 
 def frame(**cols) -> pd.DataFrame:

@@ -10,12 +10,12 @@ import torch
 from sacrebleu.metrics import BLEU
 
 from seqbench.bench.config import build_config
+from seqbench.bench.core.contract import Batch, Goal
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.training.train import build_task, run
-from tests.model_probe import VOCAB, build, fingerprint, same, seq2seq_batch, seq2seq_spec, tiny_config
-from seqbench.bench.core.contract import Batch, Goal
 from seqbench.tasks.synthetic.seq2seq import EOS, SOS, CorpusBLEU, to_text
 from seqbench.tasks.synthetic.sort import order_statistic_pmfs
+from tests.model_probe import VOCAB, build, fingerprint, same, seq2seq_batch, seq2seq_spec, tiny_config
 
 torch.set_num_threads(1)
 CPU = torch.device("cpu")

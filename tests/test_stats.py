@@ -9,11 +9,11 @@ from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
 from scipy import stats as st
 
-from tests.report_support import add_trial, journal_storage, new_study, write_run
+from seqbench.bench.core.stats import mean_ci, paired
 from seqbench.reports.build import build_report
 from seqbench.reports.comparisons import comparisons, ranked
-from seqbench.bench.core.stats import mean_ci, paired
 from seqbench.reports.table import Objective, build_table
+from tests.report_support import add_trial, journal_storage, new_study, write_run
 
 ACC = Objective("val/acc", "maximize")
 X = [0.61, 0.72, 0.58, 0.69, 0.75]

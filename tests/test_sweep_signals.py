@@ -24,7 +24,6 @@ from seqbench.sweeps.storage import open_storage
 from tests.test_sweep_runner import TINY_BASE, sweep_cli, write_spec
 
 
-
 def trials(out: Path) -> list:
     return optuna.load_study(study_name="tiny", storage=open_storage(None, out)).get_trials()
 
@@ -115,8 +114,8 @@ def test_a_worker_on_another_machine_is_waited_for_with_a_line_then_retried(tmp_
     t = study.ask()
     t.set_user_attr("worker", {"host": "elsewhere", "boot": "x", "pid": 1, "started": 1.0})
     set_trial_flag(study, t, "heartbeat", time.time())
-    from seqbench.sweeps.study import READY_ATTR
     from seqbench.sweeps.optuna_adapter import set_study_flag
+    from seqbench.sweeps.study import READY_ATTR
     set_study_flag(study, READY_ATTR, True)
 
     assert main(["sweep", str(p), "--out-dir", str(out), "--heartbeat", "0.3"]) == 0

@@ -8,9 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from seqbench.bench.config import build_config
+from seqbench.bench.core.contract import IGNORE, Goal, OutputKind
 from seqbench.bench.core.registry import TASKS
 from seqbench.bench.training.train import build_task
-from seqbench.bench.core.contract import IGNORE, Goal, OutputKind
 from seqbench.tasks.synthetic.base import SyntheticTask
 from tests.helpers import TINY_TASK
 

@@ -7,9 +7,9 @@ import warnings
 import pytest
 import torch
 
-from tests.model_probe import build, fingerprint, same, tiny_config, token_spec
-from seqbench.models.configs.tcn import ReceptiveFieldWarning, receptive_field
 from seqbench.bench.core.contract import Batch
+from seqbench.models.configs.tcn import ReceptiveFieldWarning, receptive_field
+from tests.model_probe import build, fingerprint, same, tiny_config, token_spec
 
 torch.set_num_threads(1)
 

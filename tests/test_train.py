@@ -78,9 +78,10 @@ def test_grad_clip_bounds_the_update(out_dir):
     def update_norm(clip: str) -> float:
         cfg = small(out_dir, "optim.optimizer=sgd", "optim.momentum=0", "optim.lr=1", f"optim.grad_clip={clip}",
                     "train.max_steps=1", "eval.test=false")
+        import pytorch_lightning as pl
+
         from seqbench.bench.training.module import SeqModule
         from seqbench.bench.training.train import build_task
-        import pytorch_lightning as pl
 
         pl.seed_everything(0, verbose=False)
         before = [p.detach().clone() for p in SeqModule(cfg, build_task(cfg)).net.parameters()]

@@ -6,10 +6,10 @@ import torch
 from torch import nn
 
 from seqbench.bench.config import build_config
-from seqbench.bench.core.errors import UserError
-from tests.model_probe import build, fingerprint, same, tiny_config, token_spec
-from seqbench.models.blocks import Residual, TransformerLayer
 from seqbench.bench.core.contract import Batch
+from seqbench.bench.core.errors import UserError
+from seqbench.models.blocks import Residual, TransformerLayer
+from tests.model_probe import build, fingerprint, same, tiny_config, token_spec
 
 torch.set_num_threads(1)
 

@@ -12,8 +12,15 @@ import yaml
 from seqbench.bench.cli import main
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.claims.judge import FAILS, HOLDS, INCONCLUSIVE, MISSING, judge, judge_rule
-from seqbench.sweeps.claims.schema import (PROFILES, Rule, load_claim, parse_claim, shipped_claims, sweep_spec,
-                                           swept_values)
+from seqbench.sweeps.claims.schema import (
+    PROFILES,
+    Rule,
+    load_claim,
+    parse_claim,
+    shipped_claims,
+    sweep_spec,
+    swept_values,
+)
 from seqbench.sweeps.spec import trial_config
 
 SOURCE = {"cite": "Test 2024 Tab. 1", "paper": "A. Test 2024", "where": "Table 1", "metric": "MSE",
@@ -253,8 +260,8 @@ def test_quick_profile_of_the_two_fastest_shipped_claims(tmp_path, capsys, monke
 
 # -- figures that show the verdict, cost metrics ---------------------------------------------------
 def test_the_verdict_figure_draws_each_compared_configuration_and_the_thresholds():
-    from seqbench.reports.verify_html import claim_figure
     from seqbench.reports.table import Objective
+    from seqbench.reports.verify_html import claim_figure
     from seqbench.sweeps.claims.judge import judge_all
 
     raw = {"question": "q?", "source": SOURCE, "figure": "length", "base": {"task": {"name": "adding"}},

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from seqbench.bench.config import load_config
 from seqbench.bench.core import artifacts

@@ -13,9 +13,9 @@ from typing import Any
 from seqbench.bench.config import RunConfig
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MIXERS, MODELS, TASKS
-from seqbench.bench.plugins import BROKEN
 from seqbench.bench.core.schema import Section, describe_field
 from seqbench.bench.core.settings import show
+from seqbench.bench.plugins import BROKEN
 from seqbench.sweeps import shipped_claims, shipped_sweeps
 
 

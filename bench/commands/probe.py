@@ -25,9 +25,10 @@ import json
 import math
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import seqbench.bench.config  # noqa: F401  (fills the registries)
 from seqbench.bench.commands.compare import _REFUSED, _seeds, _values, spec_yaml
@@ -38,7 +39,8 @@ from seqbench.bench.core.contract import Goal
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.provenance import git_sha, package_version
 from seqbench.bench.core.registry import MODELS, TASKS
-from seqbench.sweeps.probes import PROFILES, Probe, Profile, profile as profile_named, select
+from seqbench.sweeps.probes import PROFILES, Probe, Profile, select
+from seqbench.sweeps.probes import profile as profile_named
 from seqbench.sweeps.spec import parse_spec
 from seqbench.sweeps.storage import check_scheme
 from seqbench.sweeps.study import comparable

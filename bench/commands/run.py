@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from seqbench.bench.config import RunConfig, build_config, load_config, notes, override, resolve
 from seqbench.bench.core.errors import UserError

@@ -6,9 +6,10 @@ folder, filtered and sorted (the frame is ``reports/runs.py``'s ``load_runs``, a
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from seqbench.bench.core.artifacts import runs_path
 from seqbench.bench.core.errors import UserError

@@ -26,8 +26,9 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Mapping, TypedDict, cast
+from typing import Any, Literal, TypedDict, cast
 
 from seqbench.bench.core.disk import disk_full, is_disk_full
 from seqbench.bench.core.errors import UserError

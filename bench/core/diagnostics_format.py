@@ -41,7 +41,7 @@ class ThroughTime(_Frozen):
     by_position: list[float] = Field(description="mean over the batch of ||dL/dx_t|| at each position t")
 
     @model_validator(mode="after")
-    def _aligned(self) -> "ThroughTime":
+    def _aligned(self) -> ThroughTime:
         if not len(self.distance) == len(self.grad_norm) == len(self.count):
             raise ValueError(f"through_time: distance, grad_norm and count differ in length "
                              f"({len(self.distance)}, {len(self.grad_norm)}, {len(self.count)})")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -20,7 +21,7 @@ class UserError(Exception):
     def __str__(self) -> str:
         return "\n".join(self.problems)
 
-    def prefixed(self, prefix: str) -> "UserError":
+    def prefixed(self, prefix: str) -> UserError:
         """The same problems, each prefixed (``s.yaml: ``)."""
         return UserError(*(prefix + p for p in self.problems))
 

@@ -11,8 +11,9 @@ This module imports only yaml and the error type: reading settings needs no torc
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -42,7 +43,7 @@ _Loader.add_implicit_resolver(  # after int: 10 is an int, 010 the float 10.0 (a
 
 def safe_load(text: str) -> Any:
     """The only YAML reader seqbench uses (safe: no arbitrary Python objects)."""
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader derives from SafeLoader
+    return yaml.load(text, Loader=_Loader)  # _Loader derives from SafeLoader
 
 
 def parse_value(text: str) -> Any:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 REPEAT_S = 2.0  # a stop signal this soon after the first of a burst is the same stop
 STOPS = (signal.SIGINT, signal.SIGTERM)

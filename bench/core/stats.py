@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 from scipy import stats as _st
@@ -44,7 +45,7 @@ def metric_bounds(column: str) -> tuple[float, float]:
     return metric_scale(re.sub(r"^(objective:|trial_value:|final\.|best\.|baseline\.|eval\.)", "", column))[1]
 
 
-def clip(iv: "Interval", bounds: tuple[float, float]) -> "Interval":
+def clip(iv: Interval, bounds: tuple[float, float]) -> Interval:
     """``iv`` with its interval kept inside ``bounds`` (a mean never lies outside them; a Student-t
     interval over few seeds can, and an accuracy interval below 0 states something impossible)."""
     lo_b, hi_b = bounds

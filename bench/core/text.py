@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import textwrap
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 MISSING = "–"  # a cell with no value (None, NaN)
 

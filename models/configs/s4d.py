@@ -43,7 +43,7 @@ class S4DConfig(MixerConfig):
     dt_max: float = Field(0.1, gt=0, description="largest initial step Δ: the fastest-forgetting channels")
 
     @model_validator(mode="after")
-    def _dt_range(self) -> "S4DConfig":
+    def _dt_range(self) -> S4DConfig:
         if self.dt_min > self.dt_max:
             raise ValueError(f"model.mixer_args.dt_min={self.dt_min} exceeds model.mixer_args.dt_max={self.dt_max}; "
                              "Δ is drawn log-uniformly between them")

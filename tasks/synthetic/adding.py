@@ -10,7 +10,7 @@ from seqbench.bench.core.contract import Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import Task
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.adding import (  # noqa: F401  (the configs, re-exported beside their modules)
+from seqbench.tasks.synthetic.configs.adding import (  # the configs, re-exported beside their modules
     SOLVED_MSE,
     AddingConfig,
 )

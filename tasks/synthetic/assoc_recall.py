@@ -11,7 +11,7 @@ from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.assoc_recall import (  # noqa: F401  (the configs, re-exported beside their modules)
+from seqbench.tasks.synthetic.configs.assoc_recall import (  # the configs, re-exported beside their modules
     AssocRecallConfig,
 )
 

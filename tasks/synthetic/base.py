@@ -8,7 +8,7 @@ data ever crosses the host->device boundary.
 from __future__ import annotations
 
 import itertools
-from typing import Iterator
+from collections.abc import Iterator
 
 import torch
 

@@ -11,9 +11,7 @@ from seqbench.bench.core.contract import Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.compression import (  # noqa: F401  (the config, beside its module)
-    CompressionConfig,
-)
+from seqbench.tasks.synthetic.configs.compression import CompressionConfig  # the config, beside its module
 
 
 @TASKS.module("compression")

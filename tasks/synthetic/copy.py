@@ -11,9 +11,7 @@ from seqbench.bench.core.contract import Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.copy import (  # noqa: F401  (the configs, re-exported beside their modules)
-    CopyConfig,
-)
+from seqbench.tasks.synthetic.configs.copy import CopyConfig  # the configs, re-exported beside their modules
 
 
 @TASKS.module("copy")

@@ -10,9 +10,7 @@ from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.fuzzy_recall import (  # noqa: F401  (the config, beside its module)
-    FuzzyRecallConfig,
-)
+from seqbench.tasks.synthetic.configs.fuzzy_recall import FuzzyRecallConfig  # the config, beside its module
 
 
 def first_of_equal(tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

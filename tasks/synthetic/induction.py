@@ -10,7 +10,7 @@ from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.induction import InductionConfig  # noqa: F401  (the config, beside its module)
+from seqbench.tasks.synthetic.configs.induction import InductionConfig  # the config, beside its module
 
 
 @TASKS.module("induction")

@@ -2,16 +2,13 @@
 ``tasks/synthetic/configs/memorization.py``)."""
 from __future__ import annotations
 
-
 import torch
 
 from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.memorization import (  # noqa: F401  (the config, beside its module)
-    MemorizationConfig,
-)
+from seqbench.tasks.synthetic.configs.memorization import MemorizationConfig  # the config, beside its module
 
 
 def fixed_map(n_keys: int, n_values: int, map_seed: int) -> torch.Tensor:

@@ -10,9 +10,7 @@ from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.noisy_recall import (  # noqa: F401  (the config, beside its module)
-    NoisyRecallConfig,
-)
+from seqbench.tasks.synthetic.configs.noisy_recall import NoisyRecallConfig  # the config, beside its module
 
 
 @TASKS.module("noisy_recall")

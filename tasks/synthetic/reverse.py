@@ -6,9 +6,7 @@ from __future__ import annotations
 import math
 
 from seqbench.bench.core.registry import TASKS
-from seqbench.tasks.synthetic.configs.reverse import (  # noqa: F401  (the configs, re-exported beside their modules)
-    ReverseConfig,
-)
+from seqbench.tasks.synthetic.configs.reverse import ReverseConfig  # the configs, re-exported beside their modules
 from seqbench.tasks.synthetic.seq2seq import Seq2SeqTask
 
 

@@ -13,7 +13,7 @@ from sacrebleu.metrics import BLEU
 from seqbench.bench.core.contract import Batch, TaskSpec
 from seqbench.tasks.base import Task, TokenAccuracy
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.seq2seq import (  # noqa: F401  (the configs, re-exported beside their modules)
+from seqbench.tasks.synthetic.configs.seq2seq import (  # the configs, re-exported beside their modules
     EOS,
     FIRST_SYMBOL,
     PAD,

@@ -17,7 +17,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import Task, make_loader
 from seqbench.tasks.text import data
-from seqbench.tasks.text.configs.lm import (  # noqa: F401  (the configs, re-exported beside their modules)
+from seqbench.tasks.text.configs.lm import (  # the configs, re-exported beside their modules
     PROMPT_TOKENS,
     SPLITS,
     LMConfig,

@@ -14,7 +14,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import Task, make_loader
 from seqbench.tasks.text import data
-from seqbench.tasks.text.configs.sentiment import (  # noqa: F401  (the configs, re-exported beside their modules)
+from seqbench.tasks.text.configs.sentiment import (  # the configs, re-exported beside their modules
     _ALIASES,
     BUCKET_BATCHES,
     CLASS_NAMES,

@@ -5,20 +5,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-from seqbench.tasks.text.configs.tokenize import (  # noqa: F401  (the configs, re-exported beside their modules)
-    EOS,
-    KINDS,
-    MIN_BPE_VOCAB,
-    PAD,
-    SOS,
-    SPECIALS,
-    UNK,
-)
+from seqbench.tasks.text.configs.tokenize import EOS, KINDS, MIN_BPE_VOCAB, PAD, SOS, SPECIALS, UNK  # noqa: F401  (the configs, re-exported beside their modules)
 
 
 class TextTokenizer:
@@ -41,7 +33,7 @@ class TextTokenizer:
 
     # -- training ---------------------------------------------------------------------
     @classmethod
-    def train(cls, kind: str, texts: Iterable[str], vocab_size: int, lowercase: bool = False) -> "TextTokenizer":
+    def train(cls, kind: str, texts: Iterable[str], vocab_size: int, lowercase: bool = False) -> TextTokenizer:
         texts = list(texts)
         if kind == "char":
             counts: Counter[str] = Counter()
@@ -142,7 +134,7 @@ class TextTokenizer:
         return json.dumps({"kind": self.kind, "lowercase": self.lowercase, **body})
 
     @classmethod
-    def from_json(cls, text: str) -> "TextTokenizer":
+    def from_json(cls, text: str) -> TextTokenizer:
         d = json.loads(text)
         if d["kind"] == "char":
             return cls("char", d["lowercase"], chars=d["chars"])
