@@ -2,7 +2,7 @@
 
 Two trials whose swept settings differ in exactly one key, run on the same seeds, saw the same
 data streams (batches come from ``(seed, split, index)``), so their per-seed results pair up and
-a paired test (``reports.stats.paired``) removes the seed-to-seed spread a two-sample test would
+a paired test (``bench.core.stats.paired``) removes the seed-to-seed spread a two-sample test would
 carry. For each swept key and each setting of the other keys, every level is compared with the
 best level (all pairs when there are at most ``ALL_PAIRS_UP_TO`` levels), one statement each::
 

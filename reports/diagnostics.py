@@ -1,6 +1,6 @@
 """Diagnostics panels from the runs' ``diagnostics.json`` (``diagnostics.gradients=true``).
 
-The file is read with the typed definition its writer uses (``bench.diagnostics_format``), so a
+The file is read with the typed definition its writer uses (``bench.core.diagnostics_format``), so a
 quantity the runs record cannot be silently dropped here, and a file of another shape is reported
 (one warning line naming the file) instead of half-drawn. Four figures, each a pure function of the
 long frame ``load_diagnostics`` returns (columns ``DIAG_COLUMNS``):

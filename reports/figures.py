@@ -90,7 +90,7 @@ def _finite(s: pd.Series) -> pd.Series:
 
 def cell_stats(g: pd.DataFrame, col: str) -> dict[str, float]:
     """mean, std (ddof=1), 95% Student-t interval ``lo``/``hi`` (NaN below two runs), n finite runs and
-    diverged runs of a group (``reports.stats.mean_ci``, so every report states the same interval), the
+    diverged runs of a group (``bench.core.stats.mean_ci``, so every report states the same interval), the
     interval inside the metric's range (an accuracy's in [0, 1]: ``stats.metric_bounds``)."""
     v = _finite(g[col]) if col in g else pd.Series(dtype=float)
     ci = mean_ci(v.tolist(), bounds=metric_bounds(col))
@@ -249,7 +249,8 @@ def fig_length(df: pd.DataFrame, obj: Objective, length: str, arch: str | None) 
             error_y=_error_bars([p[1] for p in pts]),
             line=dict(color=PALETTE[i % len(PALETTE)]),
             customdata=[[p[1]["n"], p[1]["diverged"]] for p in pts],
-            hovertemplate="%{x}: %{y:.4g}<br>runs %{customdata[0]}, diverged %{customdata[1]}<extra>%{fullData.name}</extra>"))
+            hovertemplate="%{x}: %{y:.4g}<br>runs %{customdata[0]}, diverged %{customdata[1]}"
+                          "<extra>%{fullData.name}</extra>"))
     bcol = BASELINE + obj.name
     if bcol in df.columns and df[bcol].notna().any():
         b = df.groupby(length)[bcol].mean().dropna()
@@ -325,7 +326,7 @@ def fig_learning_curves(curves: pd.DataFrame, df: pd.DataFrame, metric: str, col
 
 
 # -- throughput and utilisation --------------------------------------------------------------
-THROUGHPUT_COLUMNS = ("tokens_per_s", "model_flops_per_s", "mfu")  # results.json keys (bench.flops for MFU)
+THROUGHPUT_COLUMNS = ("tokens_per_s", "model_flops_per_s", "mfu")  # results.json keys (bench.training.flops for MFU)
 
 
 def config_label(row: pd.Series, cols: list[str]) -> str:
@@ -351,7 +352,7 @@ def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def throughput_items(df: pd.DataFrame) -> list[tuple[str, Any]]:
     """[(title, figure | table | 'skipped: reason')]: tokens/s per configuration and, where the runs
-    recorded it (GPU runs on a device in bench.flops' peak table), model FLOPs utilisation."""
+    recorded it (GPU runs on a device in bench.training.flops' peak table), model FLOPs utilisation."""
     t = throughput_table(df)
     if t.empty or not t["tokens_per_s mean"].notna().any():
         return [("Throughput", "skipped: no run recorded tokens_per_s in its results.json "

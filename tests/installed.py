@@ -21,16 +21,16 @@ FOLDERS = ("bench", "models", "tasks", "sweeps", "reports")
 LINT_ROOT = REPO / "build" / "installed"
 
 
-def installed_layout(dest: Path, *, data: bool = False) -> Path:
+def installed_layout(dest: Path) -> Path:
     """``dest/seqbench/{__init__.py, bench/, models/, ...}``: the tree as site-packages would hold it.
 
     Modification times are kept (``copy2``), so an incremental checker sees unchanged files as such.
     """
     pkg = dest / "seqbench"
-    skip = ("__pycache__",) if data else ("__pycache__", "*.yaml")
-    shutil.copytree(REPO / "seqbench", pkg, ignore=shutil.ignore_patterns(*skip))
+    skip = shutil.ignore_patterns("__pycache__", "*.yaml")  # the checkers read code only
+    shutil.copytree(REPO / "seqbench", pkg, ignore=skip)
     for folder in FOLDERS:
-        shutil.copytree(REPO / folder, pkg / folder, ignore=shutil.ignore_patterns(*skip))
+        shutil.copytree(REPO / folder, pkg / folder, ignore=skip)
     return pkg
 
 

@@ -32,7 +32,7 @@ def journal_storage(path: Path) -> Any:
 def write_run(out_dir: Path, run_id: str, *, final: dict[str, float], baseline: dict[str, float],
               status: str = "completed", curve: Sequence[dict[str, float]] = (), seed: int = 0,
               model: str = "lstm", wall_s: float = 10.0, extra: dict[str, Any] | None = None) -> Path:
-    """A run folder as bench.tracking writes it (results.json + metrics.csv) with the given values."""
+    """A run folder as bench.training.tracking writes it (results.json + metrics.csv) with the given values."""
     d = out_dir / "runs" / run_id
     d.mkdir(parents=True, exist_ok=True)
     best = {k: v for k, v in final.items() if k.startswith("val/")}

@@ -11,24 +11,13 @@ through pyproject's package-dir, so the check runs over a copy of the source lai
 """
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-FOLDERS = ("bench", "models", "tasks", "sweeps", "reports")
-
-
-def installed_layout(dest: Path) -> Path:
-    """``dest/seqbench/{__init__.py, bench/, models/, ...}``: the tree as site-packages would hold it."""
-    pkg = dest / "seqbench"
-    shutil.copytree(REPO / "seqbench", pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    for folder in FOLDERS:
-        shutil.copytree(REPO / folder, pkg / folder, ignore=shutil.ignore_patterns("__pycache__", "*.yaml"))
-    return pkg
+from tests.installed import REPO, installed_layout
 
 
 def lint(root: Path) -> subprocess.CompletedProcess:

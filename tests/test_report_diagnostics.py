@@ -1,5 +1,5 @@
 """The dashboard draws the diagnostics runs really write: read with the writer's typed format
-(``bench.diagnostics_format``), one line per configuration and distance in the through-time panel,
+(``bench.core.diagnostics_format``), one line per configuration and distance in the through-time panel,
 per-layer norms and W_hh spectral norms over steps. End to end: a real sweep with
 ``diagnostics.gradients=true`` through ``seqbench report``; the figure data is read back from the page."""
 from __future__ import annotations

@@ -7,7 +7,7 @@ A run folder ``<out_dir>/runs/<run_id>/`` holds:
 - ``config.yaml``       the resolved RunConfig (``bench.config``)
 - ``metrics.csv``       one ``MetricsRow`` per validation
 - ``results.json``      one ``Results``
-- ``diagnostics.json``  typed in ``bench.diagnostics_format`` (with ``diagnostics.gradients=true``)
+- ``diagnostics.json``  typed in ``bench.core.diagnostics_format`` (with ``diagnostics.gradients=true``)
 - ``checkpoints/last.ckpt``  the trained state at the last step (and every ``train.checkpoint_every``)
 - ``evals/<n>.json``    one ``EvalRecord`` per ``seqbench eval`` of the trained run (n = 1, 2, ...)
 
@@ -110,11 +110,11 @@ class Results(TypedDict, total=False):
     """``results.json``: one run's outcome. Metric keys are ``<split>/<metric>`` (``val/acc``,
     ``test/loss``, ``test@<length>/acc``) plus ``time/train_s`` in ``final``."""
 
-    # provenance (bench.tracking.RunTracker.provenance)
+    # provenance (bench.training.tracking.RunTracker.provenance)
     run_id: str
     config_hash: str  # RunConfig.config_hash(): reports join replicates on it
     seed: int
-    git_sha: str | None  # only in a git checkout of seqbench (bench.provenance)
+    git_sha: str | None  # only in a git checkout of seqbench (bench.core.provenance)
     versions: dict[str, str]  # python and package versions, seqbench included
     argv: list[str]
     started: str  # local time, ISO 8601
@@ -134,7 +134,7 @@ class Results(TypedDict, total=False):
     train_time_s: float
     samples_per_s: float | None  # over training time (validation excluded), summed over resumed processes
     tokens_per_s: float  # batch_size * seq_len per step and process, over training time
-    model_flops_per_token: float  # analytic forward+backward FLOPs per token (bench.flops); absent if uncounted
+    model_flops_per_token: float  # analytic forward+backward FLOPs per token (bench.training.flops); absent: uncounted
     model_flops_per_s: float  # achieved: model_flops_per_token * tokens_per_s
     mfu: float  # model_flops_per_s / the device's dense peak for the precision (GPU only)
     n_params: int
@@ -271,7 +271,7 @@ def read_metrics(run_dir: Path) -> list[MetricsRow]:
 
 
 # -- diagnostics.json: typed in bench/core/diagnostics_format.py (pydantic: the writer validates each record,
-# the reader checks the format version), the one definition bench.diagnostics and reports share.
+# the reader checks the format version), the one definition bench.training.diagnostics and reports share.
 
 # -- Optuna study and trial attributes (sweeps.trial writes, reports read) -----------------------
 

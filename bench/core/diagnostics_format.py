@@ -1,5 +1,5 @@
 """The ``diagnostics.json`` file format: one typed definition that the writer
-(``bench.diagnostics.GradientDiagnostics``) and every reader (``reports.diagnostics``) share.
+(``bench.training.diagnostics.GradientDiagnostics``) and every reader (``reports.diagnostics``) share.
 
 No torch here, so a report can read the file without importing the training stack. The file is::
 

@@ -116,7 +116,7 @@ class CostConfig(Section):
 
 
 def parse_cost_config(settings: list[str]) -> CostConfig:
-    """``seqbench cost`` settings, read like every other ``key=value`` (``bench.settings``);
+    """``seqbench cost`` settings, read like every other ``key=value`` (``bench.core.settings``);
     ``models=rnn,lstm`` and ``lengths=64,128`` may drop the brackets."""
     d: dict[str, Any] = {}
     for key, value in leaves(parse_pairs(settings, example="lengths=64,128,256")).items():

@@ -28,7 +28,7 @@ At step 0 and every ``diagnostics.every`` optimizer steps the callback records, 
   (``layer_group``), and the **global norm before clipping** (Lightning calls
   ``on_before_optimizer_step`` after backward and AMP unscaling, before gradient clipping).
 
-The file's layout is typed once in ``bench.diagnostics_format`` (``Record``), which this writer and
+The file's layout is typed once in ``bench.core.diagnostics_format`` (``Record``), which this writer and
 the dashboard's reader share.
 """
 from __future__ import annotations
@@ -143,7 +143,7 @@ def grad_norms(net: nn.Module) -> tuple[dict[str, float], float]:
 
 class GradientDiagnostics(pl.Callback):
     """Records the quantities above into ``<run_dir>/diagnostics.json`` (rank 0 only), in the format
-    ``bench.diagnostics_format`` defines."""
+    ``bench.core.diagnostics_format`` defines."""
 
     def __init__(self, every: int, run_dir: Path | str):
         self.every = every

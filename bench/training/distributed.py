@@ -96,7 +96,7 @@ def _rank_strategy(strategy: str) -> str:
 
 def launch(cfg: Any, tracker: Any, callbacks: Sequence[Any], progress: bool,
            target: Callable[..., Any]) -> dict[str, Any]:
-    """Run ``target(cfg, tracker, callbacks, progress, strategy=...)`` (``bench.train.run_in_process``,
+    """Run ``target(cfg, tracker, callbacks, progress, strategy=...)`` (``bench.training.train.run_in_process``,
     passed in so this module needs nothing from train) in one process per device of this node;
     returns the results rank 0 wrote."""
     t = cfg.train

@@ -7,8 +7,8 @@ Worked example (n_keys=4, keys k0..k3, the map k0->v2, k1->v0, k2->v2, k3->v1; i
 
 The map from ``n_keys`` keys to ``n_values`` values (default: as many as keys) is drawn once from
 ``map_seed``, a seed of the task, not of the run: every run and every seed learns the same facts, and
-only the initialisation and the data order differ. Sequences are random keys, each followed by an insert token at which the model
-must emit the key's value. Nothing in the sequence tells the answer: it has to be stored in the
+only the initialisation and the data order differ. Sequences are random keys, each followed by an insert
+token at which the model must emit the key's value. Nothing in the sequence tells the answer: it has to be stored in the
 weights, so ``n_keys`` (the number of facts) is the difficulty knob.
 
 Memoryless baseline: a model that sees only the insert token can only guess from the map's value
