@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.seqbench-installed
 
-.PHONY: venv demo test test-fast verify card bench clean lint-imports
+.PHONY: venv demo test test-fast verify card bench clean lint lint-imports
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,11 +40,26 @@ card: venv
 	mkdir -p benchmarks/card
 	cp outputs/cards/baseline/card.json outputs/cards/baseline/card.md benchmarks/card/
 
-test: venv
+# The static checks, then the suite (CI runs this: .ci/run).
+test: lint
 	$(BIN)/python -m pytest -q
 
-# The import-linter contracts of pyproject.toml. Plain `lint-imports` cannot see the floors: the folders
-# install under one name through package-dir, so the check runs over a copy laid out as it installs.
+# ruff (rules and reasons in pyproject's [tool.ruff]) and its format check run over the tree in place; mypy
+# ([tool.mypy]) and the import-linter contracts run over a copy laid out as it installs (build/installed/,
+# tests/installed.py): the folders install under one name, `seqbench`, through package-dir, which a static
+# tool cannot follow in place. (setuptools' editable_mode=strict would give them a real seqbench/ tree too,
+# but a module added later stays invisible to imports until the next install.) Every check runs; any
+# failure fails.
+lint: venv
+	@status=0; \
+	echo "ruff check"; $(BIN)/ruff check . || status=1; \
+	echo "ruff format --check"; $(BIN)/ruff format --check --output-format concise . || status=1; \
+	echo "mypy (installed layout)"; $(BIN)/python -m tests.installed || status=1; \
+	echo "import-linter (installed layout)"; $(BIN)/python -m tests.test_layering || status=1; \
+	exit $$status
+
+# The import-linter contracts of pyproject.toml alone (also part of `make lint`): plain `lint-imports` cannot
+# see the floors, so the check runs over a copy laid out as it installs.
 lint-imports: venv
 	$(BIN)/python -m tests.test_layering
 
@@ -52,4 +67,4 @@ test-fast: venv
 	$(BIN)/python -m pytest -q -m "not slow"
 
 clean:
-	rm -rf outputs .pytest_cache
+	rm -rf outputs .pytest_cache .mypy_cache .ruff_cache build/installed

@@ -10,6 +10,7 @@ configs: the registries hold config modules (``models/configs/``, ``tasks/**/con
 no torch (an import-linter contract), and the command modules import their torch-heavy floor inside
 the function that trains or measures.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,7 +18,8 @@ import atexit
 import importlib
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 import seqbench
 from seqbench.bench.core import signals
@@ -31,9 +33,9 @@ COMMANDS = {
     "run": "train and evaluate one configuration",
     "sweep": "run (or continue) an Optuna study from a sweep spec",
     "compare": "compare settings (comma lists = grid axes) over seeds: ranked table with intervals, paired tests, "
-               "dashboard",
+    "dashboard",
     "verify": "run the shipped claims (papers, textbooks) and judge them: holds / fails / inconclusive / invalid "
-              "(a control failed)",
+    "(a control failed)",
     "report": "static HTML dashboard of a study (opens from file://, no network)",
     "runs": "list the runs under an output folder (filter, sort)",
     "eval": "evaluate trained runs again (new lengths, another split) without training",
@@ -42,9 +44,8 @@ COMMANDS = {
 }
 
 
-
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's default prints usage + exits 2; keep it one line
+    def error(self, message: str) -> NoReturn:  # argparse's default prints usage + exits 2; keep it one line
         raise UserError(message)
 
 
@@ -88,12 +89,14 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = build_parser(chosen_command(argv))
     args, extra = parser.parse_known_args(argv)
     args.command_line = ["seqbench", *argv]
-    listed = next((n for n in ("overrides", "settings", "filters", "claims")
-                   if isinstance(getattr(args, n, None), list)), None)
+    listed = next(
+        (n for n in ("overrides", "settings", "filters", "claims") if isinstance(getattr(args, n, None), list)), None
+    )
     stray = [a for a in extra if a.startswith("-") or listed is None]
     if stray:
         parser.error(hydra_habit(args.command, stray) or f"unrecognized arguments: {' '.join(stray)}")
     if extra:
+        assert listed is not None  # without a list every extra word is stray, refused above
         setattr(args, listed, [*getattr(args, listed), *extra])
     return args
 

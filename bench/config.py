@@ -3,42 +3,63 @@
 ``task`` and ``model`` are discriminated unions on ``name`` built from the registries,
 so a task or model registered in ``tasks/`` or ``models/`` is configurable the day it
 lands; the unions are rebuilt before a validation whenever an entry arrived after them (a plug-in,
-an import path, a notebook's ``@MODELS.register``). Configs come from YAML and/or dotted ``key=value`` overrides; every change
-rebuilds and re-validates the whole tree.
+an import path, a notebook's ``@MODELS.register``). Configs come from YAML and/or dotted ``key=value``
+overrides; every change rebuilds and re-validates the whole tree.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Literal, Mapping, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-import seqbench.models  # noqa: F401  (fills MODELS)
+import seqbench.models  # fills MODELS
 import seqbench.tasks  # noqa: F401  (fills TASKS)
 from seqbench.bench import plugins
 from seqbench.bench.core.errors import UserError, validation_problems
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.schema import ADDED_LATER, NOT_IDENTITY, Section, identity
 from seqbench.bench.core.settings import comma_lists, leaves, load_yaml, parse_pairs, parse_value, safe_load, set_dotted
-from seqbench.tasks.configs.base import metric_goal_of  # noqa: F401  (re-exported: callers import it from here)
+from seqbench.tasks.configs.base import metric_goal_of  # re-exported: callers import it from here
 
-__all__ = ["RunConfig", "build_config", "compose", "load_config", "load_yaml", "metric_goal_of", "override", "parse_value",
-           "safe_load", "validate"]
+if TYPE_CHECKING:
+    from seqbench.models.configs.base import ModelConfig
+    from seqbench.tasks.configs.base import TaskConfig
+
+__all__ = [
+    "RunConfig",
+    "build_config",
+    "compose",
+    "load_config",
+    "load_yaml",
+    "metric_goal_of",
+    "override",
+    "parse_value",
+    "safe_load",
+    "validate",
+]
 
 
 def _union(configs: list[type]) -> Any:
     if len(configs) == 1:
         return configs[0]
-    return Annotated[Union[tuple(configs)], Field(discriminator="name")]
+    # a union of a tuple known at run time has no `X | Y` spelling (ruff's UP007 fix drops the Union)
+    return Annotated[Union[tuple(configs)], Field(discriminator="name")]  # noqa: UP007
 
 
 plugins.discover()  # entry points of installed packages: seqbench.models, seqbench.tasks, seqbench.mixers
-TaskUnion = _union(TASKS.configs())
-ModelUnion = _union(MODELS.configs())
+if TYPE_CHECKING:  # a checker cannot follow unions built from the registries; it reads their base classes
+    TaskUnion = TaskConfig
+    ModelUnion = ModelConfig
+else:
+    TaskUnion = _union(TASKS.configs())
+    ModelUnion = _union(MODELS.configs())
 
 
 class OptimConfig(Section):
@@ -48,25 +69,36 @@ class OptimConfig(Section):
     momentum: float = Field(0.9, ge=0, lt=1, description="sgd momentum")
     # a list (not a tuple) so Section's bool guard sees its items: `optim.betas=[false, 0.98]` is refused
     betas: list[Annotated[float, Field(ge=0, lt=1)]] = Field(
-        default_factory=lambda: [0.9, 0.999], min_length=2, max_length=2,
+        default_factory=lambda: [0.9, 0.999],
+        min_length=2,
+        max_length=2,
         description="adam/adamw/radam (beta1, beta2), each in [0, 1); Vaswani et al. and Xiong et al. use "
-        "[0.9, 0.98]; sgd refuses them (it has optim.momentum)", json_schema_extra=ADDED_LATER)
+        "[0.9, 0.98]; sgd refuses them (it has optim.momentum)",
+        json_schema_extra=ADDED_LATER,
+    )
     warmup_steps: int = Field(0, ge=0, description="linear warmup from 0 to lr over these steps")
     schedule: Literal["constant", "linear", "cosine", "inverse_sqrt"] = Field(
-        "constant", description="shape after warmup")
+        "constant", description="shape after warmup"
+    )
     # ADDED_LATER: unset, the config hash is the one runs recorded before the field existed
     decay_from: int | None = Field(
-        None, ge=0, description="step the decay (linear, cosine, inverse_sqrt) starts from; null = the end of "
+        None,
+        ge=0,
+        description="step the decay (linear, cosine, inverse_sqrt) starts from; null = the end of "
         "warmup. Set it to the warmup arm's warmup_steps so that a no-warmup arm differs by the warmup only "
-        "(inverse_sqrt after no warmup otherwise decays from step 1)", json_schema_extra=ADDED_LATER)
+        "(inverse_sqrt after no warmup otherwise decays from step 1)",
+        json_schema_extra=ADDED_LATER,
+    )
     min_lr_ratio: float = Field(0.0, ge=0, le=1, description="floor of linear/cosine decay as a fraction of lr")
     grad_clip: float | None = Field(1.0, gt=0, description="clip the global gradient norm to this; null = off")
 
     @model_validator(mode="after")
-    def _betas_need_adam(self) -> "OptimConfig":
+    def _betas_need_adam(self) -> OptimConfig:
         if self.optimizer == "sgd" and self.betas != [0.9, 0.999]:
-            raise ValueError(f"optim.betas: {self.betas} has no effect on sgd (it uses optim.momentum); "
-                             "choose optim.optimizer from adam, adamw, radam or leave betas out")
+            raise ValueError(
+                f"optim.betas: {self.betas} has no effect on sgd (it uses optim.momentum); "
+                "choose optim.optimizer from adam, adamw, radam or leave betas out"
+            )
         return self
 
 
@@ -81,48 +113,73 @@ class TrainConfig(Section):
     val_every: int = Field(100, ge=1, description="validate every N steps (and at the last step)")
     val_batches: int = Field(4, ge=1, description="batches per validation")
     precision: Literal["32-true", "16-mixed", "bf16-mixed", "bf16-true", "64-true"] = Field(
-        "32-true", description="Lightning precision; bf16-mixed for autocast on GPU")
+        "32-true", description="Lightning precision; bf16-mixed for autocast on GPU"
+    )
     accelerator: Literal["auto", "cpu", "gpu", "cuda", "mps"] = Field("auto", description="Lightning accelerator")
     devices: int | Literal["auto"] = Field(1, description="devices per node (Lightning)")
     strategy: str = Field("auto", description="Lightning strategy, e.g. ddp_spawn")
     num_nodes: int = Field(1, ge=1, description="nodes for multi-node DDP")
     deterministic: bool = Field(False, description="torch deterministic algorithms (slower on GPU)")
-    threads: int | None = Field(1, ge=1, json_schema_extra=NOT_IDENTITY, description="torch intra-op threads "
-                                "per process; small RNNs are 2.7-12x faster with 1 than 2 on a busy 2-core "
-                                "machine; null = torch default")
-    flush_denormal: bool = Field(True, json_schema_extra=NOT_IDENTITY, description="flush denormal floats to "
-                                 "zero on CPU; long LSTM backward chains were ~6x slower with denormals")
+    threads: int | None = Field(
+        1,
+        ge=1,
+        json_schema_extra=NOT_IDENTITY,
+        description="torch intra-op threads "
+        "per process; small RNNs are 2.7-12x faster with 1 than 2 on a busy 2-core "
+        "machine; null = torch default",
+    )
+    flush_denormal: bool = Field(
+        True,
+        json_schema_extra=NOT_IDENTITY,
+        description="flush denormal floats to zero on CPU; long LSTM backward chains were ~6x slower with denormals",
+    )
     compile: bool = Field(False, description="torch.compile the model (falls back to eager on failure)")
     early_stop: EarlyStopConfig | None = Field(None, description="stop when a val metric crosses a threshold")
-    diverge_loss: float | None = Field(None, gt=0, description="training loss above this marks the run diverged "
-                                       "(NaN/Inf always does)")
-    checkpoint_every: int | None = Field(200, ge=1, json_schema_extra=NOT_IDENTITY, description="save "
-                                         "<run>/checkpoints/last.ckpt every N steps and at the last step (atomic), "
-                                         "for `resume=true` and `seqbench eval`; null = never")
+    diverge_loss: float | None = Field(
+        None, gt=0, description="training loss above this marks the run diverged (NaN/Inf always does)"
+    )
+    checkpoint_every: int | None = Field(
+        200,
+        ge=1,
+        json_schema_extra=NOT_IDENTITY,
+        description="save "
+        "<run>/checkpoints/last.ckpt every N steps and at the last step (atomic), "
+        "for `resume=true` and `seqbench eval`; null = never",
+    )
 
 
 class EvalConfig(Section):
     lengths: list[Annotated[int, Field(ge=1)]] = Field(
-        default_factory=list, description="extra sequence lengths to evaluate at the end (length generalisation)")
+        default_factory=list, description="extra sequence lengths to evaluate at the end (length generalisation)"
+    )
     test: bool = Field(True, description="evaluate the test split at the end")
     test_batches: int = Field(8, ge=1, description="batches per final evaluation")
 
 
 class TrackingConfig(Section):
     wandb: Literal["off", "offline", "online"] = Field(
-        "offline", description="W&B mode; offline writes under out_dir/wandb for `wandb sync`")
+        "offline", description="W&B mode; offline writes under out_dir/wandb for `wandb sync`"
+    )
     project: str = Field("seqbench", min_length=1, description="W&B project")
     group: str | None = Field(None, description="W&B group (sweeps use the study name)")
     tags: list[str] = Field(default_factory=list, description="W&B tags")
-    init_timeout: float = Field(10.0, gt=0, description="seconds W&B may take to start a run; online, a server "
-                                "not reached by then is given up once per process and runs log offline")
+    init_timeout: float = Field(
+        10.0,
+        gt=0,
+        description="seconds W&B may take to start a run; online, a server "
+        "not reached by then is given up once per process and runs log offline",
+    )
 
 
 class DiagnosticsConfig(Section):
-    gradients: bool = Field(False, description="record gradient through time, per-layer and global gradient "
-                            "norms and W_hh spectral norms to <run>/diagnostics.json (bench/training/diagnostics.py)")
-    every: int = Field(100, ge=1, description="record at step 0 and every N optimizer steps; each record costs "
-                       "one extra backward pass")
+    gradients: bool = Field(
+        False,
+        description="record gradient through time, per-layer and global gradient "
+        "norms and W_hh spectral norms to <run>/diagnostics.json (bench/training/diagnostics.py)",
+    )
+    every: int = Field(
+        100, ge=1, description="record at step 0 and every N optimizer steps; each record costs one extra backward pass"
+    )
 
 
 DEFAULT_NAMES = {"task": "copy", "model": "lstm"}  # the task and model a config gets when it names none
@@ -137,44 +194,67 @@ def _default_model():
 
 
 class RunConfig(Section):
-    task: TaskUnion = Field(default_factory=_default_task, description="what to learn")  # type: ignore[valid-type]
-    model: ModelUnion = Field(default_factory=_default_model, description="architecture")  # type: ignore[valid-type]
+    task: TaskUnion = Field(default_factory=_default_task, description="what to learn")
+    model: ModelUnion = Field(default_factory=_default_model, description="architecture")
     optim: OptimConfig = Field(default_factory=OptimConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig, json_schema_extra=NOT_IDENTITY)
-    diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig,  # only observes
-                                           json_schema_extra=NOT_IDENTITY)
+    diagnostics: DiagnosticsConfig = Field(
+        default_factory=DiagnosticsConfig,  # only observes
+        json_schema_extra=NOT_IDENTITY,
+    )
     seed: int = Field(0, ge=0, description="seeds weights, data streams and dropout")
-    out_dir: Path = Field(Path("outputs"), json_schema_extra=NOT_IDENTITY,
-                          description="root for runs/, wandb/, reports/")
-    run_id: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]+$", json_schema_extra=NOT_IDENTITY,
-                               description="run folder name; default derived")
-    resume: bool = Field(False, json_schema_extra=NOT_IDENTITY, description="continue the newest unfinished run "
-                         "with the same config (or run_id) from its last checkpoint; a finished one is returned as is")
+    out_dir: Path = Field(
+        Path("outputs"), json_schema_extra=NOT_IDENTITY, description="root for runs/, wandb/, reports/"
+    )
+    run_id: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9._-]+$",
+        json_schema_extra=NOT_IDENTITY,
+        description="run folder name; default derived",
+    )
+    resume: bool = Field(
+        False,
+        json_schema_extra=NOT_IDENTITY,
+        description="continue the newest unfinished run "
+        "with the same config (or run_id) from its last checkpoint; a finished one is returned as is",
+    )
 
     @model_validator(mode="after")
-    def _cross_field(self) -> "RunConfig":
+    def _cross_field(self) -> RunConfig:
         t, m = self.task, self.model
         kind = t.facts.output_kind
         if kind not in m.supported_kinds:
             ok = [e.name for e in MODELS if kind in e.config_cls.supported_kinds]
-            raise ValueError(f"model.name: {m.name!r} cannot produce the {kind.value} output task "
-                             f"{t.name!r} needs; choose from {', '.join(ok)}")
+            raise ValueError(
+                f"model.name: {m.name!r} cannot produce the {kind.value} output task "
+                f"{t.name!r} needs; choose from {', '.join(ok)}"
+            )
         if t.facts.causal and m.sees_future():
-            raise ValueError(f"model.bidirectional: a bidirectional model sees the future but task {t.name!r} "
-                             "is causal; set model.bidirectional=false")
-        if self.optim.decay_from is not None and not self.optim.warmup_steps <= self.optim.decay_from < \
-                self.train.max_steps:
-            raise ValueError(f"optim.decay_from: {self.optim.decay_from} must lie in [optim.warmup_steps="
-                             f"{self.optim.warmup_steps}, train.max_steps={self.train.max_steps}); leave it "
-                             "null to decay from the end of warmup")
+            raise ValueError(
+                f"model.bidirectional: a bidirectional model sees the future but task {t.name!r} "
+                "is causal; set model.bidirectional=false"
+            )
+        if (
+            self.optim.decay_from is not None
+            and not self.optim.warmup_steps <= self.optim.decay_from < self.train.max_steps
+        ):
+            raise ValueError(
+                f"optim.decay_from: {self.optim.decay_from} must lie in [optim.warmup_steps="
+                f"{self.optim.warmup_steps}, train.max_steps={self.train.max_steps}); leave it "
+                "null to decay from the end of warmup"
+            )
         if self.optim.warmup_steps and self.optim.warmup_steps >= self.train.max_steps:
-            raise ValueError(f"optim.warmup_steps: {self.optim.warmup_steps} >= train.max_steps="
-                             f"{self.train.max_steps}; the run would never reach the peak lr")
+            raise ValueError(
+                f"optim.warmup_steps: {self.optim.warmup_steps} >= train.max_steps="
+                f"{self.train.max_steps}; the run would never reach the peak lr"
+            )
         if self.diagnostics.gradients and self.train.compile:
-            raise ValueError("diagnostics.gradients: the gradient-through-time probe needs a second backward "
-                             "through the eager graph, which compiled graphs refuse; set train.compile=false")
+            raise ValueError(
+                "diagnostics.gradients: the gradient-through-time probe needs a second backward "
+                "through the eager graph, which compiled graphs refuse; set train.compile=false"
+            )
         for n in self.eval.lengths:  # every length the run builds, checked before any training
             t.check_length(n)
         for n in dict.fromkeys([t.seq_len(), *self.eval.lengths]):
@@ -183,8 +263,10 @@ class RunConfig(Section):
         if es is not None:
             allowed = t.facts.keys("val")
             if es.metric not in allowed:
-                raise ValueError(f"train.early_stop.metric: {es.metric!r} is not reported by task {t.name!r}; "
-                                 f"choose from {', '.join(allowed)}")
+                raise ValueError(
+                    f"train.early_stop.metric: {es.metric!r} is not reported by task {t.name!r}; "
+                    f"choose from {', '.join(allowed)}"
+                )
         return self
 
     # -- identity -------------------------------------------------------------------
@@ -234,8 +316,13 @@ class Composed:
     typed: list[str]  # every key given: the base's leaves (a file, a spec), the overrides, the blocks
 
 
-def compose(base: Mapping[str, Any] | None = None, overrides: Iterable[str] | Mapping[str, Any] = (), *,
-            per_model: Blocks | None = None, per_task: Blocks | None = None) -> Composed:
+def compose(
+    base: Mapping[str, Any] | None = None,
+    overrides: Iterable[str] | Mapping[str, Any] = (),
+    *,
+    per_model: Blocks | None = None,
+    per_task: Blocks | None = None,
+) -> Composed:
     """The one composition behind ``run``, ``sweep`` (its base and every trial), ``compare`` and
     claims: ``base`` (a --config file, a sweep's base), then ``overrides`` (``key=value`` words or
     a ``{dotted key: value}`` mapping, in any order), then the chosen model's and task's blocks.
@@ -266,8 +353,10 @@ def compose(base: Mapping[str, Any] | None = None, overrides: Iterable[str] | Ma
         set_dotted(d, key, value)
     if per_model or per_task:
         task, model = chosen(d, "task"), chosen(d, "model")  # not text: no block (validation names it)
-        block = {**((per_task or {}).get(task, {}) if isinstance(task, str) else {}),
-                 **((per_model or {}).get(model, {}) if isinstance(model, str) else {})}  # the model's win
+        block = {
+            **((per_task or {}).get(task, {}) if isinstance(task, str) else {}),
+            **((per_model or {}).get(model, {}) if isinstance(model, str) else {}),
+        }  # the model's win
         for key, value in leaves(block.items()).items():
             set_dotted(d, key, value)
             typed.append(key)
@@ -282,8 +371,7 @@ def chosen(d: Mapping[str, Any], section: str) -> Any:
 
 def setting_leaves(pairs: Iterable[tuple[str, Any]], repeated: list[str] | None = None) -> dict[str, Any]:
     """Settings as disjoint dotted leaves; ``model=gru`` is ``model.name=gru``."""
-    return leaves(((f"{k}.name" if k in CHOICES and not isinstance(v, dict) else k, v) for k, v in pairs),
-                  repeated)
+    return leaves(((f"{k}.name" if k in CHOICES and not isinstance(v, dict) else k, v) for k, v in pairs), repeated)
 
 
 def _switch(d: dict[str, Any], sec: str, name: Any, reg: Any) -> list[str]:
@@ -299,8 +387,9 @@ def _switch(d: dict[str, Any], sec: str, name: Any, reg: Any) -> list[str]:
     return [f"{sec}.{k}" for k in gone]
 
 
-def build_config(base: dict[str, Any] | list[str] | None = None, overrides: Iterable[str] = (),
-                 *, source: str = "") -> RunConfig:
+def build_config(
+    base: dict[str, Any] | list[str] | None = None, overrides: Iterable[str] = (), *, source: str = ""
+) -> RunConfig:
     """Validate ``base`` with ``key=value`` overrides applied; UserError on any problem.
 
     ``build_config(["task=adding", "model=gru"])`` (overrides alone) is the notebook shorthand.
@@ -311,8 +400,7 @@ def build_config(base: dict[str, Any] | list[str] | None = None, overrides: Iter
     return validate(composed.data, source=source, typed=composed.typed)
 
 
-def validate(d: dict[str, Any], *, source: str = "", blocks_hint: bool = False,
-             typed: Iterable[str] = ()) -> RunConfig:
+def validate(d: dict[str, Any], *, source: str = "", blocks_hint: bool = False, typed: Iterable[str] = ()) -> RunConfig:
     """A RunConfig of a composed dict (``typed``: the keys the user gave); UserError listing every problem.
 
     ``blocks_hint``: a field only other tasks/models have gets "go under per_model.<name>" (sweeps).
@@ -321,15 +409,16 @@ def validate(d: dict[str, Any], *, source: str = "", blocks_hint: bool = False,
         if isinstance(d.get(section), dict) and "name" not in d[section]:
             d[section] = {"name": name, **d[section]}
     for section, reg in CHOICES.items():  # `model=pkg.module:Class`: import and register it first
-        name = d.get(section, {}).get("name") if isinstance(d.get(section), dict) else None
-        if isinstance(name, str) and ":" in name:
-            reg.get(name)
+        chosen = d[section].get("name") if isinstance(d.get(section), dict) else None
+        if isinstance(chosen, str) and ":" in chosen:
+            reg.get(chosen)
     sync_unions()
     try:
         cfg = RunConfig.model_validate(d)
     except ValidationError as e:
-        problems = validation_problems(e, allowed_fields=section_fields,
-                                       foreign=lambda loc, key: _foreign(loc, key, blocks_hint))
+        problems = validation_problems(
+            e, allowed_fields=section_fields, foreign=lambda loc, key: _foreign(loc, key, blocks_hint)
+        )
         raise UserError(*(f"{source}: {p}" if source else p for p in problems)) from None
     return cfg.with_typed(typed)
 
@@ -354,13 +443,13 @@ def _foreign(loc: tuple, key: str, blocks_hint: bool) -> str | None:
 def section_fields(loc: tuple) -> list[str] | None:
     """Field names of the config section at ``loc`` (e.g. ('model', 'lstm')), for error messages."""
     cls: Any = RunConfig
-    loc = list(loc)
-    while loc:
-        key = str(loc.pop(0))
+    rest = list(loc)
+    while rest:
+        key = str(rest.pop(0))
         if key in ("task", "model") and cls is RunConfig:
             reg = TASKS if key == "task" else MODELS
-            name = str(loc.pop(0)) if loc else None
-            if name not in reg:
+            name = str(rest.pop(0)) if rest else None
+            if name is None or name not in reg:
                 return None
             cls = reg.get(name).config_cls
             continue
@@ -385,13 +474,16 @@ def resolve(path: str | Path | None = None, overrides: Iterable[str] = ()) -> tu
     overrides = list(overrides)
     composed = compose(load_yaml(path) if path else {}, overrides)
     try:
-        return validate(composed.data, source=str(path) if path and not overrides else "",
-                        typed=composed.typed), composed
+        return validate(
+            composed.data, source=str(path) if path and not overrides else "", typed=composed.typed
+        ), composed
     except UserError:
         swept = comma_lists(overrides)
         if swept:  # Hydra's `model=lstm,gru` sweep: say where sweeps are, not "unknown name 'lstm,gru'"
-            raise UserError(f"{swept[0]}: run trains one configuration; comma lists compare several with "
-                            f"`seqbench compare {' '.join(swept)} ...` (a list value is written [a, b])") from None
+            raise UserError(
+                f"{swept[0]}: run trains one configuration; comma lists compare several with "
+                f"`seqbench compare {' '.join(swept)} ...` (a list value is written [a, b])"
+            ) from None
         raise
 
 
@@ -400,11 +492,12 @@ def notes(composed: Composed, source: str | None) -> list[str]:
     out = [f"note: {k} is given more than once; the last value counts" for k in dict.fromkeys(composed.repeated)]
     if composed.dropped:
         sections = "/".join(sorted({k.split(".")[0] for k in composed.dropped}))
-        out.append(f"note: {source or 'the base config'} sets {', '.join(composed.dropped)}, which the chosen "
-                   f"{sections} has not; left out")
+        out.append(
+            f"note: {source or 'the base config'} sets {', '.join(composed.dropped)}, which the chosen "
+            f"{sections} has not; left out"
+        )
     return out
 
 
 def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -> RunConfig:
     return resolve(path, overrides)[0]
-

@@ -28,6 +28,7 @@ A plug-in that cannot be used (its import fails, it is not a class, its construc
 signature, its Config the wrong base) is refused with one line naming it; a broken entry point is
 reported when its name is used, and ``seqbench list`` shows it with the reason.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -104,8 +105,10 @@ def register(reg: Registry[Any], name: str, obj: Any, origin: str) -> None:
 def _named(name: str, base: type[BaseModel], obj: type, fields: dict[str, Any]) -> type[BaseModel]:
     """``base`` subclassed with ``name: Literal[name] = name`` (the registries' discriminator) and
     ``fields``, in the plug-in's module, with its docstring (what ``seqbench list`` shows)."""
-    cfg = create_model(f"{obj.__name__}Config", __base__=base, __module__=obj.__module__,  # type: ignore[call-overload]
-                       name=(Literal[name], name), **fields)
+    # a Literal of a name known only at run time is no type a checker can read
+    cfg = create_model(
+        f"{obj.__name__}Config", __base__=base, __module__=obj.__module__, name=(Literal[name], name), **fields
+    )  # type: ignore[arg-type]
     cfg.__doc__ = first_line(obj) or f"{obj.__module__}.{obj.__qualname__} (plug-in)"
     return cfg
 
@@ -113,8 +116,10 @@ def _named(name: str, base: type[BaseModel], obj: type, fields: dict[str, Any]) 
 def _model_config(name: str, obj: type) -> type[BaseModel]:
     base = getattr(obj, "Config", ModelConfig)
     if not (isinstance(base, type) and issubclass(base, ModelConfig)):
-        raise UserError(f"model {name!r}: {obj.__qualname__}.Config must subclass "
-                        "seqbench.models.configs.base.ModelConfig (it holds d_model and the interface)")
+        raise UserError(
+            f"model {name!r}: {obj.__qualname__}.Config must subclass "
+            "seqbench.models.configs.base.ModelConfig (it holds d_model and the interface)"
+        )
     _check_init(name, "model", obj, 2, "Cls(cfg, spec, d_in) (a Backbone) or Cls(cfg, spec)")
     return _named(name, base, obj, {})
 
@@ -122,8 +127,10 @@ def _model_config(name: str, obj: type) -> type[BaseModel]:
 def _task_config(name: str, obj: type) -> type[BaseModel]:
     base = getattr(obj, "Config", None)
     if not (isinstance(base, type) and issubclass(base, TaskConfig)):
-        raise UserError(f"task {name!r}: {obj.__qualname__} needs a Config class attribute subclassing "
-                        "seqbench.tasks.configs.base.TaskConfig (it declares the task's facts)")
+        raise UserError(
+            f"task {name!r}: {obj.__qualname__} needs a Config class attribute subclassing "
+            "seqbench.tasks.configs.base.TaskConfig (it declares the task's facts)"
+        )
     return _named(name, base, obj, {})
 
 
@@ -132,8 +139,11 @@ def _mixer_config(name: str, obj: type) -> type[BaseModel]:
     own = getattr(obj, "Config", None)
     if own is not None and not (isinstance(own, type) and issubclass(own, BaseModel)):
         raise UserError(f"mixer {name!r}: {obj.__qualname__}.Config must be a pydantic model")
-    fields = ({k: (f.annotation, f) for k, f in own.model_fields.items() if k != "name"} if own is not None
-              else _signature_fields(obj))
+    fields = (
+        {k: (f.annotation, f) for k, f in own.model_fields.items() if k != "name"}
+        if own is not None
+        else _signature_fields(obj)
+    )
     cfg = _named(name, MixerConfig, obj, fields)
     cfg.complexity = getattr(obj, "complexity", None)  # type: ignore[attr-defined]
     cfg.needs_positions = bool(getattr(obj, "needs_positions", False))  # type: ignore[attr-defined]
@@ -149,7 +159,8 @@ def _signature_fields(obj: type) -> dict[str, Any]:
     """The constructor's keyword parameters after ``d_model`` (``causal`` is the stack's) as pydantic
     fields: the annotation is the type (Any where there is none), the default the default."""
     fields: dict[str, Any] = {}
-    for p in list(inspect.signature(obj.__init__).parameters.values())[2:]:
+    init = obj.__init__  # type: ignore[misc]  # the plug-in class's own constructor, as written
+    for p in list(inspect.signature(init).parameters.values())[2:]:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name == "causal":
             continue
         ann = Any if p.annotation is p.empty or isinstance(p.annotation, str) else p.annotation
@@ -160,7 +171,7 @@ def _signature_fields(obj: type) -> dict[str, Any]:
 def _check_init(name: str, kind: str, obj: type, positional: int, contract: str) -> None:
     """The constructor takes at least ``positional`` positional arguments after ``self``."""
     try:
-        params = list(inspect.signature(obj.__init__).parameters.values())[1:]
+        params = list(inspect.signature(obj.__init__).parameters.values())[1:]  # type: ignore[misc]  # as written
     except (TypeError, ValueError):
         return  # a builtin signature: the build says what is wrong
     slots = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]

@@ -15,13 +15,15 @@ look that decides) through the judge's public entry, ``judge_all``, on a study t
 and count a rep as wrong when any member is. tests/test_judge_calibration.py runs the same kinds at
 fewer reps; the README's tables are this script's output.
 """
+
 from __future__ import annotations
 
 import argparse
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,8 +36,13 @@ LOOKS = (3, 5, 8)
 MODELS = ("rnn", "gru", "lstm", "tcn")
 LRS = (0.001, 0.003, 0.01)
 BASE = {"task": {"name": "adding", "length": 8}, "tracking": {"wandb": "off"}, "eval": {"test": False}}
-SOURCE = {"cite": "calibration", "paper": "simulated", "where": "-", "metric": "-",
-          "published": [{"what": "-", "value": 0, "unit": "-"}]}
+SOURCE = {
+    "cite": "calibration",
+    "paper": "simulated",
+    "where": "-",
+    "metric": "-",
+    "published": [{"what": "-", "value": 0, "unit": "-"}],
+}
 Draw = Callable[[np.random.Generator, int, float], dict[tuple[str, float], np.ndarray]]  # NaN = diverged
 
 
@@ -123,31 +130,98 @@ PROBS = (0.7, 0.9, 1.0)
 SDS = (0.5, 1.0, 2.0)
 KINDS = [
     Kind("continuous (mean, t)", {"metric": "score", "where": _at("gru"), "above": 0.0}, _continuous, 0.0, SDS),
-    Kind("log-scale (geo-mean, t on logs)", {"metric": "val/mse", "where": _at("gru"), "below": 0.01}, _log_scale,
-         0.0, SDS),
-    Kind("bounded near 1 (accuracy)", {"metric": "val/acc", "where": _at("gru"), "above": 0.95}, _near_one, 0.5,
-         PROBS, "P(seed passes)"),
-    Kind("bounded near 0 (exact match)", {"metric": "val/exact_match", "where": _at("gru"), "below": 0.05},
-         _near_zero, 0.5, PROBS, "P(seed passes)"),
-    Kind("bimodal: accuracy clicks or plateaus", {"metric": "val/acc", "where": _at("gru"), "above": 0.95},
-         _click_acc, 0.5, PROBS, "P(seed clicks)"),
-    Kind("bimodal: loss leaves the baseline or not", {"metric": "val/loss", "where": _at("gru"),
-                                                       "below": {"baseline": 0.5}}, _click_loss, 0.5, PROBS,
-         "P(seed clicks)", {"val/loss": 0.05}),
-    Kind("discrete ties (values +-1)", {"metric": "score", "where": _at("gru"), "above": 0.0}, _ties, 0.5,
-         (0.75, 0.9, 1.0), "P(+1)"),
-    Kind("diverged and imputed", {"metric": "val/bpc", "where": _at("gru"), "below": {"baseline": 0.85},
-                                  "diverged": "baseline"}, _imputed, 0.5, PROBS, "P(seed trains)",
-         {"val/bpc": 4.8}),
-    Kind("best_of 3 rates (log, t)", {"metric": "val/loss", "where": {"model.name": "gru"}, "best_of":
-                                      {"params": ["optim.lr"], "goal": "minimize"}, "below": 0.1}, _best_of, 0.0,
-         SDS),
-    Kind("largest: grid step one lower", {"metric": "val/bpc", "where": {"model.name": "gru"},
-                                          "minus": {"model.name": "rnn"}, "below": -0.5, **NC,
-                                          "largest": {"over": "optim.lr", "below": {"baseline": 0.85}}},
-         _largest, 0.5, PROBS, "P(seed one step lower)", {"val/bpc": 4.8}),
-    Kind("minus: paired difference (t)", {"metric": "score", "where": _at("gru"), "minus": _at("rnn"), "above": 0.0,
-                                          **NC}, _paired, 0.0, SDS),
+    Kind(
+        "log-scale (geo-mean, t on logs)",
+        {"metric": "val/mse", "where": _at("gru"), "below": 0.01},
+        _log_scale,
+        0.0,
+        SDS,
+    ),
+    Kind(
+        "bounded near 1 (accuracy)",
+        {"metric": "val/acc", "where": _at("gru"), "above": 0.95},
+        _near_one,
+        0.5,
+        PROBS,
+        "P(seed passes)",
+    ),
+    Kind(
+        "bounded near 0 (exact match)",
+        {"metric": "val/exact_match", "where": _at("gru"), "below": 0.05},
+        _near_zero,
+        0.5,
+        PROBS,
+        "P(seed passes)",
+    ),
+    Kind(
+        "bimodal: accuracy clicks or plateaus",
+        {"metric": "val/acc", "where": _at("gru"), "above": 0.95},
+        _click_acc,
+        0.5,
+        PROBS,
+        "P(seed clicks)",
+    ),
+    Kind(
+        "bimodal: loss leaves the baseline or not",
+        {"metric": "val/loss", "where": _at("gru"), "below": {"baseline": 0.5}},
+        _click_loss,
+        0.5,
+        PROBS,
+        "P(seed clicks)",
+        {"val/loss": 0.05},
+    ),
+    Kind(
+        "discrete ties (values +-1)",
+        {"metric": "score", "where": _at("gru"), "above": 0.0},
+        _ties,
+        0.5,
+        (0.75, 0.9, 1.0),
+        "P(+1)",
+    ),
+    Kind(
+        "diverged and imputed",
+        {"metric": "val/bpc", "where": _at("gru"), "below": {"baseline": 0.85}, "diverged": "baseline"},
+        _imputed,
+        0.5,
+        PROBS,
+        "P(seed trains)",
+        {"val/bpc": 4.8},
+    ),
+    Kind(
+        "best_of 3 rates (log, t)",
+        {
+            "metric": "val/loss",
+            "where": {"model.name": "gru"},
+            "best_of": {"params": ["optim.lr"], "goal": "minimize"},
+            "below": 0.1,
+        },
+        _best_of,
+        0.0,
+        SDS,
+    ),
+    Kind(
+        "largest: grid step one lower",
+        {
+            "metric": "val/bpc",
+            "where": {"model.name": "gru"},
+            "minus": {"model.name": "rnn"},
+            "below": -0.5,
+            **NC,
+            "largest": {"over": "optim.lr", "below": {"baseline": 0.85}},
+        },
+        _largest,
+        0.5,
+        PROBS,
+        "P(seed one step lower)",
+        {"val/bpc": 4.8},
+    ),
+    Kind(
+        "minus: paired difference (t)",
+        {"metric": "score", "where": _at("gru"), "minus": _at("rnn"), "above": 0.0, **NC},
+        _paired,
+        0.0,
+        SDS,
+    ),
 ]
 
 
@@ -156,10 +230,18 @@ def claim_of(members: list[dict[str, Any]], looks: tuple[int, ...] = LOOKS):
     """A claim whose first member is the control when ``members`` has more than one (the procedures)."""
     named = [{"name": f"m{i}", **m} for i, m in enumerate(members)]
     controls, expect = (named[:1], named[1:]) if len(named) > 1 else ([], named)
-    raw = {"question": "calibration?", "source": SOURCE, "figure": "factors", "base": BASE,
-           "metric": {"name": "val/loss", "goal": "minimize"}, "looks": list(looks),
-           "parameters": {"model.name": {"values": list(MODELS)}, "optim.lr": {"values": list(LRS)}},
-           "profiles": {"quick": {}, "paper": {}}, "expect": expect, "controls": controls}
+    raw = {
+        "question": "calibration?",
+        "source": SOURCE,
+        "figure": "factors",
+        "base": BASE,
+        "metric": {"name": "val/loss", "goal": "minimize"},
+        "looks": list(looks),
+        "parameters": {"model.name": {"values": list(MODELS)}, "optim.lr": {"values": list(LRS)}},
+        "profiles": {"quick": {}, "paper": {}},
+        "expect": expect,
+        "controls": controls,
+    }
     return parse_claim(raw, "calibration")
 
 
@@ -169,9 +251,16 @@ def study_table(values: dict[str, dict[tuple[str, float], np.ndarray]], baseline
     for metric, by_config in values.items():
         for (model, lr), vals in by_config.items():
             for seed, v in enumerate(vals):
-                row = runs.setdefault((model, lr, seed), {"seed": seed, "run_id": f"{model}-{lr}-{seed}",
-                                                          "status": "completed", "param.model.name": model,
-                                                          "param.optim.lr": lr})
+                row = runs.setdefault(
+                    (model, lr, seed),
+                    {
+                        "seed": seed,
+                        "run_id": f"{model}-{lr}-{seed}",
+                        "status": "completed",
+                        "param.model.name": model,
+                        "param.optim.lr": lr,
+                    },
+                )
                 row["final." + metric] = float(v)
                 if math.isnan(v):
                     row["status"] = "diverged"
@@ -196,8 +285,13 @@ SWEPT = {"model.name": list(MODELS), "optim.lr": list(LRS)}
 Judged = tuple[str, list[str], bool]  # the claim's verdict, each member's (controls first), decided
 
 
-def sequential(claim, values: dict[str, dict[tuple[str, float], np.ndarray]], baselines: dict[str, float],
-               looks: tuple[int, ...], seen: dict[bytes, Judged]) -> tuple[str, list[str]]:
+def sequential(
+    claim,
+    values: dict[str, dict[tuple[str, float], np.ndarray]],
+    baselines: dict[str, float],
+    looks: tuple[int, ...],
+    seen: dict[bytes, Judged],
+) -> tuple[str, list[str]]:
     """The claim verdict and each member's after verify's looks over the seeds' ``values``. A look is a
     function of its seeds' values alone, so ``seen`` keeps each judged look (discrete kinds repeat)."""
     table = None
@@ -228,8 +322,9 @@ class Rates:
 def rates(members: list[tuple[Kind, float]], reps: int, seed: int, looks: tuple[int, ...] = LOOKS) -> Rates:
     """Over ``reps`` simulated studies of the claim made of ``members`` (kind, effect), each member on a
     configuration of its own: how often some member held, some member failed, and the claim held."""
-    claim = claim_of([_placed(k.rule, i) for i, (k, _) in enumerate(members)] if len(members) > 1
-                     else [members[0][0].rule], looks)
+    claim = claim_of(
+        [_placed(k.rule, i) for i, (k, _) in enumerate(members)] if len(members) > 1 else [members[0][0].rule], looks
+    )
     rng = np.random.default_rng(seed)
     baselines = {m: b for k, _ in members for m, b in k.baseline.items()}
     held = failed = claim_held = 0
@@ -294,12 +389,14 @@ def calibration_rows(reps: int, seed: int) -> list[list[str]]:
     for i, k in enumerate(KINDS):
         r = rates([(k, k.null)], reps, seed + i)
         out.append([k.name, _pct(r.holds, r), _pct(r.fails, r)])
-    for j, (name, kinds) in enumerate(PROCEDURES.items()):
+    for j, name in enumerate(PROCEDURES):
         at_null = rates([(k, k.null) for k in procedure(name)], reps, seed + 100 + j)
-        one_false = rates([(k, k.null if i == 1 else k.effects[-1]) for i, k in enumerate(procedure(name))], reps,
-                          seed + 200 + j)
-        out.append([f"{name}: any member (all at the null)", _pct(at_null.holds, at_null),
-                    _pct(at_null.fails, at_null)])
+        one_false = rates(
+            [(k, k.null if i == 1 else k.effects[-1]) for i, k in enumerate(procedure(name))], reps, seed + 200 + j
+        )
+        out.append(
+            [f"{name}: any member (all at the null)", _pct(at_null.holds, at_null), _pct(at_null.fails, at_null)]
+        )
         out.append([f"{name}: the claim holds (one rule at the null)", _pct(one_false.claim_holds, one_false), "-"])
     return out
 
@@ -333,8 +430,13 @@ def main() -> None:
     t0 = time.perf_counter()
     alphas = ", ".join(f"{a:.4f}" for a in look_alphas(LOOKS))
     print(f"looks {list(LOOKS)}, alpha {ALPHA} spent as {alphas}; {args.reps} reps per row, seed {args.seed}\n")
-    print(markdown(["rule kind / procedure (at the null)", "false holds", "false fails"],
-                   calibration_rows(args.reps, args.seed)), flush=True)
+    print(
+        markdown(
+            ["rule kind / procedure (at the null)", "false holds", "false fails"],
+            calibration_rows(args.reps, args.seed),
+        ),
+        flush=True,
+    )
     if args.power_reps:
         print(f"\nP(holds) by the last look, {args.power_reps} reps per cell\n")
         print(markdown(["rule kind", "small effect", "medium", "large"], power_rows(args.power_reps, args.seed)))

@@ -11,6 +11,7 @@ where the mixers are not. Mixers run with their default knobs (``models/configs/
 unless ``--device`` says otherwise. The load average is printed with the numbers: a shared machine
 slows every row alike, but not by the same factor over the whole run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,9 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import seqbench.models.configs.hyena  # noqa: F401  (each config module registers itself in MIXERS)
-import seqbench.models.configs.linear_attention  # noqa: F401
-import seqbench.models.configs.mamba  # noqa: F401
+import seqbench.models.configs.hyena  # each config module registers itself in MIXERS
+import seqbench.models.configs.linear_attention
+import seqbench.models.configs.mamba
 import seqbench.models.configs.s4d  # noqa: F401
 from seqbench.bench.core.registry import MIXERS
 
@@ -82,16 +83,20 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    print(f"d_model {args.d_model}, batch {args.batch}, {args.threads} thread(s), {device}, torch {torch.__version__}; "
-          f"median of {args.repeats} after {args.warmup} warm-ups")
+    print(
+        f"d_model {args.d_model}, batch {args.batch}, {args.threads} thread(s), {device}, torch {torch.__version__}; "
+        f"median of {args.repeats} after {args.warmup} warm-ups"
+    )
     print(f"{'mixer':<18} {'params':>8} " + " ".join(f"{f'T={T} ms':>11} {'x attn':>7}" for T in args.lengths))
     rows: dict[str, list[float]] = {}
     for name in ["attention", *MIXER_NAMES]:
         torch.manual_seed(0)
         mixer = build(name, args.d_model).to(device)
         params = sum(p.numel() for p in mixer.parameters())
-        rows[name] = [step_seconds(mixer, torch.randn(args.batch, T, args.d_model, device=device),
-                                   args.warmup, args.repeats) for T in args.lengths]
+        rows[name] = [
+            step_seconds(mixer, torch.randn(args.batch, T, args.d_model, device=device), args.warmup, args.repeats)
+            for T in args.lengths
+        ]
         cells = " ".join(f"{1e3 * s:11.1f} {s / ref:7.2f}" for s, ref in zip(rows[name], rows["attention"]))
         print(f"{name:<18} {params:8d} {cells}", flush=True)
     print("load average (1, 5, 15 min): " + " ".join(f"{x:.2f}" for x in os.getloadavg()))

@@ -24,6 +24,7 @@ The CPU column is then the host's CPU time per step: launch and bookkeeping cost
 Targets (issue 7): ratio <= 1.10 at small sizes on CPU, <= 1.03 at d_model >= 256; (issue 15)
 on a GPU, wall clock, seqbench <= 1.05x bare Lightning at d_model 64 and <= 1.03x at >= 256.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,17 +32,15 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
 
-
-from seqbench.bench.config import build_config  # noqa: E402
-from seqbench.bench.training.schedules import lr_multiplier  # noqa: E402
-from seqbench.bench.training.train import build_task, train_run  # noqa: E402
-from seqbench.models.base import build_model  # noqa: E402
-from seqbench.tasks.synthetic.base import BatchKey  # noqa: E402
+from seqbench.bench.config import build_config
+from seqbench.bench.training.schedules import lr_multiplier
+from seqbench.bench.training.train import build_task, train_run
+from seqbench.models.base import build_model
+from seqbench.tasks.synthetic.base import BatchKey
 
 
 def now() -> tuple[float, float]:
@@ -80,7 +79,7 @@ def step_times(ends: list[tuple[float, float]], warmup: int, cuda: bool) -> tupl
     """Wall-clock per step (CPU: median interval between step ends; CUDA: mean over the synchronised
     window) and mean process CPU time per step."""
     n = len(ends) - warmup - 1
-    wall = [b[0] - a[0] for a, b in zip(ends[warmup:], ends[warmup + 1:])]
+    wall = [b[0] - a[0] for a, b in zip(ends[warmup:], ends[warmup + 1 :])]
     cpu = (ends[-1][1] - ends[warmup][1]) / n
     return ((ends[-1][0] - ends[warmup][0]) / n if cuda else statistics.median(wall)), cpu
 
@@ -113,8 +112,12 @@ class BareModule(pl.LightningModule):
     def configure_optimizers(self):
         o, t = self.cfg.optim, self.cfg.train
         opt = torch.optim.Adam(self.net.parameters(), lr=o.lr, weight_decay=o.weight_decay)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_multiplier(
-            s, warmup_steps=o.warmup_steps, max_steps=t.max_steps, schedule=o.schedule, min_ratio=o.min_lr_ratio))
+        sched = torch.optim.lr_scheduler.LambdaLR(
+            opt,
+            lambda s: lr_multiplier(
+                s, warmup_steps=o.warmup_steps, max_steps=t.max_steps, schedule=o.schedule, min_ratio=o.min_lr_ratio
+            ),
+        )
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
 
@@ -123,10 +126,20 @@ def bare_lightning_run(cfg, window: Window) -> tuple[list[tuple[float, float]], 
     pl.seed_everything(cfg.seed, verbose=False)
     module = BareModule(cfg, build_task(cfg))
     clock = StepClock(window)
-    trainer = pl.Trainer(max_steps=cfg.train.max_steps, accelerator=cfg.train.accelerator, devices=1, logger=False,
-                         callbacks=[clock], enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False, gradient_clip_val=cfg.optim.grad_clip, num_sanity_val_steps=0,
-                         limit_val_batches=0, use_distributed_sampler=False)
+    trainer = pl.Trainer(
+        max_steps=cfg.train.max_steps,
+        accelerator=cfg.train.accelerator,
+        devices=1,
+        logger=False,
+        callbacks=[clock],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        gradient_clip_val=cfg.optim.grad_clip,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
+        use_distributed_sampler=False,
+    )
     trainer.fit(module)
     return clock.ends, to_floats(clock.losses)
 
@@ -140,8 +153,12 @@ def plain_run(cfg, window: Window) -> tuple[list[tuple[float, float]], list[floa
     net = build_model(cfg.model, task.spec).to(device)
     o, t = cfg.optim, cfg.train
     opt = torch.optim.Adam(net.parameters(), lr=o.lr, weight_decay=o.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_multiplier(
-        s, warmup_steps=o.warmup_steps, max_steps=t.max_steps, schedule=o.schedule, min_ratio=o.min_lr_ratio))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt,
+        lambda s: lr_multiplier(
+            s, warmup_steps=o.warmup_steps, max_steps=t.max_steps, schedule=o.schedule, min_ratio=o.min_lr_ratio
+        ),
+    )
     L = cfg.task.seq_len()
     ends, losses, gen_s = [], [], 0.0
     net.train()
@@ -182,16 +199,30 @@ def main() -> None:
         print(f"error: --warmup: {args.warmup} leaves no timed steps of --steps {args.steps}", file=sys.stderr)
         raise SystemExit(2)
     where = torch.cuda.get_device_name() if cuda else "CPU"
-    print(f"{where}: per-step {'host ' if cuda else ''}CPU ms (wall-clock "
-          f"{'mean over a synchronised window' if cuda else 'median'} in brackets); ratios against the plain loop")
+    print(
+        f"{where}: per-step {'host ' if cuda else ''}CPU ms (wall-clock "
+        f"{'mean over a synchronised window' if cuda else 'median'} in brackets); ratios against the plain loop"
+    )
     print(f"{'d_model':>7} {'plain':>15} {'bare Lightning':>22} {'seqbench':>22} {'data gen':>9}")
     for d in [int(x) for x in args.d_models.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
-            cfg = build_config({}, [f"task={args.task}", f"model={args.model}", f"model.d_model={d}",
-                                    f"train.batch_size={args.batch_size}", f"train.max_steps={args.steps}",
-                                    f"train.val_every={args.steps}", "train.val_batches=1", "eval.test=false",
-                                    "tracking.wandb=off", f"train.accelerator={'gpu' if cuda else 'cpu'}",
-                                    f"out_dir={tmp}", *args.set])
+            cfg = build_config(
+                {},
+                [
+                    f"task={args.task}",
+                    f"model={args.model}",
+                    f"model.d_model={d}",
+                    f"train.batch_size={args.batch_size}",
+                    f"train.max_steps={args.steps}",
+                    f"train.val_every={args.steps}",
+                    "train.val_batches=1",
+                    "eval.test=false",
+                    "tracking.wandb=off",
+                    f"train.accelerator={'gpu' if cuda else 'cpu'}",
+                    f"out_dir={tmp}",
+                    *args.set,
+                ],
+            )
             window = Window(cuda, args.warmup, args.steps)
             res: dict[str, list[tuple[float, float]]] = {"plain": [], "bare": [], "seqbench": []}
             gen, diff = [], 0.0
@@ -203,18 +234,22 @@ def main() -> None:
                 res["bare"].append(step_times(ends_b, args.warmup, cuda))
                 res["plain"].append(step_times(ends_p, args.warmup, cuda))
                 gen.append(gen_s / (ends_p[-1][1] - ends_p[0][1]) * (len(ends_p) - 1) / len(ends_p))
-                diff = max(diff, *(abs(a - b) for a, b in zip(loss_s, loss_p)),
-                           *(abs(a - b) for a, b in zip(loss_b, loss_p)))
+                diff = max(
+                    diff, *(abs(a - b) for a, b in zip(loss_s, loss_p)), *(abs(a - b) for a, b in zip(loss_b, loss_p))
+                )
             # the fastest round of each: the one least disturbed by other processes
             best = {k: (min(r[1] for r in v), min(r[0] for r in v)) for k, v in res.items()}
             pc, pw = best["plain"]
 
-            def cell(k: str) -> str:
+            def cell(k: str, best: dict = best, pc: float = pc, pw: float = pw) -> str:
                 c, w = best[k]
                 return f"{c * 1e3:.2f} ({w * 1e3:.2f}) x{c / pc:.3f} [x{w / pw:.3f}]"
 
-            print(f"{d:>7} {pc * 1e3:>7.2f} ({pw * 1e3:.2f}) {cell('bare'):>22} {cell('seqbench'):>22} "
-                  f"{statistics.median(gen):>8.1%}   max |loss diff| {diff:.1e}", flush=True)
+            print(
+                f"{d:>7} {pc * 1e3:>7.2f} ({pw * 1e3:.2f}) {cell('bare'):>22} {cell('seqbench'):>22} "
+                f"{statistics.median(gen):>8.1%}   max |loss diff| {diff:.1e}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

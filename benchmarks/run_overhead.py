@@ -24,6 +24,7 @@ W&B per run inside a worker (init + finish) 0.150 s -> 0.040 s; ``import wandb``
 ``Run.finish`` 0.006 s both times. Interpreter exit after a run is about 1.5 s (finalizing what
 torch and Lightning loaded; ``os._exit`` after the atexit handlers skips it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -123,24 +124,30 @@ def main() -> None:
                 d = json.loads(p.stdout.strip().splitlines()[-1])
                 d["process wall"] = total
                 rows.append(d)
-            med = lambda f: statistics.median(f(r) for r in rows)  # noqa: E731
+            med = lambda f, rows=rows: statistics.median(f(r) for r in rows)  # noqa: E731
             print(f"\n== one `seqbench run` in a fresh process, tracking.wandb={mode} (median of {args.fresh})")
-            print(f"  process wall {med(lambda r: r['process wall']):.2f}s; training {med(lambda r: r['train_s']):.2f}s")
+            print(
+                f"  process wall {med(lambda r: r['process wall']):.2f}s; training {med(lambda r: r['train_s']):.2f}s"
+            )
             for k in rows[0]["stamps"]:
-                print(f"  {k:<28} at {med(lambda r: r['stamps'][k]):6.2f}s")
-            print(f"  teardown after run()       {med(lambda r: r['process wall'] - r['stamps']['run() returned']):6.2f}s "
-                  "(interpreter start + exit)")
+                print(f"  {k:<28} at {med(lambda r, k=k: r['stamps'][k]):6.2f}s")
+            teardown = med(lambda r: r["process wall"] - r["stamps"]["run() returned"])
+            print(f"  teardown after run()       {teardown:6.2f}s (interpreter start + exit)")
             if mode == "offline":
-                print(f"  W&B: wandb.init {med(lambda r: r['spans']['wandb.init']):.3f}s (the process's first: "
-                      f"starts W&B's service), Run.finish {med(lambda r: r['spans']['Run.finish']):.3f}s")
+                print(
+                    f"  W&B: wandb.init {med(lambda r: r['spans']['wandb.init']):.3f}s (the process's first: "
+                    f"starts W&B's service), Run.finish {med(lambda r: r['spans']['Run.finish']):.3f}s"
+                )
         p = subprocess.run([sys.executable, "-c", WORKER, out, str(args.runs)], capture_output=True, text=True, env=env)
         if p.returncode:
             sys.exit(p.stderr)
         d = json.loads(p.stdout.strip().splitlines()[-1])
         per_run = d["wandb"][1:]  # the first run also starts W&B's service process for the worker
         print(f"\n== {args.runs} runs per mode in one worker process (alternating offline/off)")
-        print(f"  W&B init+finish per run: median {statistics.median(per_run):.3f}s (runs 2..{args.runs}: "
-              f"{', '.join(f'{x:.3f}' for x in per_run)}); first run {d['wandb'][0]:.3f}s (starts the service)")
+        print(
+            f"  W&B init+finish per run: median {statistics.median(per_run):.3f}s (runs 2..{args.runs}: "
+            f"{', '.join(f'{x:.3f}' for x in per_run)}); first run {d['wandb'][0]:.3f}s (starts the service)"
+        )
         off, on = statistics.median(d["walls"]["off"][1:]), statistics.median(d["walls"]["offline"][1:])
         print(f"  run wall: offline {on:.2f}s, off {off:.2f}s (median of runs 2..; difference {on - off:+.2f}s)")
         print(f"load after: {load()}")

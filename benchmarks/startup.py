@@ -9,6 +9,7 @@ with its output discarded. Printed per command: the median wall time, the ratio 
 model and task files imported torch at the top). Load matters on a shared machine: the script prints
 ``uptime``'s load averages with the numbers.
 """
+
 from __future__ import annotations
 
 import argparse

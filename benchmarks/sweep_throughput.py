@@ -20,6 +20,7 @@ alike; a row shows the median wall time, its range, and the load averages over i
 Default worker counts above 2 x the CPU cores are skipped (they only oversubscribe the cores with
 one intra-op thread each); counts passed explicitly with ``--workers`` always run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,11 +50,19 @@ def grid_spec(model: str, d_model: int, trials: int, steps: int, batch_size: int
     """``trials`` learning rates of one model on a short copy task: every trial costs the same."""
     return {
         "question": "sweep throughput benchmark (benchmarks/sweep_throughput.py)",
-        "base": {"task": {"name": "copy", "n_symbols": 3, "alphabet": 4, "delay": 20},
-                 "model": {"name": model, "d_model": d_model},
-                 "train": {"max_steps": steps, "val_every": steps, "val_batches": 1, "batch_size": batch_size,
-                           "checkpoint_every": None},
-                 "eval": {"test": False}, "tracking": {"wandb": "off"}},
+        "base": {
+            "task": {"name": "copy", "n_symbols": 3, "alphabet": 4, "delay": 20},
+            "model": {"name": model, "d_model": d_model},
+            "train": {
+                "max_steps": steps,
+                "val_every": steps,
+                "val_batches": 1,
+                "batch_size": batch_size,
+                "checkpoint_every": None,
+            },
+            "eval": {"test": False},
+            "tracking": {"wandb": "off"},
+        },
         "method": "grid",
         "metric": {"name": "val/acc", "goal": "maximize"},
         "parameters": {"optim.lr": {"values": [round(1e-3 * (i + 1), 6) for i in range(trials)]}},
@@ -75,8 +84,19 @@ def one_row(spec: dict, workers: int, devices: str | None) -> dict:
         path = Path(tmp) / "grid.yaml"
         path.write_text(yaml.safe_dump(spec, sort_keys=False))
         out = Path(tmp) / "out"
-        cmd = [sys.executable, "-m", "seqbench", "sweep", str(path), "--workers", str(workers),
-               "--out-dir", str(out), "--study", f"throughput-{workers}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "seqbench",
+            "sweep",
+            str(path),
+            "--workers",
+            str(workers),
+            "--out-dir",
+            str(out),
+            "--study",
+            f"throughput-{workers}",
+        ]
         if devices:
             cmd += ["--devices", devices]
         load0 = os.getloadavg()[0]
@@ -85,8 +105,13 @@ def one_row(spec: dict, workers: int, devices: str | None) -> dict:
         wall = time.perf_counter() - t0
         if r.returncode != 0:
             raise SystemExit(f"error: the sweep with {workers} workers exited {r.returncode}:\n{r.stderr[-2000:]}")
-        return {"workers": workers, "wall_s": wall, "trials": completed_runs(out), "load0": load0,
-                "load1": os.getloadavg()[0]}
+        return {
+            "workers": workers,
+            "wall_s": wall,
+            "trials": completed_runs(out),
+            "load0": load0,
+            "load1": os.getloadavg()[0],
+        }
 
 
 def device_line(devices: str | None) -> str:
@@ -118,14 +143,20 @@ def main() -> None:
         counts = [k for k in DEFAULT_WORKERS if k <= 2 * cores()]
         skipped = [k for k in DEFAULT_WORKERS if k not in counts]
         if skipped:
-            print(f"skipping {','.join(map(str, skipped))} workers on {cores()} cores "
-                  f"(pass --workers {','.join(map(str, DEFAULT_WORKERS))} to run them anyway)")
+            print(
+                f"skipping {','.join(map(str, skipped))} workers on {cores()} cores "
+                f"(pass --workers {','.join(map(str, DEFAULT_WORKERS))} to run them anyway)"
+            )
     if args.trials < 1 or args.steps < 1 or args.repeat < 1:
         raise SystemExit("error: --trials, --steps and --repeat must be >= 1")
     spec = grid_spec(args.model, args.d_model, args.trials, args.steps, args.batch_size)
-    print(f"{device_line(args.devices)}; grid: {args.trials} trials of {args.model} d_model={args.d_model}, "
-          f"{args.steps} steps, batch {args.batch_size}")
-    print(f"speed-up against the {counts[0]}-worker row" + (f"; median of {args.repeat} runs" if args.repeat > 1 else ""))
+    print(
+        f"{device_line(args.devices)}; grid: {args.trials} trials of {args.model} d_model={args.d_model}, "
+        f"{args.steps} steps, batch {args.batch_size}"
+    )
+    print(
+        f"speed-up against the {counts[0]}-worker row" + (f"; median of {args.repeat} runs" if args.repeat > 1 else "")
+    )
     runs: dict[int, list[dict]] = {k: [] for k in counts}
     for _ in range(args.repeat):
         for k in counts:
@@ -133,8 +164,10 @@ def main() -> None:
             if args.repeat > 1:
                 r = runs[k][-1]
                 print(f"  ({k} worker(s): {r['wall_s']:.1f} s, load {r['load0']:.2f} -> {r['load1']:.2f})", flush=True)
-    print(f"{'workers':>7} {'wall s':>8} {'range s':>11} {'trials':>6} {'trials/h':>9} {'speed-up':>8}   "
-          "load avg (1 min) before -> after")
+    print(
+        f"{'workers':>7} {'wall s':>8} {'range s':>11} {'trials':>6} {'trials/h':>9} {'speed-up':>8}   "
+        "load avg (1 min) before -> after"
+    )
     base = None
     for k in counts:
         walls = sorted(r["wall_s"] for r in runs[k])
@@ -143,8 +176,11 @@ def main() -> None:
         rate = trials / wall * 3600
         base = base or rate
         loads = (statistics.mean(r["load0"] for r in runs[k]), statistics.mean(r["load1"] for r in runs[k]))
-        print(f"{k:>7} {wall:>8.1f} {walls[0]:>5.1f}-{walls[-1]:<5.1f} {trials:>6} {rate:>9.0f} "
-              f"{rate / base if base else 0:>7.2f}x   {loads[0]:.2f} -> {loads[1]:.2f}", flush=True)
+        print(
+            f"{k:>7} {wall:>8.1f} {walls[0]:>5.1f}-{walls[-1]:<5.1f} {trials:>6} {rate:>9.0f} "
+            f"{rate / base if base else 0:>7.2f}x   {loads[0]:.2f} -> {loads[1]:.2f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

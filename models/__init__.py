@@ -2,4 +2,5 @@
 (``models/configs/``, no torch); a family's module (``models/NAME.py``, torch) is imported when its
 class is first used. Plug-ins from other packages arrive by entry point or import path
 (``bench/plugins.py``)."""
+
 from seqbench.models import configs  # noqa: F401  (registers)

@@ -1,5 +1,6 @@
 """``attention`` mixer: the Transformer's self-attention layer (``models/blocks.py``) behind the mixer
 interface. Config: ``models/configs/attention.py``."""
+
 from __future__ import annotations
 
 import torch

@@ -1,6 +1,7 @@
 """The Model interface's modules: ``Backbone``, the shared ``InputEncoder``, pooling and ``SequenceModel``.
 
 The config (no torch) is in ``models/configs/base.py``, where the family is documented."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -11,14 +12,7 @@ from torch import nn
 
 from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
 from seqbench.bench.core.registry import MODELS
-from seqbench.models.configs.base import (  # noqa: F401  (the configs, re-exported beside their modules)
-    PER_STEP_AND_POOLED,
-    Dropout,
-    Layers,
-    ModelConfig,
-    head_macs,
-    input_width,
-)
+from seqbench.models.configs.base import PER_STEP_AND_POOLED, Dropout, Layers, ModelConfig, head_macs, input_width  # noqa: F401  (the configs, re-exported beside their modules)
 
 
 class Backbone(nn.Module):
@@ -30,8 +24,9 @@ class Backbone(nn.Module):
         super().__init__()
         self.cfg, self.spec, self.d_in = cfg, spec, d_in
 
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor | None = None,
-                state: Any = None) -> tuple[torch.Tensor, Any]:
+    def forward(
+        self, x: torch.Tensor, lengths: torch.Tensor | None = None, state: Any = None
+    ) -> tuple[torch.Tensor, Any]:
         raise NotImplementedError
 
     def pool_last(self, h: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
@@ -47,11 +42,11 @@ class InputEncoder(nn.Module):
 
     def __init__(self, cfg: ModelConfig, spec: TaskSpec):
         super().__init__()
-        self.onehot = spec.vocab_size is not None and cfg.embedding == "onehot"
-        self.vocab = spec.vocab_size
-        self.d_out = input_width(cfg, spec.vocab_size, spec.input_dim)
-        learned = spec.vocab_size is not None and not self.onehot
-        self.embed = nn.Embedding(spec.vocab_size, cfg.d_model, padding_idx=spec.pad_id) if learned else None
+        vocab = spec.vocab_size
+        self.onehot = vocab is not None and cfg.embedding == "onehot"
+        self.vocab = vocab or 0  # the one-hot width (0: real-valued inputs)
+        self.d_out = input_width(cfg, vocab, spec.input_dim)
+        self.embed = None if vocab is None or self.onehot else nn.Embedding(vocab, cfg.d_model, padding_idx=spec.pad_id)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.embed is not None:
@@ -69,18 +64,22 @@ class Pool(nn.Module):
         if mode not in ("last", "mean", "max", "attention"):
             raise ValueError(f"pooling must be last|mean|max|attention, got {mode!r}")
         self.mode = mode
-        self.query = nn.Parameter(torch.randn(d) / d ** 0.5) if mode == "attention" else None
+        self.query = nn.Parameter(torch.randn(d) / d**0.5) if mode == "attention" else None
 
     def forward(self, h: torch.Tensor, lengths: torch.Tensor | None, backbone: Backbone) -> torch.Tensor:
         if self.mode == "last":
             return backbone.pool_last(h, lengths)
         B, T, _ = h.shape
-        valid = torch.ones(B, T, dtype=torch.bool, device=h.device) if lengths is None else (
-            torch.arange(T, device=h.device)[None, :] < lengths.to(h.device)[:, None])  # (B, T)
+        valid = (
+            torch.ones(B, T, dtype=torch.bool, device=h.device)
+            if lengths is None
+            else (torch.arange(T, device=h.device)[None, :] < lengths.to(h.device)[:, None])
+        )  # (B, T)
         if self.mode == "mean":
             return (h * valid[..., None]).sum(1) / valid.sum(1, keepdim=True).clamp_min(1)
         if self.mode == "max":
             return h.masked_fill(~valid[..., None], float("-inf")).max(1).values
+        assert self.query is not None  # the attention mode's learned query
         scores = (h @ self.query).masked_fill(~valid, float("-inf"))  # (B, T)
         return (scores.softmax(-1)[..., None] * h).sum(1)
 
@@ -101,6 +100,7 @@ class SequenceModel(nn.Module):
         h, state = self.backbone(self.encoder(batch.x), batch.lengths, state)  # (B, T, d)
         if self.kind is OutputKind.TOKENS:
             return self.head(h), state  # (B, T, C)
+        assert self.pool is not None  # every kind but per-step tokens pools
         out = self.head(self.pool(h, batch.lengths, self.backbone))  # (B, C)
         return (out.squeeze(-1) if self.kind is OutputKind.REGRESSION else out), state
 

@@ -1,6 +1,7 @@
 """Shared Transformer modules: norms, residual placement, attention, positions, layer stacks.
 
 The config (no torch) is in ``models/configs/blocks.py``, where the family is documented."""
+
 from __future__ import annotations
 
 import math
@@ -9,12 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbench.models.configs.blocks import (  # noqa: F401  (the configs, re-exported beside their modules)
-    NormKind,
-    NormPosition,
-    TransformerFields,
-    transformer_layer_macs,
-)
+from seqbench.models.configs.blocks import NormKind, NormPosition, TransformerFields, transformer_layer_macs  # noqa: F401  (the configs, re-exported beside their modules)
 
 
 def make_norm(kind: str, d: int) -> nn.Module:
@@ -39,9 +35,11 @@ class Residual(nn.Module):
 
     def forward(self, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
         if self.position == "pre":
+            assert self.norm is not None
             return x + self.drop(self.f(self.norm(x), *args, **kwargs))
         branch = self.drop(self.f(x, *args, **kwargs))
         if self.position == "post":
+            assert self.norm is not None
             return self.norm(x + branch)
         if self.position == "rezero":
             return x + self.alpha * branch
@@ -58,8 +56,14 @@ class Attention(nn.Module):
         self.kv = nn.Linear(d, 2 * d)
         self.out = nn.Linear(d, d)
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, *,
-                key_valid: torch.Tensor | None = None, causal: bool = False) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor | None = None,
+        *,
+        key_valid: torch.Tensor | None = None,
+        causal: bool = False,
+    ) -> torch.Tensor:
         """x (B, T, d) queries; memory (B, S, d) keys/values (None: self-attention);
         key_valid (B, S) bool, False at padding; causal: query t sees keys <= t."""
         B, T, d = x.shape
@@ -73,8 +77,9 @@ class Attention(nn.Module):
         if causal and mask is not None:  # SDPA cannot combine is_causal with a mask
             mask = mask & torch.ones(T, S, dtype=torch.bool, device=x.device).tril(S - T)  # (B, 1, T, S)
             causal = False
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
-                                           dropout_p=self.dropout if self.training else 0.0)  # (B, H, T, hd)
+        y = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=causal, dropout_p=self.dropout if self.training else 0.0
+        )  # (B, H, T, hd)
         return self.out(y.transpose(1, 2).reshape(B, T, d))  # (B, T, d)
 
 
@@ -134,10 +139,13 @@ class PositionalEncoding(nn.Module):
             return x
         if self.kind == "learned":
             if offset + T > self.max_len:
-                raise ValueError(f"model.max_len: a sequence of {offset + T} positions exceeds the learned "
-                                 f"encoding's max_len={self.max_len}; raise model.max_len or use "
-                                 "model.pos_encoding=sinusoidal")
-            return x + self.table.weight[offset:offset + T]
+                raise ValueError(
+                    f"model.max_len: a sequence of {offset + T} positions exceeds the learned "
+                    f"encoding's max_len={self.max_len}; raise model.max_len or use "
+                    "model.pos_encoding=sinusoidal"
+                )
+            assert self.table is not None  # the learned encoding's table
+            return x + self.table.weight[offset : offset + T]
         return x + sinusoid(offset + T, self.d, x.device, x.dtype)[offset:]
 
 

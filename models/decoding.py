@@ -1,6 +1,7 @@
 """Greedy and beam decoding for the encoder-decoders.
 
 The config (no torch) is in ``models/configs/decoding.py``, where the family is documented."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,8 +22,10 @@ class EncoderDecoder(nn.Module):
     def __init__(self, cfg: Any, spec: TaskSpec):
         super().__init__()
         if spec.sos_id is None or spec.eos_id is None:
-            raise ValueError(f"model.name: {cfg.name!r} needs a task that defines <sos> and <eos> "
-                             "(TaskSpec.sos_id/eos_id); use a seq2seq task such as reverse or sort")
+            raise ValueError(
+                f"model.name: {cfg.name!r} needs a task that defines <sos> and <eos> "
+                "(TaskSpec.sos_id/eos_id); use a seq2seq task such as reverse or sort"
+            )
         self.cfg, self.spec = cfg, spec
         self.sos, self.eos = spec.sos_id, spec.eos_id
         self.pad = spec.pad_id if spec.pad_id is not None else spec.eos_id
@@ -60,8 +63,7 @@ class EncoderDecoder(nn.Module):
         return ((ended - (tokens == self.eos).long()) == 0).float()
 
     @torch.no_grad()
-    def generate(self, batch: Batch, *, max_len: int | None = None,
-                 beam_width: int | None = None) -> torch.Tensor:
+    def generate(self, batch: Batch, *, max_len: int | None = None, beam_width: int | None = None) -> torch.Tensor:
         """Decoded outputs (B, L <= max_len), <eos>-terminated and pad-filled after it.
 
         ``model.decode.max_len`` (when set) wins over the caller's ``max_len`` (the task's

@@ -15,6 +15,7 @@ for the current T (laid out over ``l_max``), where the reference stores a table 
 (trained at lr 1e-5) and cuts inputs longer than it; the reference's per-parameter learning rates
 (``_optim``) are not applied (one optimiser group); dropout is left to the stack.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,6 +42,8 @@ class Sin(nn.Module):
 
 class ImplicitFilter(nn.Module):
     """``channels`` long filters ``h_t = FFN(z_t) · exp(-t·|α_c|)``, evaluated at positions 0..T-1."""
+
+    rates: torch.Tensor  # a buffer (register_buffer), declared for the type checker
 
     def __init__(self, channels: int, emb_dim: int, width: int, l_max: int):
         super().__init__()
@@ -70,8 +73,15 @@ class ImplicitFilter(nn.Module):
 
 @MIXERS.module("hyena")
 class Hyena(nn.Module):
-    def __init__(self, d_model: int, order: int = 2, filter_order: int = 64, short_filter: int = 3,
-                 emb_dim: int = 33, l_max: int = 1024):
+    def __init__(
+        self,
+        d_model: int,
+        order: int = 2,
+        filter_order: int = 64,
+        short_filter: int = 3,
+        emb_dim: int = 33,
+        l_max: int = 1024,
+    ):
         super().__init__()
         if order < 2:
             raise ValueError(f"model.mixer_args.order: {order}; Hyena needs order >= 2 (one long convolution)")

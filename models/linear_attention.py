@@ -10,6 +10,7 @@ result, O(T/C·F·Dh) state memory): 273 x 16 running sums per position of a tay
 The normaliser rides along as a column of ones appended to v, so one product gives both the
 numerator and the denominator of eq. 6.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,11 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbench.bench.core.registry import MIXERS
-from seqbench.models.configs.linear_attention import (  # noqa: F401  (the config, re-exported beside its module)
-    CHUNK,
-    LinearAttentionConfig,
-    heads_problem,
-)
+from seqbench.models.configs.linear_attention import CHUNK, LinearAttentionConfig, heads_problem  # noqa: F401  (the config, re-exported beside its module)
 
 EPS = 1e-6  # keeps the normaliser off zero; both feature maps make it positive already
 
@@ -37,7 +34,7 @@ def taylor_features(x: torch.Tensor) -> torch.Tensor:
     """(..., f) -> (..., 1 + f + f²) with φ(q)·φ(k) = 1 + q·k/√f + (q·k)²/(2f), Based's TaylorExp."""
     f = x.shape[-1]
     second = (x.unsqueeze(-1) * x.unsqueeze(-2)).flatten(-2) / math.sqrt(2)  # (..., f²)
-    return torch.cat([torch.ones_like(x[..., :1]), x / f ** 0.25, second / math.sqrt(f)], dim=-1)
+    return torch.cat([torch.ones_like(x[..., :1]), x / f**0.25, second / math.sqrt(f)], dim=-1)
 
 
 def causal_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -59,8 +56,15 @@ def causal_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.T
 
 @MIXERS.module("linear_attention")
 class LinearAttention(nn.Module):
-    def __init__(self, d_model: int, n_heads: int = 4, feature_map: str = "taylor", feature_dim: int = 16,
-                 short_conv: int = 3, causal: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int = 4,
+        feature_map: str = "taylor",
+        feature_dim: int = 16,
+        short_conv: int = 3,
+        causal: bool = True,
+    ):
         super().__init__()
         problem = heads_problem(d_model, n_heads)
         if problem:

@@ -13,6 +13,7 @@ it is mambapy's parallel scan, which pads the sequence to the next power of two 
 (``pscan.pad_npo2``) and cuts the result: any T works, and padding at the end cannot reach earlier
 outputs (the scan is causal). tests/test_mixers.py checks it against the sequential scan at T = 7, 13, 50.
 """
+
 from __future__ import annotations
 
 import functools
@@ -38,12 +39,20 @@ def cuda_selective_scan():
 
 @MIXERS.module("mamba")
 class Mamba(nn.Module):
-    def __init__(self, d_model: int, d_state: int = 16, expand: int = 2, d_conv: int = 4,
-                 dt_rank: int | str = "auto"):
+    def __init__(self, d_model: int, d_state: int = 16, expand: int = 2, d_conv: int = 4, dt_rank: int | str = "auto"):
         super().__init__()
         # use_cuda=False at build: mambapy would print and fall back without mamba_ssm; forward decides per call
-        self.block = MambaBlock(MambaPyConfig(d_model=d_model, n_layers=1, d_state=d_state, expand_factor=expand,
-                                              d_conv=d_conv, dt_rank=dt_rank, use_cuda=False))
+        self.block = MambaBlock(
+            MambaPyConfig(
+                d_model=d_model,
+                n_layers=1,
+                d_state=d_state,
+                expand_factor=expand,
+                d_conv=d_conv,
+                dt_rank=dt_rank,
+                use_cuda=False,
+            )
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, d_model) -> (B, T, d_model)
         scan = cuda_selective_scan() if x.is_cuda else None

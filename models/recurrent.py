@@ -1,6 +1,7 @@
 """Recurrent backbones: tanh RNN, IRNN, LSTM, GRU (stacked, optionally bidirectional).
 
 The config (no torch) is in ``models/configs/recurrent.py``, where the family is documented."""
+
 from __future__ import annotations
 
 import torch
@@ -24,14 +25,21 @@ from seqbench.models.configs.recurrent import (  # noqa: F401  (the configs, re-
 class RecurrentBackbone(Backbone):
     """Shared body: one fused multi-layer nn.RNN/LSTM/GRU plus output dropout."""
 
-    rnn_cls: type[nn.RNNBase]
+    cfg: RecurrentConfig
+    rnn_cls: type[nn.RNN] | type[nn.LSTM] | type[nn.GRU]
     rnn_kwargs: dict = {}
 
     def __init__(self, cfg: RecurrentConfig, spec, d_in: int):
         super().__init__(cfg, spec, d_in)
-        self.rnn = self.rnn_cls(d_in, cfg.d_model, num_layers=cfg.n_layers, batch_first=True,
-                                dropout=cfg.dropout if cfg.n_layers > 1 else 0.0,
-                                bidirectional=cfg.bidirectional, **self.rnn_kwargs)
+        self.rnn = self.rnn_cls(
+            d_in,
+            cfg.d_model,
+            num_layers=cfg.n_layers,
+            batch_first=True,
+            dropout=cfg.dropout if cfg.n_layers > 1 else 0.0,
+            bidirectional=cfg.bidirectional,
+            **self.rnn_kwargs,
+        )
         self.drop = nn.Dropout(cfg.dropout)
         self.d_out = cfg.d_model * (2 if cfg.bidirectional else 1)
         self.reset_recurrent()
@@ -76,6 +84,7 @@ class RNN(RecurrentBackbone):
 
 @MODELS.module("irnn")
 class IRNN(RecurrentBackbone):
+    cfg: IRNNConfig
     rnn_cls = nn.RNN
     rnn_kwargs = {"nonlinearity": "relu"}
 
@@ -90,6 +99,7 @@ class IRNN(RecurrentBackbone):
 
 @MODELS.module("lstm")
 class LSTM(RecurrentBackbone):
+    cfg: LSTMConfig
     rnn_cls = nn.LSTM
 
     def reset_recurrent(self) -> None:
@@ -98,7 +108,7 @@ class LSTM(RecurrentBackbone):
         for name, p in self.rnn.named_parameters():
             if name.startswith("bias"):  # gate order i, f, g, o; b_ih and b_hh are summed
                 with torch.no_grad():
-                    p[H:2 * H] = self.cfg.forget_bias if name.startswith("bias_ih") else 0.0
+                    p[H : 2 * H] = self.cfg.forget_bias if name.startswith("bias_ih") else 0.0
 
 
 @MODELS.module("gru")

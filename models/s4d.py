@@ -18,6 +18,7 @@ so they train like every other parameter. Dropout is left to the stack. The Vand
 written in real arithmetic (real and imaginary parts stacked, the same sum) so its MACs are the real
 ones and FlopCounterMode counts it.
 """
+
 from __future__ import annotations
 
 import math

@@ -1,6 +1,7 @@
 """RNN encoder-decoder with none / Bahdanau / dot attention.
 
 The config (no torch) is in ``models/configs/seq2seq.py``, where the family is documented."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,15 +15,15 @@ from seqbench.bench.core.contract import Batch
 from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import InputEncoder
 from seqbench.models.blocks import valid_mask
-from seqbench.models.configs.seq2seq import (  # noqa: F401  (the configs, re-exported beside their modules)
-    SEQ2SEQ_ONLY,
-    Seq2SeqConfig,
-)
+from seqbench.models.configs.seq2seq import SEQ2SEQ_ONLY, Seq2SeqConfig  # noqa: F401  (the configs, re-exported beside their modules)
 from seqbench.models.decoding import EncoderDecoder, State
 
 
 @MODELS.module("seq2seq")
 class RNNSeq2Seq(EncoderDecoder):
+    cfg: Seq2SeqConfig
+    train_batches: torch.Tensor  # a buffer (register_buffer), declared for the type checker
+
     def __init__(self, cfg: Seq2SeqConfig, spec):
         super().__init__(cfg, spec)
         H, L = cfg.d_model, cfg.n_layers
@@ -68,6 +69,7 @@ class RNNSeq2Seq(EncoderDecoder):
 
     def readout(self, o: torch.Tensor, ctx: torch.Tensor | None) -> torch.Tensor:
         if ctx is not None:
+            assert self.combine is not None  # an attention model has its combine layer
             o = torch.tanh(self.combine(torch.cat([o, ctx], -1)))  # (N, T, H) attentional state
         return self.out(self.drop(o))  # (N, T, V)
 
@@ -118,7 +120,8 @@ class RNNSeq2Seq(EncoderDecoder):
             o, _ = self.decoder(self.drop(self.tgt_embed(y_in)), self._hx(dec))  # (B, T_out, H)
             ctx = self.attend(o, dec) if self.cfg.attention == "dot" else None
             return self.readout(o, ctx), None
-        logits, tok = [], y_in[:, 0]
+        logits: list[torch.Tensor] = []
+        tok = y_in[:, 0]
         for t in range(y_in.shape[1]):
             if t > 0 and ratio < 1.0:
                 own = logits[-1].argmax(-1)  # (B,)

@@ -3,6 +3,7 @@
 ``causal=`` when its constructor takes it; a mixer whose ``forward`` takes ``valid`` gets the
 (B, T) padding mask, the others see padded positions (after the valid ones: harmless for causal
 mixers, and pooled heads read valid positions only)."""
+
 from __future__ import annotations
 
 import inspect
@@ -15,7 +16,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MIXERS, MODELS
 from seqbench.models.base import Backbone
 from seqbench.models.blocks import FeedForward, PositionalEncoding, Residual, make_norm, valid_mask
-from seqbench.models.configs.stack import StackConfig  # noqa: F401  (the config, beside its module)
+from seqbench.models.configs.stack import StackConfig  # the config, beside its module
 
 
 def takes(fn: Any, name: str) -> bool:
@@ -38,8 +39,10 @@ def build_mixer(mixer: str, d_model: int, args: dict[str, Any], causal: bool) ->
     except Exception as e:
         if entry.origin == "seqbench":
             raise
-        raise UserError(f"model.mixer: {mixer} could not be built as {cls.__qualname__}(d_model={d_model}, "
-                        f"**{args}): {type(e).__name__}: {e}") from None
+        raise UserError(
+            f"model.mixer: {mixer} could not be built as {cls.__qualname__}(d_model={d_model}, "
+            f"**{args}): {type(e).__name__}: {e}"
+        ) from None
     if entry.origin != "seqbench":
         problem = _probe_plugin(module, d_model, causal)
         if problem:
@@ -101,7 +104,7 @@ def probe_mixer(mixer: nn.Module, d_model: int, causal: bool, T: int = 8, cut: i
     g = torch.Generator().manual_seed(0)
     x = torch.randn(2, T, d_model, generator=g)
     y = x.clone()
-    y[:, cut + 1:] = torch.randn(2, T - cut - 1, d_model, generator=g)
+    y[:, cut + 1 :] = torch.randn(2, T - cut - 1, d_model, generator=g)
     was = mixer.training
     mixer.eval()
     try:
@@ -114,7 +117,9 @@ def probe_mixer(mixer: nn.Module, d_model: int, causal: bool, T: int = 8, cut: i
         return f"forward maps (2, {T}, {d_model}) to {shape}; a mixer returns (B, T, d_model)"
     if not torch.isfinite(a).all():
         return "forward returns NaN or inf on random inputs"
-    if causal and not torch.allclose(a[:, :cut + 1], b[:, :cut + 1], atol=1e-5, rtol=1e-4):
-        return (f"reads the future: its output at position {cut} changes when only later inputs change, but the "
-                "task is causal (make it causal, or take a `causal` argument and honour it)")
+    if causal and not torch.allclose(a[:, : cut + 1], b[:, : cut + 1], atol=1e-5, rtol=1e-4):
+        return (
+            f"reads the future: its output at position {cut} changes when only later inputs change, but the "
+            "task is causal (make it causal, or take a `causal` argument and honour it)"
+        )
     return None

@@ -1,6 +1,7 @@
 """Temporal convolutional network: causal dilated residual convolutions.
 
 The config (no torch) is in ``models/configs/tcn.py``, where the family is documented."""
+
 from __future__ import annotations
 
 import warnings
@@ -12,7 +13,7 @@ from torch.nn.utils.parametrizations import weight_norm as apply_weight_norm
 
 from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import Backbone
-from seqbench.models.configs.tcn import (  # noqa: F401  (the configs, re-exported beside their modules)
+from seqbench.models.configs.tcn import (  # the configs, re-exported beside their modules
     ReceptiveFieldWarning,
     TCNConfig,
 )
@@ -32,8 +33,14 @@ class CausalConv(nn.Module):
 class TemporalBlock(nn.Module):
     def __init__(self, d_in: int, d: int, k: int, dilation: int, dropout: float, wn: bool):
         super().__init__()
-        self.net = nn.Sequential(CausalConv(d_in, d, k, dilation, wn), nn.ReLU(), nn.Dropout(dropout),
-                                 CausalConv(d, d, k, dilation, wn), nn.ReLU(), nn.Dropout(dropout))
+        self.net = nn.Sequential(
+            CausalConv(d_in, d, k, dilation, wn),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            CausalConv(d, d, k, dilation, wn),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+        )
         self.skip = nn.Conv1d(d_in, d, 1) if d_in != d else nn.Identity()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -42,17 +49,26 @@ class TemporalBlock(nn.Module):
 
 @MODELS.module("tcn")
 class TCN(Backbone):
+    cfg: TCNConfig
+
     def __init__(self, cfg: TCNConfig, spec, d_in: int):
         super().__init__(cfg, spec, d_in)
-        self.blocks = nn.Sequential(*(
-            TemporalBlock(d_in if i == 0 else cfg.d_model, cfg.d_model, cfg.kernel_size, 2 ** i,
-                          cfg.dropout, cfg.weight_norm) for i in range(cfg.n_levels)))
+        self.blocks = nn.Sequential(
+            *(
+                TemporalBlock(
+                    d_in if i == 0 else cfg.d_model, cfg.d_model, cfg.kernel_size, 2**i, cfg.dropout, cfg.weight_norm
+                )
+                for i in range(cfg.n_levels)
+            )
+        )
         self.d_out = cfg.d_model
         if spec.dependency > self.receptive_field:
             warnings.warn(
                 f"tcn: receptive field {self.receptive_field} < task dependency {spec.dependency}; "
                 f"the task is unsolvable as configured; raise model.n_levels or model.kernel_size",
-                ReceptiveFieldWarning, stacklevel=2)
+                ReceptiveFieldWarning,
+                stacklevel=2,
+            )
 
     @property
     def receptive_field(self) -> int:

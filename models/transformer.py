@@ -1,6 +1,7 @@
 """Transformer backbone: a bidirectional encoder, or decoder-only (causal) when the task is causal.
 
 The config (no torch) is in ``models/configs/transformer.py``, where the family is documented."""
+
 from __future__ import annotations
 
 from torch import nn
@@ -8,9 +9,7 @@ from torch import nn
 from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import Backbone
 from seqbench.models.blocks import PositionalEncoding, TransformerStack, valid_mask
-from seqbench.models.configs.transformer import (  # noqa: F401  (the configs, re-exported beside their modules)
-    TransformerConfig,
-)
+from seqbench.models.configs.transformer import TransformerConfig  # the configs, re-exported beside their modules
 
 
 @MODELS.module("transformer")
@@ -33,8 +32,11 @@ class Transformer(Backbone):
         d = self.cfg.d_model
         for m in self.modules():
             if isinstance(m, nn.Linear):
-                blocks = m.weight.data.split(d, dim=0) if m.out_features == 2 * d and m.in_features == d \
+                blocks = (
+                    m.weight.data.split(d, dim=0)
+                    if m.out_features == 2 * d and m.in_features == d
                     else (m.weight.data,)
+                )
                 for w in blocks:
                     nn.init.xavier_uniform_(w)
                 if m.bias is not None:

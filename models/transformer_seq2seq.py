@@ -1,6 +1,7 @@
 """Transformer encoder-decoder with cross-attention.
 
 The config (no torch) is in ``models/configs/transformer_seq2seq.py``, where the family is documented."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -12,7 +13,7 @@ from seqbench.bench.core.contract import Batch
 from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import InputEncoder
 from seqbench.models.blocks import PositionalEncoding, TransformerStack, valid_mask
-from seqbench.models.configs.transformer_seq2seq import (  # noqa: F401  (the configs, re-exported beside their modules)
+from seqbench.models.configs.transformer_seq2seq import (  # the configs, re-exported beside their modules
     TransformerSeq2SeqConfig,
 )
 from seqbench.models.decoding import EncoderDecoder, State
@@ -36,8 +37,10 @@ class TransformerSeq2Seq(EncoderDecoder):
     def encode(self, batch: Batch) -> State:
         x = self.drop(self.pos(self.src_proj(self.src_embed(batch.x))))  # (B, S, d)
         valid = valid_mask(batch.lengths, x.shape[1], x.device)
-        state = {"mem": self.encoder(x, valid=valid),
-                 "prefix": torch.zeros(x.shape[0], 0, dtype=torch.long, device=x.device)}
+        state = {
+            "mem": self.encoder(x, valid=valid),
+            "prefix": torch.zeros(x.shape[0], 0, dtype=torch.long, device=x.device),
+        }
         if valid is not None:
             state["valid"] = valid
         return state

@@ -1,4 +1,5 @@
 """One call from a study to a report folder (the CLI and tests both use it)."""
+
 from __future__ import annotations
 
 import time
@@ -32,8 +33,13 @@ class Report:
         return sum(p.stat().st_size for p in self.folder.iterdir() if p.is_file())
 
 
-def build_report(study: optuna.Study, storage_label: str, report_dir: Path | str, out_dir: Path | str = "outputs",
-                 color_by: str | None = None) -> Report:
+def build_report(
+    study: optuna.Study,
+    storage_label: str,
+    report_dir: Path | str,
+    out_dir: Path | str = "outputs",
+    color_by: str | None = None,
+) -> Report:
     """Read the study and its runs' files, write the dashboard into ``report_dir``.
 
     ``out_dir`` is where to look for ``runs/`` when the study's recorded out_dir is not there.
@@ -45,9 +51,12 @@ def build_report(study: optuna.Study, storage_label: str, report_dir: Path | str
     curves = load_curves(table)
     diag = load_diagnostics(table)
     if color_by is not None and PARAM + color_by not in swept(table):
-        keys = [c[len(PARAM):] for c in swept(table)]
-        raise UserError(f"--color-by: {color_by!r} is not a swept key of study {info.name!r}; "
-                        f"choose from {', '.join(keys) or '(nothing swept)'}")
-    index = write_report(info, table, curves, diag, Path(report_dir), built_by(),
-                         color_by=PARAM + color_by if color_by else None)
+        keys = [c[len(PARAM) :] for c in swept(table)]
+        raise UserError(
+            f"--color-by: {color_by!r} is not a swept key of study {info.name!r}; "
+            f"choose from {', '.join(keys) or '(nothing swept)'}"
+        )
+    index = write_report(
+        info, table, curves, diag, Path(report_dir), built_by(), color_by=PARAM + color_by if color_by else None
+    )
     return Report(info, table, index, time.perf_counter() - t0)

@@ -4,6 +4,7 @@ with a ladder figure per model (plotly, offline: ``plotly.min.js`` beside the pa
 Everything here is a pure function of a ``Card`` (``bench/core/artifacts.py``), so a ``card.json``
 read back renders the same page. The first model given is the reference the others are compared to.
 """
+
 from __future__ import annotations
 
 import html
@@ -92,18 +93,28 @@ def method_text(card: Card) -> str:
     rates = ", ".join(f"{lr:g}" for lr in card["lrs"])
     wds = card["weight_decays"]
     wd = f" x weight decay {', '.join(f'{w:g}' for w in wds)}" if len(wds) > 1 else ""
-    return (f"Frontier: the median over {n} seeds of each seed's hardest rung solved with every easier rung solved "
-            f"(solved: the task's own criterion, each seed at its best of lr {rates}{wd}); the interval is the "
-            f"order-statistic interval of that median, exact coverage {', '.join(f'{c:.0%}' for c in cov)} "
-            f"(95% needs 6 seeds); '+' marks the top rung (the frontier may lie above), '<' below the first. "
-            f"Profile {card['profile']}.")
+    return (
+        f"Frontier: the median over {n} seeds of each seed's hardest rung solved with every easier rung solved "
+        f"(solved: the task's own criterion, each seed at its best of lr {rates}{wd}); the interval is the "
+        f"order-statistic interval of that median, exact coverage {', '.join(f'{c:.0%}' for c in cov)} "
+        f"(95% needs 6 seeds); '+' marks the top rung (the frontier may lie above), '<' below the first. "
+        f"Profile {card['profile']}."
+    )
 
 
 def frontier_rows(card: Card) -> tuple[list[str], list[list[str]]]:
     head = ["probe", *[m["label"] for m in card["models"]]]
-    rows = [[p["name"], *[f"{frontier_text(entry(card, m['label'], p['name']), p)} · "
-                          f"{reference_text(entry(card, m['label'], p['name']), p)}" for m in card["models"]]]
-            for p in card["probes"]]
+    rows = [
+        [
+            p["name"],
+            *[
+                f"{frontier_text(entry(card, m['label'], p['name']), p)} · "
+                f"{reference_text(entry(card, m['label'], p['name']), p)}"
+                for m in card["models"]
+            ],
+        ]
+        for p in card["probes"]
+    ]
     return head, rows
 
 
@@ -118,31 +129,65 @@ def _cost(e: CardEntry) -> str:
 
 def cost_rows(card: Card) -> tuple[list[str], list[list[str]]]:
     head = ["probe", *[m["label"] for m in card["models"]]]
-    return head, [[p["name"], *[_cost(entry(card, m["label"], p["name"])) for m in card["models"]]]
-                  for p in card["probes"]]
+    return head, [
+        [p["name"], *[_cost(entry(card, m["label"], p["name"])) for m in card["models"]]] for p in card["probes"]
+    ]
 
 
 def terminal(card: Card) -> str:
     """The card as the command prints it: the frontier table, the cost table, the method, the answer."""
-    out = [text_table(*frontier_rows(card), sep=" | ", rule=True, max_width=44, wrap=True), "",
-           text_table(*cost_rows(card), sep=" | ", rule=True, max_width=44, wrap=True), "", method_text(card), ""]
+    out = [
+        text_table(*frontier_rows(card), sep=" | ", rule=True, max_width=44, wrap=True),
+        "",
+        text_table(*cost_rows(card), sep=" | ", rule=True, max_width=44, wrap=True),
+        "",
+        method_text(card),
+        "",
+    ]
     return "\n".join(out + answer(card))
 
 
 def card_md(card: Card) -> str:
     out = ["# seqbench capability card", "", *(f"- {line}" for line in card.get("answer") or answer(card)), ""]
-    out += ["## Frontier and accuracy at the reference rung", "", markdown_table(*frontier_rows(card)), "",
-            method_text(card), "", "## Cost", "", markdown_table(*cost_rows(card)), "", "## Probes", ""]
-    out += [f"- **{p['name']}** (`task={p['task']}`, ladder `task.{p['key']}` = "
-            f"{', '.join(f'{r:g}' for r in p['rungs'])}; {p['steps']} steps a run): {p['skill']}"
-            for p in card["probes"]]
+    out += [
+        "## Frontier and accuracy at the reference rung",
+        "",
+        markdown_table(*frontier_rows(card)),
+        "",
+        method_text(card),
+        "",
+        "## Cost",
+        "",
+        markdown_table(*cost_rows(card)),
+        "",
+        "## Probes",
+        "",
+    ]
+    out += [
+        f"- **{p['name']}** (`task={p['task']}`, ladder `task.{p['key']}` = "
+        f"{', '.join(f'{r:g}' for r in p['rungs'])}; {p['steps']} steps a run): {p['skill']}"
+        for p in card["probes"]
+    ]
     out += ["", "## Every rung", ""]
     for e in card["entries"]:
-        rows = [[f"{r['rung']:g}", f"{r['solved']}/{r['n']}", f"[{r['share_lo']:.2f}, {r['share_hi']:.2f}]",
-                 _num(r["mean"]), f"[{_num(r['lo'])}, {_num(r['hi'])}]", _num(r["baseline"])] for r in e["rungs"]]
-        out += [f"### {e['model']} · {e['probe']} (study `{e['study']}`)", "",
-                markdown_table(["rung", "seeds solving", "share interval", e["metric"], "interval", "baseline"], rows),
-                *([f"gaps: {'; '.join(e['gaps'])}"] if e.get("gaps") else []), ""]
+        rows = [
+            [
+                f"{r['rung']:g}",
+                f"{r['solved']}/{r['n']}",
+                f"[{r['share_lo']:.2f}, {r['share_hi']:.2f}]",
+                _num(r["mean"]),
+                f"[{_num(r['lo'])}, {_num(r['hi'])}]",
+                _num(r["baseline"]),
+            ]
+            for r in e["rungs"]
+        ]
+        out += [
+            f"### {e['model']} · {e['probe']} (study `{e['study']}`)",
+            "",
+            markdown_table(["rung", "seeds solving", "share interval", e["metric"], "interval", "baseline"], rows),
+            *([f"gaps: {'; '.join(e['gaps'])}"] if e.get("gaps") else []),
+            "",
+        ]
     return "\n".join(out)
 
 
@@ -160,24 +205,66 @@ def ladder_figure(card: Card, model: str) -> go.Figure:
         rungs = entry(card, model, p["name"])["rungs"]
         x = [f"{r['rung']:g}" for r in rungs]
         share = [r["solved"] / r["n"] if r["n"] else None for r in rungs]
-        fig.add_trace(go.Scatter(x=x, y=share, mode="markers+lines", name="share of seeds solving",
-                                 marker={"color": "#2a6fdb", "size": 9}, legendgroup="s", showlegend=c == 1,
-                                 error_y={"type": "data", "symmetric": False,
-                                          "array": [_gap(r["share_hi"], s) for r, s in zip(rungs, share)],
-                                          "arrayminus": [_gap(s, r["share_lo"]) for r, s in zip(rungs, share)]}),
-                      row=1, col=c)
-        fig.add_trace(go.Scatter(x=x, y=[r["mean"] for r in rungs], mode="markers", name=_metric_name(card, model, p),
-                                 marker={"color": "#e07b00", "symbol": "diamond"}, legendgroup="m", showlegend=c == 1,
-                                 error_y={"type": "data", "symmetric": False,
-                                          "array": [_gap(r["hi"], r["mean"]) for r in rungs],
-                                          "arrayminus": [_gap(r["mean"], r["lo"]) for r in rungs]}), row=1, col=c)
-        fig.add_trace(go.Scatter(x=x, y=[r["baseline"] for r in rungs], mode="lines", name="memoryless baseline",
-                                 line={"color": "#999", "dash": "dot"}, legendgroup="b", showlegend=c == 1),
-                      row=1, col=c)
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=share,
+                mode="markers+lines",
+                name="share of seeds solving",
+                marker={"color": "#2a6fdb", "size": 9},
+                legendgroup="s",
+                showlegend=c == 1,
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [_gap(r["share_hi"], s) for r, s in zip(rungs, share)],
+                    "arrayminus": [_gap(s, r["share_lo"]) for r, s in zip(rungs, share)],
+                },
+            ),
+            row=1,
+            col=c,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[r["mean"] for r in rungs],
+                mode="markers",
+                name=_metric_name(card, model, p),
+                marker={"color": "#e07b00", "symbol": "diamond"},
+                legendgroup="m",
+                showlegend=c == 1,
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [_gap(r["hi"], r["mean"]) for r in rungs],
+                    "arrayminus": [_gap(r["mean"], r["lo"]) for r in rungs],
+                },
+            ),
+            row=1,
+            col=c,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[r["baseline"] for r in rungs],
+                mode="lines",
+                name="memoryless baseline",
+                line={"color": "#999", "dash": "dot"},
+                legendgroup="b",
+                showlegend=c == 1,
+            ),
+            row=1,
+            col=c,
+        )
         fig.update_xaxes(title_text=p["unit"].strip(), type="category", row=1, col=c)
     fig.update_yaxes(range=[-0.05, 1.05])
-    fig.update_layout(title=f"{model}: the ladders", height=380, width=max(700, 260 * len(probes)),
-                      margin={"t": 80}, font={"size": 11})
+    fig.update_layout(
+        title=f"{model}: the ladders",
+        height=380,
+        width=max(700, 260 * len(probes)),
+        margin={"t": 80},
+        font={"size": 11},
+    )
     fig.update_annotations(font_size=11)
     return fig
 
@@ -199,21 +286,32 @@ margin:8px 0 18px} th,td{border:1px solid #ddd;padding:4px 8px;text-align:left} 
 
 def _html_table(head: list[str], rows: list[list[str]]) -> str:
     e = html.escape
-    return ("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"
-            + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows) + "</table>")
+    return (
+        "<table><tr>"
+        + "".join(f"<th>{e(h)}</th>" for h in head)
+        + "</tr>"
+        + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
+        + "</table>"
+    )
 
 
 def page(card: Card) -> str:
     e = html.escape
-    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>seqbench capability card</title>",
-             f"<script src='{PLOTLY_JS}' charset='utf-8'></script><style>{_CSS}</style></head><body>",
-             "<h1>seqbench capability card</h1>",
-             "<div class='answer'>" + "".join(f"<p>{e(line)}</p>" for line in answer(card)) + "</div>",
-             "<h2>Frontier · accuracy at the reference rung</h2>", _html_table(*frontier_rows(card)),
-             f"<p class='caption'>{e(method_text(card))}</p>", "<h2>Cost</h2>", _html_table(*cost_rows(card))]
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>seqbench capability card</title>",
+        f"<script src='{PLOTLY_JS}' charset='utf-8'></script><style>{_CSS}</style></head><body>",
+        "<h1>seqbench capability card</h1>",
+        "<div class='answer'>" + "".join(f"<p>{e(line)}</p>" for line in answer(card)) + "</div>",
+        "<h2>Frontier · accuracy at the reference rung</h2>",
+        _html_table(*frontier_rows(card)),
+        f"<p class='caption'>{e(method_text(card))}</p>",
+        "<h2>Cost</h2>",
+        _html_table(*cost_rows(card)),
+    ]
     for i, m in enumerate(card["models"]):
-        div = ladder_figure(card, m["label"]).to_html(full_html=False, include_plotlyjs=False, div_id=f"fig-{i}",
-                                                      config={"displaylogo": False})
+        div = ladder_figure(card, m["label"]).to_html(
+            full_html=False, include_plotlyjs=False, div_id=f"fig-{i}", config={"displaylogo": False}
+        )
         parts.append(f"<h2>{e(m['label'])}</h2><p class='caption'>{e(' '.join(m['settings']))}</p>{div}")
     parts.append("<p class='caption'>Also here: <a href='card.json'>card.json</a>, <a href='card.md'>card.md</a>.</p>")
     return "\n".join(parts + ["</body></html>"])

@@ -2,7 +2,7 @@
 
 Two trials whose swept settings differ in exactly one key, run on the same seeds, saw the same
 data streams (batches come from ``(seed, split, index)``), so their per-seed results pair up and
-a paired test (``reports.stats.paired``) removes the seed-to-seed spread a two-sample test would
+a paired test (``bench.core.stats.paired``) removes the seed-to-seed spread a two-sample test would
 carry. For each swept key and each setting of the other keys, every level is compared with the
 best level (all pairs when there are at most ``ALL_PAIRS_UP_TO`` levels), one statement each::
 
@@ -11,6 +11,7 @@ best level (all pairs when there are at most ``ALL_PAIRS_UP_TO`` levels), one st
 The difference is always the better level minus the other (by the study's goal), so for a
 minimised metric it is negative. Pure functions of the report's run table (``sweeps.table``).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -53,8 +54,10 @@ class Comparison:
             return f"{head} (n={n} shared seed: no interval, no test)"
         if not d.std > 0:
             return f"{head} on each of n={n} shared seeds (no spread: no interval, no test)"
-        return (f"{head}, 95% CI [{d.lo:.3g}, {d.hi:.3g}], p{_p(self.result.p_t)} "
-                f"(Wilcoxon p{_p(self.result.p_wilcoxon)}), d={self.result.effect_size:.2g}, n={n}")
+        return (
+            f"{head}, 95% CI [{d.lo:.3g}, {d.hi:.3g}], p{_p(self.result.p_t)} "
+            f"(Wilcoxon p{_p(self.result.p_wilcoxon)}), d={self.result.effect_size:.2g}, n={n}"
+        )
 
 
 def _p(p: float) -> str:
@@ -99,16 +102,21 @@ def comparisons(df: pd.DataFrame, obj: Objective, all_pairs_up_to: int = ALL_PAI
             by_level = groups[ctx]
             if len(by_level) < 2:
                 continue
-            ranked = sorted(by_level, key=lambda lv: (-sign * mean_ci(list(by_level[lv].values())).mean,
-                                                      order.get(lv, 0)))
-            pairs = (itertools.combinations(ranked, 2) if len(ranked) <= all_pairs_up_to
-                     else ((ranked[0], lv) for lv in ranked[1:]))
+            ranked = sorted(
+                by_level, key=lambda lv: (-sign * mean_ci(list(by_level[lv].values())).mean, order.get(lv, 0))
+            )
+            pairs = (
+                itertools.combinations(ranked, 2)
+                if len(ranked) <= all_pairs_up_to
+                else ((ranked[0], lv) for lv in ranked[1:])
+            )
             for a, b in pairs:
                 shared = [s for s in by_level[a] if s in by_level[b]]
                 if not shared:
                     continue
-                res = paired([by_level[a][s] for s in shared], [by_level[b][s] for s in shared],
-                             bounds=metric_bounds(obj.column))
+                res = paired(
+                    [by_level[a][s] for s in shared], [by_level[b][s] for s in shared], bounds=metric_bounds(obj.column)
+                )
                 out.append(Comparison(label(key), a, b, ctx, obj.name, res))
     return out
 
@@ -123,11 +131,22 @@ def order_key(v: Any) -> tuple[int, Any]:
 
 def comparisons_table(comps: list[Comparison]) -> pd.DataFrame:
     """One row per comparison: the sentence and its numbers (difference = better level - other)."""
-    rows = [{"statement": c.sentence(), "difference": c.result.diff.mean, "ci low": c.result.diff.lo,
-             "ci high": c.result.diff.hi, "p (paired t)": c.result.p_t, "p (Wilcoxon)": c.result.p_wilcoxon,
-             "d_z": c.result.effect_size, "n": c.result.n} for c in comps]
-    return pd.DataFrame(rows, columns=["statement", "difference", "ci low", "ci high", "p (paired t)",
-                                       "p (Wilcoxon)", "d_z", "n"])
+    rows = [
+        {
+            "statement": c.sentence(),
+            "difference": c.result.diff.mean,
+            "ci low": c.result.diff.lo,
+            "ci high": c.result.diff.hi,
+            "p (paired t)": c.result.p_t,
+            "p (Wilcoxon)": c.result.p_wilcoxon,
+            "d_z": c.result.effect_size,
+            "n": c.result.n,
+        }
+        for c in comps
+    ]
+    return pd.DataFrame(
+        rows, columns=["statement", "difference", "ci low", "ci high", "p (paired t)", "p (Wilcoxon)", "d_z", "n"]
+    )
 
 
 def trial_baselines(df: pd.DataFrame, obj: Objective) -> dict[Any, float]:
@@ -167,14 +186,18 @@ def ranked(df: pd.DataFrame, obj: Objective) -> pd.DataFrame:
     finite = np.isfinite(t["mean"].astype(float))
     t = pd.concat([t[finite].sort_values("mean", ascending=not obj.maximize), t[~finite]])
     params = [c for c in t.columns if c.startswith(PARAM)]
-    out = pd.DataFrame({"rank": pd.array([i + 1 if f else None for i, f in enumerate(finite.loc[t.index])],
-                                         dtype="Int64"),
-                        "trial": t["trial"].astype(int).values, "state": t["state"].values,
-                        **{label(p): t[p].values for p in params},
-                        "mean [95% CI]": [fmt_ci(m, lo, hi, n) for m, lo, hi, n in
-                                          zip(t["mean"], t["lo"], t["hi"], t["n"])],
-                        "std": t["std"].values, "n": t["n"].astype(int).values,
-                        "diverged": t["diverged"].astype(int).values})
+    out = pd.DataFrame(
+        {
+            "rank": pd.array([i + 1 if f else None for i, f in enumerate(finite.loc[t.index])], dtype="Int64"),
+            "trial": t["trial"].astype(int).values,
+            "state": t["state"].values,
+            **{label(p): t[p].values for p in params},
+            "mean [95% CI]": [fmt_ci(m, lo, hi, n) for m, lo, hi, n in zip(t["mean"], t["lo"], t["hi"], t["n"])],
+            "std": t["std"].values,
+            "n": t["n"].astype(int).values,
+            "diverged": t["diverged"].astype(int).values,
+        }
+    )
     base = trial_baselines(df, obj)
     if base:
         marks = []
@@ -184,4 +207,3 @@ def ranked(df: pd.DataFrame, obj: Objective) -> pd.DataFrame:
             marks.append(f"{v} {b:.3g}" if v in ("at", "below") else "")
         out["baseline"] = marks
     return out
-

@@ -1,5 +1,6 @@
 """``seqbench cost`` outputs: cost.csv, cost.md, cost.json and the time/memory figures (the measurement is
 ``bench/training/cost.py``)."""
+
 from __future__ import annotations
 
 import csv
@@ -25,24 +26,65 @@ def write_outputs(result: dict[str, Any], out_dir: Path) -> list[Path]:
         w.writeheader()
         w.writerows(rows)
     (out_dir / "cost.json").write_text(json.dumps(result, indent=2) + "\n")
-    lines = [f"# Cost vs sequence length ({meta['device']}, d_model={meta['d_model']}, "
-             f"n_layers={meta['n_layers']}, batch {meta['batch_size']}, {meta['threads']} thread(s), "
-             f"torch {meta['torch']})", "",
-             f"Time: median of {meta['repeats']} forward+backward steps after {meta['warmup']} warm-up. "
-             f"Memory: {meta['memory_method']}.", "",
-             markdown_table(["model", "T", "status", "time ms", "peak MiB", "tokens/s"],
-                            [[r["model"], str(r["length"]), r["status"], _fmt(r.get("time_ms")),
-                              _fmt(r.get("peak_mem_mib"), 1), _fmt(r.get("tokens_per_s"), 0)] for r in rows],
-                            align="lrlrrr")]
-    lines += ["", "## Scaling exponents in T (log-log least squares) and the complexity table", "",
-              markdown_table(["model", "complexity", "expected (T >> d)", "time exp (all)", "time exp (upper half)",
-                              "memory exp (all)", "stopped"],
-                             [[m, s["complexity"], _fmt(s["expected_time_exponent"]), _fmt(s["time_exponent"]),
-                               _fmt(s["time_exponent_upper"]), _fmt(s["memory_exponent"]), s["stopped"] or ""]
-                              for m, s in summary.items()], align="llrrrrl")]
-    lines += ["", "RNN O(T·d²): T sequential steps of a d×d matmul; self-attention O(T²·d): all pairs of "
-              "positions; convolution O(k·T·d²): k taps per layer at every position. Short lengths sit "
-              "below the asymptote (fixed per-step costs), so the upper-half exponent is the one to compare."]
+    lines = [
+        f"# Cost vs sequence length ({meta['device']}, d_model={meta['d_model']}, "
+        f"n_layers={meta['n_layers']}, batch {meta['batch_size']}, {meta['threads']} thread(s), "
+        f"torch {meta['torch']})",
+        "",
+        f"Time: median of {meta['repeats']} forward+backward steps after {meta['warmup']} warm-up. "
+        f"Memory: {meta['memory_method']}.",
+        "",
+        markdown_table(
+            ["model", "T", "status", "time ms", "peak MiB", "tokens/s"],
+            [
+                [
+                    r["model"],
+                    str(r["length"]),
+                    r["status"],
+                    _fmt(r.get("time_ms")),
+                    _fmt(r.get("peak_mem_mib"), 1),
+                    _fmt(r.get("tokens_per_s"), 0),
+                ]
+                for r in rows
+            ],
+            align="lrlrrr",
+        ),
+    ]
+    lines += [
+        "",
+        "## Scaling exponents in T (log-log least squares) and the complexity table",
+        "",
+        markdown_table(
+            [
+                "model",
+                "complexity",
+                "expected (T >> d)",
+                "time exp (all)",
+                "time exp (upper half)",
+                "memory exp (all)",
+                "stopped",
+            ],
+            [
+                [
+                    m,
+                    s["complexity"],
+                    _fmt(s["expected_time_exponent"]),
+                    _fmt(s["time_exponent"]),
+                    _fmt(s["time_exponent_upper"]),
+                    _fmt(s["memory_exponent"]),
+                    s["stopped"] or "",
+                ]
+                for m, s in summary.items()
+            ],
+            align="llrrrrl",
+        ),
+    ]
+    lines += [
+        "",
+        "RNN O(T·d²): T sequential steps of a d×d matmul; self-attention O(T²·d): all pairs of "
+        "positions; convolution O(k·T·d²): k taps per layer at every position. Short lengths sit "
+        "below the asymptote (fixed per-step costs), so the upper-half exponent is the one to compare.",
+    ]
     (out_dir / "cost.md").write_text("\n".join(lines) + "\n")
     paths = [out_dir / "cost.csv", out_dir / "cost.md", out_dir / "cost.json"]
     paths += _figures(rows, out_dir, meta)
@@ -55,19 +97,27 @@ def fig_cost(rows: list[dict[str, Any]], key: str, title: str, meta: dict[str, A
     for m in dict.fromkeys(r["model"] for r in rows):
         pts = [r for r in rows if r["model"] == m and r["status"] == "ok" and r.get(key)]
         if pts:
-            fig.add_trace(go.Scatter(x=[r["length"] for r in pts], y=[r[key] for r in pts],
-                                     mode="lines+markers", name=m))
+            fig.add_trace(
+                go.Scatter(x=[r["length"] for r in pts], y=[r[key] for r in pts], mode="lines+markers", name=m)
+            )
     if not fig.data:
         return None
-    fig.update_layout(title=f"{title} vs sequence length, d_model={meta['d_model']} on {meta['device']}",
-                      xaxis_title="sequence length T", yaxis_title=title, xaxis_type="log", yaxis_type="log")
+    fig.update_layout(
+        title=f"{title} vs sequence length, d_model={meta['d_model']} on {meta['device']}",
+        xaxis_title="sequence length T",
+        yaxis_title=title,
+        xaxis_type="log",
+        yaxis_type="log",
+    )
     return fig
 
 
 def _figures(rows: list[dict[str, Any]], out_dir: Path, meta: dict[str, Any]) -> list[Path]:
     out = []
-    for key, title, fname in (("time_ms", "forward+backward time (ms)", "cost_time.html"),
-                              ("peak_mem_mib", f"peak memory (MiB, {meta['memory_method']})", "cost_memory.html")):
+    for key, title, fname in (
+        ("time_ms", "forward+backward time (ms)", "cost_time.html"),
+        ("peak_mem_mib", f"peak memory (MiB, {meta['memory_method']})", "cost_memory.html"),
+    ):
         fig = fig_cost(rows, key, title, meta)
         if fig is None:
             continue

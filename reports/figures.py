@@ -8,6 +8,7 @@ parameter names this module knows):
   next on y, the third (if any) as one panel per level;
 - length generalisation: ``final.test@<L>/<metric>`` columns from ``eval.lengths``.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,7 +49,7 @@ def swept(df: pd.DataFrame) -> list[str]:
 
 
 def label(col: str) -> str:
-    return col[len(PARAM):] if col.startswith(PARAM) else col
+    return col[len(PARAM) :] if col.startswith(PARAM) else col
 
 
 def arch_column(df: pd.DataFrame) -> str | None:
@@ -90,12 +91,18 @@ def _finite(s: pd.Series) -> pd.Series:
 
 def cell_stats(g: pd.DataFrame, col: str) -> dict[str, float]:
     """mean, std (ddof=1), 95% Student-t interval ``lo``/``hi`` (NaN below two runs), n finite runs and
-    diverged runs of a group (``reports.stats.mean_ci``, so every report states the same interval), the
+    diverged runs of a group (``bench.core.stats.mean_ci``, so every report states the same interval), the
     interval inside the metric's range (an accuracy's in [0, 1]: ``stats.metric_bounds``)."""
     v = _finite(g[col]) if col in g else pd.Series(dtype=float)
     ci = mean_ci(v.tolist(), bounds=metric_bounds(col))
-    return {"mean": ci.mean, "std": ci.std, "lo": ci.lo, "hi": ci.hi,
-            "n": ci.n, "diverged": int(g["diverged"].fillna(False).astype(bool).sum())}
+    return {
+        "mean": ci.mean,
+        "std": ci.std,
+        "lo": ci.lo,
+        "hi": ci.hi,
+        "n": ci.n,
+        "diverged": int(g["diverged"].fillna(False).astype(bool).sum()),
+    }
 
 
 def per_trial(df: pd.DataFrame, obj: Objective) -> pd.DataFrame:
@@ -105,8 +112,14 @@ def per_trial(df: pd.DataFrame, obj: Objective) -> pd.DataFrame:
     df = outcomes(df)
     rows = []
     for trial, g in df.groupby("trial", sort=True):
-        rows.append({"trial": trial, "state": g["state"].iloc[0], **{p: g[p].iloc[0] for p in params},
-                     **cell_stats(g, obj.column)})
+        rows.append(
+            {
+                "trial": trial,
+                "state": g["state"].iloc[0],
+                **{p: g[p].iloc[0] for p in params},
+                **cell_stats(g, obj.column),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -130,19 +143,29 @@ def summary_table(df: pd.DataFrame, obj: Objective) -> pd.DataFrame:
         key = f if f in trials.columns else None
         for lv in levels(df[f]):
             runs = df[df[f] == lv]
-            best = _best(trials[trials[key] == lv], obj) if key else _best(trials[trials["trial"].isin(runs["trial"])], obj)
+            best = (
+                _best(trials[trials[key] == lv], obj)
+                if key
+                else _best(trials[trials["trial"].isin(runs["trial"])], obj)
+            )
             other = {label(p): best[p] for p in swept(df) if p != f} if best is not None else {}
             allr = cell_stats(runs, obj.column)
-            rows.append({"factor": label(f), "level": lv,
-                         "best mean": best["mean"] if best is not None else math.nan,
-                         "best std": best["std"] if best is not None else math.nan,
-                         "best lo": best["lo"] if best is not None else math.nan,
-                         "best hi": best["hi"] if best is not None else math.nan,
-                         "seeds": int(best["n"]) if best is not None else 0,
-                         "best trial": int(best["trial"]) if best is not None else None,
-                         "best config": ", ".join(f"{k}={v}" for k, v in other.items()),
-                         "all runs mean": allr["mean"], "runs": int(runs["run_id"].astype(bool).sum()),
-                         "diverged": allr["diverged"]})
+            rows.append(
+                {
+                    "factor": label(f),
+                    "level": lv,
+                    "best mean": best["mean"] if best is not None else math.nan,
+                    "best std": best["std"] if best is not None else math.nan,
+                    "best lo": best["lo"] if best is not None else math.nan,
+                    "best hi": best["hi"] if best is not None else math.nan,
+                    "seeds": int(best["n"]) if best is not None else 0,
+                    "best trial": int(best["trial"]) if best is not None else None,
+                    "best config": ", ".join(f"{k}={v}" for k, v in other.items()),
+                    "all runs mean": allr["mean"],
+                    "runs": int(runs["run_id"].astype(bool).sum()),
+                    "diverged": allr["diverged"],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -161,8 +184,13 @@ def fmt_ci(mean: float, lo: float, hi: float, n: int, digits: int = 3) -> str:
 
 # -- figures --------------------------------------------------------------------------------
 def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
-    fig.update_layout(title=title, height=height, template="plotly_white", margin=dict(l=60, r=30, t=60, b=50),
-                      legend=dict(font=dict(size=11)))
+    fig.update_layout(
+        title=title,
+        height=height,
+        template="plotly_white",
+        margin=dict(l=60, r=30, t=60, b=50),
+        legend=dict(font=dict(size=11)),
+    )
     return fig
 
 
@@ -171,8 +199,13 @@ def fig_heatmap(df: pd.DataFrame, obj: Objective, x: str, y: str, facet: str | N
     diverged runs (a single run says n=1)."""
     facets = levels(df[facet]) if facet else [None]
     xs, ys = levels(df[x]), levels(df[y])
-    fig = make_subplots(rows=1, cols=len(facets), shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=[f"{label(facet)}={f}" for f in facets] if facet else None)
+    fig = make_subplots(
+        rows=1,
+        cols=len(facets),
+        shared_yaxes=True,
+        horizontal_spacing=0.04,
+        subplot_titles=[f"{label(facet)}={f}" for f in facets] if facet else None,
+    )
     all_means = _finite(df[obj.column])
     zmin, zmax = (float(all_means.min()), float(all_means.max())) if len(all_means) else (0.0, 1.0)
     for i, f in enumerate(facets):
@@ -184,19 +217,38 @@ def fig_heatmap(df: pd.DataFrame, obj: Objective, x: str, y: str, facet: str | N
             r, c = ys.index(yv), xs.index(xv)
             z[r, c] = s["mean"]
             div = f"<br>{s['diverged']} div" if s["diverged"] else ""
-            spread = (f"[{s['lo']:.3g}, {s['hi']:.3g}]<br>±{s['std']:.2g} n={s['n']}" if s["n"] > 1
-                      else f"n={s['n']}, no interval")
+            spread = (
+                f"[{s['lo']:.3g}, {s['hi']:.3g}]<br>±{s['std']:.2g} n={s['n']}"
+                if s["n"] > 1
+                else f"n={s['n']}, no interval"
+            )
             text[r][c] = (f"{s['mean']:.3g}<br>{spread}" if s["n"] else "no result") + div
-        fig.add_trace(go.Heatmap(z=z, x=[str(v) for v in xs], y=[str(v) for v in ys], text=text,
-                                 texttemplate="%{text}", zmin=zmin, zmax=zmax, colorscale="Viridis",
-                                 reversescale=not obj.maximize, showscale=(i == len(facets) - 1),
-                                 colorbar=dict(title=obj.name),
-                                 hovertemplate=f"{label(x)}=%{{x}}<br>{label(y)}=%{{y}}<br>%{{text}}<extra></extra>",
-                                 name=f"{label(facet)}={f}" if facet else obj.name), row=1, col=i + 1)
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                x=[str(v) for v in xs],
+                y=[str(v) for v in ys],
+                text=text,
+                texttemplate="%{text}",
+                zmin=zmin,
+                zmax=zmax,
+                colorscale="Viridis",
+                reversescale=not obj.maximize,
+                showscale=(i == len(facets) - 1),
+                colorbar=dict(title=obj.name),
+                hovertemplate=f"{label(x)}=%{{x}}<br>{label(y)}=%{{y}}<br>%{{text}}<extra></extra>",
+                name=f"{label(facet)}={f}" if facet else obj.name,
+            ),
+            row=1,
+            col=i + 1,
+        )
         fig.update_xaxes(title_text=label(x), type="category", row=1, col=i + 1)
     fig.update_yaxes(title_text=label(y), type="category", row=1, col=1)
-    return _layout(fig, f"{obj.name} over {label(x)} × {label(y)}" + (f", by {label(facet)}" if facet else ""),
-                   height=380 + 20 * len(ys))
+    return _layout(
+        fig,
+        f"{obj.name} over {label(x)} × {label(y)}" + (f", by {label(facet)}" if facet else ""),
+        height=380 + 20 * len(ys),
+    )
 
 
 def fig_factors(df: pd.DataFrame, obj: Objective) -> go.Figure:
@@ -204,8 +256,9 @@ def fig_factors(df: pd.DataFrame, obj: Objective) -> go.Figure:
     cols = swept(df)
     ncols = min(3, len(cols))
     nrows = math.ceil(len(cols) / ncols)
-    fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=[label(c) for c in cols],
-                        vertical_spacing=0.18 if nrows > 1 else 0.1)
+    fig = make_subplots(
+        rows=nrows, cols=ncols, subplot_titles=[label(c) for c in cols], vertical_spacing=0.18 if nrows > 1 else 0.1
+    )
     for i, c in enumerate(cols):
         r, k = i // ncols + 1, i % ncols + 1
         xs, ys, ticks = [], [], []
@@ -217,8 +270,20 @@ def fig_factors(df: pd.DataFrame, obj: Objective) -> go.Figure:
             ticks.append(tick)
             xs += [tick] * len(v)
             ys += list(v)
-        fig.add_trace(go.Box(x=xs, y=ys, boxpoints="all", jitter=0.4, pointpos=0, name=label(c),
-                             marker=dict(color=PALETTE[i % len(PALETTE)], size=6), showlegend=False), row=r, col=k)
+        fig.add_trace(
+            go.Box(
+                x=xs,
+                y=ys,
+                boxpoints="all",
+                jitter=0.4,
+                pointpos=0,
+                name=label(c),
+                marker=dict(color=PALETTE[i % len(PALETTE)], size=6),
+                showlegend=False,
+            ),
+            row=r,
+            col=k,
+        )
         fig.update_xaxes(type="category", categoryorder="array", categoryarray=ticks, row=r, col=k)
         fig.update_yaxes(title_text=obj.name if k == 1 else None, row=r, col=k)
     return _layout(fig, f"{obj.name} of every run by factor level", height=340 * nrows + 60)
@@ -244,17 +309,31 @@ def fig_length(df: pd.DataFrame, obj: Objective, length: str, arch: str | None) 
     for i, (a, g) in enumerate(groups):
         pts = [(lv, cell_stats(g[g[length] == lv], obj.column)) for lv in levels(g[length])]
         pts = [(lv, s) for lv, s in pts if s["n"]]
-        fig.add_trace(go.Scatter(
-            x=[p[0] for p in pts], y=[p[1]["mean"] for p in pts], mode="lines+markers", name=_group_label(a),
-            error_y=_error_bars([p[1] for p in pts]),
-            line=dict(color=PALETTE[i % len(PALETTE)]),
-            customdata=[[p[1]["n"], p[1]["diverged"]] for p in pts],
-            hovertemplate="%{x}: %{y:.4g}<br>runs %{customdata[0]}, diverged %{customdata[1]}<extra>%{fullData.name}</extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=[p[0] for p in pts],
+                y=[p[1]["mean"] for p in pts],
+                mode="lines+markers",
+                name=_group_label(a),
+                error_y=_error_bars([p[1] for p in pts]),
+                line=dict(color=PALETTE[i % len(PALETTE)]),
+                customdata=[[p[1]["n"], p[1]["diverged"]] for p in pts],
+                hovertemplate="%{x}: %{y:.4g}<br>runs %{customdata[0]}, diverged %{customdata[1]}"
+                "<extra>%{fullData.name}</extra>",
+            )
+        )
     bcol = BASELINE + obj.name
     if bcol in df.columns and df[bcol].notna().any():
         b = df.groupby(length)[bcol].mean().dropna()
-        fig.add_trace(go.Scatter(x=list(b.index), y=list(b.values), mode="lines", name="memoryless baseline",
-                                 line=dict(color="black", dash="dash")))
+        fig.add_trace(
+            go.Scatter(
+                x=list(b.index),
+                y=list(b.values),
+                mode="lines",
+                name="memoryless baseline",
+                line=dict(color="black", dash="dash"),
+            )
+        )
     fig.update_xaxes(title_text=label(length))
     fig.update_yaxes(title_text=obj.name)
     return _layout(fig, f"{obj.name} vs {label(length)}")
@@ -270,8 +349,7 @@ def test_lengths(df: pd.DataFrame) -> dict[str, list[int]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
-def fig_length_generalisation(df: pd.DataFrame, metric: str, arch: str | None,
-                              length: str | None = None) -> go.Figure:
+def fig_length_generalisation(df: pd.DataFrame, metric: str, arch: str | None, length: str | None = None) -> go.Figure:
     """Test ``metric`` (mean, 95% interval) at each evaluated length, one line per architecture (and
     training length)."""
     lens = test_lengths(df).get(metric, [])
@@ -280,12 +358,19 @@ def fig_length_generalisation(df: pd.DataFrame, metric: str, arch: str | None,
     fig = go.Figure()
     for i, (a, g) in enumerate(groups):
         ys = [cell_stats(g, f"{FINAL}test@{L}/{metric}") for L in lens]
-        fig.add_trace(go.Scatter(x=lens, y=[s["mean"] for s in ys], mode="lines+markers",
-                                 error_y=_error_bars(ys),
-                                 name=_group_label(a) if length is None else
-                                 _group_label(a).replace(" · ", f" · {label(length)}="),
-                                 line=dict(color=PALETTE[i % len(PALETTE)])))
-    fig.update_xaxes(title_text="evaluated length", type="log" if lens and lens[-1] / max(lens[0], 1) >= 8 else "linear")
+        fig.add_trace(
+            go.Scatter(
+                x=lens,
+                y=[s["mean"] for s in ys],
+                mode="lines+markers",
+                error_y=_error_bars(ys),
+                name=_group_label(a) if length is None else _group_label(a).replace(" · ", f" · {label(length)}="),
+                line=dict(color=PALETTE[i % len(PALETTE)]),
+            )
+        )
+    fig.update_xaxes(
+        title_text="evaluated length", type="log" if lens and lens[-1] / max(lens[0], 1) >= 8 else "linear"
+    )
     fig.update_yaxes(title_text=f"test {metric}")
     return _layout(fig, f"Length generalisation: test {metric} at longer lengths")
 
@@ -310,21 +395,36 @@ def fig_learning_curves(curves: pd.DataFrame, df: pd.DataFrame, metric: str, col
         v = by_run.at[run_id, color] if color and run_id in by_run.index else None
         name = f"{label(color)}={v}" if color else "runs"
         g = g.sort_values("step")
-        fig.add_trace(go.Scatter(x=g["step"], y=g["value"], mode="lines", name=name, legendgroup=name,
-                                 showlegend=name not in shown, line=dict(color=colors.get(v, "#777"), width=1.5),
-                                 opacity=0.8, hovertemplate=f"{run_id}<br>step %{{x}}: %{{y:.4g}}<extra>{name}</extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=g["step"],
+                y=g["value"],
+                mode="lines",
+                name=name,
+                legendgroup=name,
+                showlegend=name not in shown,
+                line=dict(color=colors.get(v, "#777"), width=1.5),
+                opacity=0.8,
+                hovertemplate=f"{run_id}<br>step %{{x}}: %{{y:.4g}}<extra>{name}</extra>",
+            )
+        )
         shown.add(name)
     bcol = BASELINE + metric
     if bcol in df.columns and df[bcol].notna().any():
-        fig.add_hline(y=float(df[bcol].mean()), line_dash="dash", line_color="black",
-                      annotation_text="memoryless baseline", annotation_position="top left")
+        fig.add_hline(
+            y=float(df[bcol].mean()),
+            line_dash="dash",
+            line_color="black",
+            annotation_text="memoryless baseline",
+            annotation_position="top left",
+        )
     fig.update_xaxes(title_text="step")
     fig.update_yaxes(title_text=metric, type="log" if metric.endswith("loss") and (c["value"] > 0).all() else "linear")
     return _layout(fig, f"Learning curves: {metric}" + (f" by {label(color)}" if color else ""))
 
 
 # -- throughput and utilisation --------------------------------------------------------------
-THROUGHPUT_COLUMNS = ("tokens_per_s", "model_flops_per_s", "mfu")  # results.json keys (bench.flops for MFU)
+THROUGHPUT_COLUMNS = ("tokens_per_s", "model_flops_per_s", "mfu")  # results.json keys (bench.training.flops for MFU)
 
 
 def config_label(row: pd.Series, cols: list[str]) -> str:
@@ -338,53 +438,89 @@ def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
     runs = df[df[have].apply(pd.to_numeric, errors="coerce").notna().any(axis=1)] if have else df.iloc[0:0]
     cols = swept(df)
     rows = []
-    for key, g in (runs.groupby(cols, sort=True, dropna=False) if cols else [((), runs)]):
+    for _, g in runs.groupby(cols, sort=True, dropna=False) if cols else [((), runs)]:
         row = {"configuration": config_label(g.iloc[0], cols), "runs": int(len(g))}
         for c in THROUGHPUT_COLUMNS:
             s = cell_stats(g, c)
             row[f"{c} mean"], row[f"{c} std"] = s["mean"], s["std"]
         rows.append(row)
-    return pd.DataFrame(rows, columns=["configuration", "runs"]
-                        + [f"{c} {m}" for c in THROUGHPUT_COLUMNS for m in ("mean", "std")])
+    return pd.DataFrame(
+        rows, columns=["configuration", "runs"] + [f"{c} {m}" for c in THROUGHPUT_COLUMNS for m in ("mean", "std")]
+    )
 
 
 def throughput_items(df: pd.DataFrame) -> list[tuple[str, Any]]:
     """[(title, figure | table | 'skipped: reason')]: tokens/s per configuration and, where the runs
-    recorded it (GPU runs on a device in bench.flops' peak table), model FLOPs utilisation."""
+    recorded it (GPU runs on a device in bench.training.flops' peak table), model FLOPs utilisation."""
     t = throughput_table(df)
     if t.empty or not t["tokens_per_s mean"].notna().any():
-        return [("Throughput", "skipped: no run recorded tokens_per_s in its results.json "
-                 "(runs made before seqbench measured throughput)")]
+        return [
+            (
+                "Throughput",
+                "skipped: no run recorded tokens_per_s in its results.json "
+                "(runs made before seqbench measured throughput)",
+            )
+        ]
     has_mfu = bool(t["mfu mean"].notna().any())
-    fig = make_subplots(rows=1, cols=2 if has_mfu else 1, shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=["tokens/s (mean ± std over runs)"]
-                        + (["MFU, % of the device's dense peak"] if has_mfu else []))
+    fig = make_subplots(
+        rows=1,
+        cols=2 if has_mfu else 1,
+        shared_yaxes=True,
+        horizontal_spacing=0.04,
+        subplot_titles=["tokens/s (mean ± std over runs)"] + (["MFU, % of the device's dense peak"] if has_mfu else []),
+    )
     err = [s if s == s else 0 for s in t["tokens_per_s std"]]
-    fig.add_trace(go.Bar(y=t["configuration"], x=t["tokens_per_s mean"], orientation="h", name="tokens/s",
-                         error_x=dict(type="data", array=err, visible=True), marker_color=PALETTE[0],
-                         customdata=t[["runs", "model_flops_per_s mean"]].to_numpy(),
-                         hovertemplate="%{y}<br>%{x:.4g} tokens/s<br>achieved %{customdata[1]:.3g} FLOP/s"
-                                       "<br>runs %{customdata[0]}<extra></extra>"), row=1, col=1)
+    fig.add_trace(
+        go.Bar(
+            y=t["configuration"],
+            x=t["tokens_per_s mean"],
+            orientation="h",
+            name="tokens/s",
+            error_x=dict(type="data", array=err, visible=True),
+            marker_color=PALETTE[0],
+            customdata=t[["runs", "model_flops_per_s mean"]].to_numpy(),
+            hovertemplate="%{y}<br>%{x:.4g} tokens/s<br>achieved %{customdata[1]:.3g} FLOP/s"
+            "<br>runs %{customdata[0]}<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
     if has_mfu:
-        fig.add_trace(go.Bar(y=t["configuration"], x=100 * t["mfu mean"], orientation="h", name="MFU %",
-                             error_x=dict(type="data", array=[100 * s if s == s else 0 for s in t["mfu std"]],
-                                          visible=True), marker_color=PALETTE[1],
-                             hovertemplate="%{y}<br>MFU %{x:.2f}%<extra></extra>"), row=1, col=2)
+        fig.add_trace(
+            go.Bar(
+                y=t["configuration"],
+                x=100 * t["mfu mean"],
+                orientation="h",
+                name="MFU %",
+                error_x=dict(type="data", array=[100 * s if s == s else 0 for s in t["mfu std"]], visible=True),
+                marker_color=PALETTE[1],
+                hovertemplate="%{y}<br>MFU %{x:.2f}%<extra></extra>",
+            ),
+            row=1,
+            col=2,
+        )
     fig.update_yaxes(type="category", automargin=True, row=1, col=1)
     fig.update_layout(showlegend=False)
-    out: list[tuple[str, Any]] = [("throughput", _layout(fig, "Throughput and utilisation per configuration",
-                                                          height=200 + 28 * len(t)))]
+    out: list[tuple[str, Any]] = [
+        ("throughput", _layout(fig, "Throughput and utilisation per configuration", height=200 + 28 * len(t)))
+    ]
     if not has_mfu:
-        out.append(("MFU", "skipped: no run recorded mfu (CPU runs, or a GPU or precision missing from the "
-                    "peak table in bench/training/flops.py)"))
-    shown = t.rename(columns={"tokens_per_s mean": "tokens/s", "model_flops_per_s mean": "achieved FLOP/s",
-                              "mfu mean": "MFU"})
+        out.append(
+            (
+                "MFU",
+                "skipped: no run recorded mfu (CPU runs, or a GPU or precision missing from the "
+                "peak table in bench/training/flops.py)",
+            )
+        )
+    shown = t.rename(
+        columns={"tokens_per_s mean": "tokens/s", "model_flops_per_s mean": "achieved FLOP/s", "mfu mean": "MFU"}
+    )
+
     def fmt(m: float, s: float) -> str:  # throughput is a measurement of speed: mean ± std over runs
         return MISSING if m != m else f"{m:.4g}" + (" (one run)" if s != s else f" ± {s:.2g}")
 
     shown["tokens/s"] = [fmt(m, s) for m, s in zip(t["tokens_per_s mean"], t["tokens_per_s std"])]
     shown["achieved FLOP/s"] = [MISSING if v != v else f"{v:.3g}" for v in t["model_flops_per_s mean"]]
     shown["MFU"] = [fmt(100 * m, 100 * s) + " %" if m == m else MISSING for m, s in zip(t["mfu mean"], t["mfu std"])]
-    out.append(("Throughput per configuration",
-                shown[["configuration", "runs", "tokens/s", "achieved FLOP/s", "MFU"]]))
+    out.append(("Throughput per configuration", shown[["configuration", "runs", "tokens/s", "achieved FLOP/s", "MFU"]]))
     return out

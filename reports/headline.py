@@ -13,6 +13,7 @@ paired differences of the winner against each rival on the same seeds::
 
 A pure function of the table, so the dashboard, summary.md and ``compare`` say the same thing.
 """
+
 from __future__ import annotations
 
 import math
@@ -77,7 +78,7 @@ def _baseline_lines(t: pd.DataFrame, keys: list[str], obj: Objective) -> list[st
         return [f"Every configuration is above the memoryless baseline ({obj.name} {btext})."]
     others = [k for k in keys if k != PARAM_ARCH]
     lines = []
-    for arch, g in (low.groupby(PARAM_ARCH, sort=False) if PARAM_ARCH in keys else [(None, low)]):
+    for arch, g in low.groupby(PARAM_ARCH, sort=False) if PARAM_ARCH in keys else [(None, low)]:
         g = _in_order(g, others)
         word = "below" if (g["versus"] == "below").all() else "at or below" if (g["versus"] == "below").any() else "at"
         vals = ", ".join(_num(r["mean"]) + _where(r, others) for _, r in g.iterrows())
@@ -101,16 +102,20 @@ def headline(table: pd.DataFrame, obj: Objective, max_paired: int = MAX_PAIRED) 
     keys = swept(table)
     base = trial_baselines(table, obj)
     t["baseline"] = [base.get(tr, math.nan) for tr in t["trial"]]
-    t["versus"] = [versus_baseline(float(m), float(lo), float(hi), b, obj.maximize)
-                   for m, lo, hi, b in zip(t["mean"], t["lo"], t["hi"], t["baseline"])]
+    t["versus"] = [
+        versus_baseline(float(m), float(lo), float(hi), b, obj.maximize)
+        for m, lo, hi, b in zip(t["mean"], t["lo"], t["hi"], t["baseline"])
+    ]
     t = t.sort_values("mean", ascending=not obj.maximize, kind="stable")
     best = t.iloc[0]
     tied = t[np.isclose(t["mean"].astype(float), float(best["mean"]))]
     who = _who(tied, t, keys)
     stat = fmt_ci(best["mean"], best["lo"], best["hi"], int(best["n"]))
     if best["versus"] in ("at", "below"):
-        lines = [f"No configuration beats the memoryless baseline of {obj.name} {_num(best['baseline'])}: "
-                 f"the best, {who}, reaches {stat}."]
+        lines = [
+            f"No configuration beats the memoryless baseline of {obj.name} {_num(best['baseline'])}: "
+            f"the best, {who}, reaches {stat}."
+        ]
     else:
         lines = [f"Best{' (tied)' if len(tied) > 1 else ''}: {who}, {obj.name} {stat}."]
         lines += _baseline_lines(t, keys, obj)
@@ -134,7 +139,7 @@ def _who(tied: pd.DataFrame, t: pd.DataFrame, keys: list[str]) -> str:
     named once ("transformer at every task.delay")."""
     others = [k for k in keys if k != PARAM_ARCH]
     parts = []
-    for arch, g in (tied.groupby(PARAM_ARCH, sort=False) if PARAM_ARCH in keys else [(None, tied)]):
+    for arch, g in tied.groupby(PARAM_ARCH, sort=False) if PARAM_ARCH in keys else [(None, tied)]:
         if arch is not None and others and len(g) > 1 and len(g) == int((t[PARAM_ARCH] == arch).sum()):
             parts.append(f"{arch} at every {', '.join(label(k) for k in others)}")
         else:
@@ -178,8 +183,11 @@ def _paired_line(table: pd.DataFrame, obj: Objective, best: pd.Series, keys: lis
         mine = [c for c in comps if c.key == ARCH_KEY and c.a == first[c.context]]
     else:
         at_best = {label(k): best[k] for k in keys}
-        mine = [c for c in comps if str(at_best.get(c.key)) == str(c.a)
-                and all(str(at_best.get(k)) == str(v) for k, v in c.context)]
+        mine = [
+            c
+            for c in comps
+            if str(at_best.get(c.key)) == str(c.a) and all(str(at_best.get(k)) == str(v) for k, v in c.context)
+        ]
     if not mine:
         return []
     parts = [f"{_pair_name(c)} {_diff(c.result)}" for c in mine[:limit]]
@@ -192,8 +200,9 @@ def ranked_text(table: pd.DataFrame, obj: Any, limit: int = MAX_PRINTED) -> str:
     than the memoryless baseline marked in its ``baseline`` column) and the paired statements."""
     t = ranked(table, obj)
     marked = "; a baseline cell marks a row no better than the memoryless baseline" if "baseline" in t else ""
-    lines = headline(table, obj) + [f"ranked by {obj.name} ({obj.goal}): mean [95% CI] over seeds, n scored seeds"
-                                    + marked]
+    lines = headline(table, obj) + [
+        f"ranked by {obj.name} ({obj.goal}): mean [95% CI] over seeds, n scored seeds" + marked
+    ]
     lines.append(text_table(list(t.columns), [list(row) for row in t.itertuples(index=False)], indent="  "))
     comps = comparisons(table, obj)
     if comps:

@@ -3,6 +3,7 @@
 The page loads only ``plotly.min.js`` from its own folder, so it opens from file:// with no
 network, and the folder can be zipped, mailed or committed as it is.
 """
+
 from __future__ import annotations
 
 import html
@@ -40,7 +41,6 @@ class Section:
     items: list[tuple[str, Any]] = field(default_factory=list)  # (title, go.Figure | pd.DataFrame | "skipped: why")
 
 
-
 def _frame_cells(t: pd.DataFrame) -> pd.DataFrame:
     """A display copy: mean, 95% interval and n joined into one cell ('n=1, no interval' for one run),
     std kept beside it, floats shortened."""
@@ -57,8 +57,9 @@ def _frame_cells(t: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
-def sections(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.DataFrame,
-             color_by: str | None = None) -> list[Section]:
+def sections(
+    info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.DataFrame, color_by: str | None = None
+) -> list[Section]:
     """What the dashboard shows, chosen from what the study swept (see reports.figures' heuristics)."""
     runs = run_rows(df)  # before outcomes: a run whose retry waits still shows its curve
     df = outcomes(df)  # a superseded attempt's runs are its retry's: pooled and ranked once
@@ -70,52 +71,85 @@ def sections(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.D
     axes = F.heatmap_axes(df)
     if axes:
         x, y, facet = axes
-        out.append(Section("Factorial view", f"Mean {obj.name} over runs in each cell (seeds and any other swept "
-                           "factor pooled); the text gives mean, 95% interval, ± std, n and diverged runs.",
-                           [("heatmap", F.fig_heatmap(df, obj, x, y, facet))]))
+        out.append(
+            Section(
+                "Factorial view",
+                f"Mean {obj.name} over runs in each cell (seeds and any other swept "
+                "factor pooled); the text gives mean, 95% interval, ± std, n and diverged runs.",
+                [("heatmap", F.fig_heatmap(df, obj, x, y, facet))],
+            )
+        )
     if F.swept(df):
-        out.append(Section("Factors", "Every run's objective at each level of each swept factor.",
-                           [("factors", F.fig_factors(df, obj))]))
+        out.append(
+            Section(
+                "Factors",
+                "Every run's objective at each level of each swept factor.",
+                [("factors", F.fig_factors(df, obj))],
+            )
+        )
     length = F.length_column(df)
     tl = F.test_lengths(df)
     if length or tl:
-        s = Section("Long-range dependencies", "The objective against the dependency length, one line per "
-                    "architecture, with the task's memoryless baseline (the score of a model with no memory); "
-                    "and, where runs were evaluated at longer lengths (eval.lengths), the test metric there.")
+        s = Section(
+            "Long-range dependencies",
+            "The objective against the dependency length, one line per "
+            "architecture, with the task's memoryless baseline (the score of a model with no memory); "
+            "and, where runs were evaluated at longer lengths (eval.lengths), the test metric there.",
+        )
         if length:
             s.items.append(("length", F.fig_length(df, obj, length, arch)))
         for metric in tl:
             s.items.append((f"generalisation {metric}", F.fig_length_generalisation(df, metric, arch, length)))
         out.append(s)
     color = color_by or F.color_column(df)
-    metric = F.curve_metric(curves, obj)
-    if metric:
-        s = Section("Learning curves", "Each run's validation curves from its metrics.csv"
-                    + (f", coloured by {F.label(color)}." if color else "."))
-        for m in dict.fromkeys([metric, "train/loss"]):
+    curve_metric = F.curve_metric(curves, obj)
+    if curve_metric:
+        s = Section(
+            "Learning curves",
+            "Each run's validation curves from its metrics.csv"
+            + (f", coloured by {F.label(color)}." if color else "."),
+        )
+        for m in dict.fromkeys([curve_metric, "train/loss"]):
             if m in set(curves["metric"]):
                 s.items.append((m, F.fig_learning_curves(curves, runs, m, color)))
         out.append(s)
-    out.append(Section("Throughput and utilisation", "Training tokens per second of each configuration (mean ± std "
-                       "over its runs) and, on a GPU, model FLOPs utilisation: analytic training FLOPs per token "
-                       "(bench/training/flops.py) times tokens/s, over the device's dense peak for the precision.",
-                       F.throughput_items(runs)))
-    out.append(Section("Optuna views", "Optuna's own plots over the completed trials (trial value = mean over "
-                       "seeds).", optuna_figures(df, info.objectives)))
+    out.append(
+        Section(
+            "Throughput and utilisation",
+            "Training tokens per second of each configuration (mean ± std "
+            "over its runs) and, on a GPU, model FLOPs utilisation: analytic training FLOPs per token "
+            "(bench/training/flops.py) times tokens/s, over the device's dense peak for the precision.",
+            F.throughput_items(runs),
+        )
+    )
+    out.append(
+        Section(
+            "Optuna views",
+            "Optuna's own plots over the completed trials (trial value = mean over seeds).",
+            optuna_figures(df, info.objectives),
+        )
+    )
     if not diag.empty:
-        out.append(Section("Diagnostics", "Gradient diagnostics the runs recorded (diagnostics.gradients=true; "
-                           "definitions in each run's diagnostics.json): how far back the loss still reaches, "
-                           "per-layer and global gradient norms before clipping, recurrent spectral norms.",
-                           diagnostics_figures(diag, runs)))
+        out.append(
+            Section(
+                "Diagnostics",
+                "Gradient diagnostics the runs recorded (diagnostics.gradients=true; "
+                "definitions in each run's diagnostics.json): how far back the loss still reaches, "
+                "per-layer and global gradient norms before clipping, recurrent spectral norms.",
+                diagnostics_figures(diag, runs),
+            )
+        )
     return out
 
 
 def summary_section(df: pd.DataFrame, obj: Objective) -> Section:
     """The best configurations for one objective: per level of each factor, the top trials, the failed ones."""
-    s = Section(f"Summary: {obj.name} ({obj.goal})",
-                "Best configuration at every level of each swept factor: the trial with the best seed-mean "
-                "at that level (mean, 95% Student-t interval and n over its seeds; one seed says n=1, no "
-                "interval), the mean over all runs at the level, and how many runs diverged.")
+    s = Section(
+        f"Summary: {obj.name} ({obj.goal})",
+        "Best configuration at every level of each swept factor: the trial with the best seed-mean "
+        "at that level (mean, 95% Student-t interval and n over its seeds; one seed says n=1, no "
+        "interval), the mean over all runs at the level, and how many runs diverged.",
+    )
     s.items.append(("Best per level", _frame_cells(F.summary_table(df, obj))))
     s.items.append(("Top trials", _frame_cells(F.top_trials(df, obj))))
     failed = failed_configurations(df, [obj])
@@ -128,11 +162,13 @@ def paired_section(df: pd.DataFrame, obj: Objective, limit: int = MAX_STATEMENTS
     """Paired statements between settings that differ in one swept key and share seeds."""
     comps = comparisons(df, obj)
     more = f" The first {limit} of {len(comps)} are listed." if len(comps) > limit else ""
-    s = Section(f"Paired comparisons: {obj.name}",
-                "Settings that differ in exactly one swept key, compared over the seeds they share (same data "
-                "streams): the better level minus the other, its 95% Student-t interval, the paired t-test and "
-                "Wilcoxon signed-rank p-values, Cohen's d_z and n. Each level is compared with the best level of "
-                f"its key (every pair when a key has at most {ALL_PAIRS_UP_TO} levels)." + more)
+    s = Section(
+        f"Paired comparisons: {obj.name}",
+        "Settings that differ in exactly one swept key, compared over the seeds they share (same data "
+        "streams): the better level minus the other, its 95% Student-t interval, the paired t-test and "
+        "Wilcoxon signed-rank p-values, Cohen's d_z and n. Each level is compared with the best level of "
+        f"its key (every pair when a key has at most {ALL_PAIRS_UP_TO} levels)." + more,
+    )
     if comps:
         s.items.append(("Paired statements", _frame_cells(comparisons_table(comps[:limit]))))
     else:
@@ -165,10 +201,12 @@ def header_facts(info: StudyInfo, df: pd.DataFrame, built: dict[str, Any]) -> li
 
 
 _CSS = """
-body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:0 auto;max-width:1280px;padding:16px 28px;color:#222}
+body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:0 auto;max-width:1280px;padding:16px 28px;
+color:#222}
 h1{margin-bottom:4px} .question{font-size:1.25em;font-style:italic;color:#333;margin:6px 0 14px}
 .answer{font-size:1.1em;border-left:4px solid #2a6fdb;padding:2px 12px;margin:0 0 14px} .answer p{margin:6px 0}
-table{border-collapse:collapse;font-size:13px;margin:8px 0 18px} th,td{border:1px solid #ddd;padding:4px 8px;text-align:left}
+table{border-collapse:collapse;font-size:13px;margin:8px 0 18px}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:left}
 th{background:#f3f5f8} table.facts th{width:150px} .caption{color:#555;font-size:14px;max-width:980px}
 .skipped{color:#777;font-style:italic;font-size:13px} section{margin-top:26px;border-top:2px solid #e6e9ef}
 figure.panel{margin:8px 0 18px} .files{color:#555;font-size:13px}
@@ -181,23 +219,30 @@ def _table_html(t: pd.DataFrame) -> str:
 
 def page(info: StudyInfo, df: pd.DataFrame, secs: list[Section], built: dict[str, Any]) -> str:
     e = html.escape
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>seqbench report: {e(info.name)}</title>",
-             f"<script src='{PLOTLY_JS}' charset='utf-8'></script><style>{_CSS}</style></head><body>",
-             f"<h1>seqbench report: {e(info.name)}</h1>",
-             f"<div class='question'>{e(info.question) or 'No question recorded with this study.'}</div>",
-             "<div class='answer'>" + "".join(f"<p>{e(line)}</p>" for line in answer(info, df)) + "</div>",
-             "<table class='facts'>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>"
-                                               for k, v in header_facts(info, df, built)) + "</table>",
-             "<p class='files'>Also here: <a href='summary.md'>summary.md</a> (these tables in Markdown), "
-             "<a href='trials.csv'>trials.csv</a> (the table every figure is drawn from).</p>"]
+    parts = [
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>seqbench report: {e(info.name)}</title>",
+        f"<script src='{PLOTLY_JS}' charset='utf-8'></script><style>{_CSS}</style></head><body>",
+        f"<h1>seqbench report: {e(info.name)}</h1>",
+        f"<div class='question'>{e(info.question) or 'No question recorded with this study.'}</div>",
+        "<div class='answer'>" + "".join(f"<p>{e(line)}</p>" for line in answer(info, df)) + "</div>",
+        "<table class='facts'>"
+        + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in header_facts(info, df, built))
+        + "</table>",
+        "<p class='files'>Also here: <a href='summary.md'>summary.md</a> (these tables in Markdown), "
+        "<a href='trials.csv'>trials.csv</a> (the table every figure is drawn from).</p>",
+    ]
     n = 0
     for s in secs:
         parts.append(f"<section><h2>{e(s.title)}</h2><p class='caption'>{e(s.caption)}</p>")
         for title, item in s.items:
             if isinstance(item, go.Figure):
                 n += 1
-                div = item.to_html(full_html=False, include_plotlyjs=False, div_id=f"fig-{n}",
-                                   config={"displaylogo": False, "responsive": True})
+                div = item.to_html(
+                    full_html=False,
+                    include_plotlyjs=False,
+                    div_id=f"fig-{n}",
+                    config={"displaylogo": False, "responsive": True},
+                )
                 parts.append(f"<figure class='panel' data-title='{e(title)}'>{div}</figure>")
             elif isinstance(item, pd.DataFrame):
                 parts.append(f"<h3>{e(title)}</h3>" + _table_html(item))
@@ -211,8 +256,10 @@ def page(info: StudyInfo, df: pd.DataFrame, secs: list[Section], built: dict[str
 def _md_table(t: pd.DataFrame) -> str:
     if t.empty:
         return "_(no rows)_\n"
-    rows = [[MISSING if (isinstance(v, float) and math.isnan(v)) else str(v) for v in row]
-            for row in t.itertuples(index=False)]  # values as the frame holds them
+    rows = [
+        [MISSING if (isinstance(v, float) and math.isnan(v)) else str(v) for v in row]
+        for row in t.itertuples(index=False)
+    ]  # values as the frame holds them
     return markdown_table([str(c) for c in t.columns], rows) + "\n"
 
 
@@ -242,13 +289,23 @@ def _plotly_current(folder: Path) -> bool:
     return js.is_file() and js.read_text(errors="ignore").startswith(_plotly_stamp())
 
 
-def write_report(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.DataFrame, report_dir: Path,
-                 built: dict[str, Any], color_by: str | None = None) -> Path:
+def write_report(
+    info: StudyInfo,
+    df: pd.DataFrame,
+    curves: pd.DataFrame,
+    diag: pd.DataFrame,
+    report_dir: Path,
+    built: dict[str, Any],
+    color_by: str | None = None,
+) -> Path:
     """Write index.html, plotly.min.js, summary.md and trials.csv into ``report_dir``; return index.html.
     A full disk is one line naming the folder and the report's size; a page already there stays whole."""
     secs = sections(info, df, curves, diag, color_by)
-    files = {"trials.csv": df.to_csv(index=False), "summary.md": summary_md(info, df, secs, built),
-             "index.html": page(info, df, secs, built)}  # the page last: a reader finds it complete
+    files = {
+        "trials.csv": df.to_csv(index=False),
+        "summary.md": summary_md(info, df, secs, built),
+        "index.html": page(info, df, secs, built),
+    }  # the page last: a reader finds it complete
     try:
         report_dir.mkdir(parents=True, exist_ok=True)
         write_plotly_js(report_dir)
@@ -257,15 +314,24 @@ def write_report(info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: 
     except OSError as e:
         if not is_disk_full(e):
             raise
-        need = sum(len(t.encode()) for t in files.values()) + (0 if _plotly_current(report_dir) else
-                                                               len(get_plotlyjs()))
-        raise disk_full("--out", report_dir, need, e, then="free space or choose another --out DIR, and build "
-                        "it again (the study is untouched)") from None
+        need = sum(len(t.encode()) for t in files.values()) + (
+            0 if _plotly_current(report_dir) else len(get_plotlyjs())
+        )
+        raise disk_full(
+            "--out",
+            report_dir,
+            need,
+            e,
+            then="free space or choose another --out DIR, and build it again (the study is untouched)",
+        ) from None
     return report_dir / "index.html"
 
 
 def built_by() -> dict[str, Any]:
     version = package_version() or "unknown"
     sha = git_sha()
-    return {"version": version, "git_sha": (sha[:12] + ("+dirty" if sha.endswith("+dirty") else "")) if sha else "no git",
-            "when": time.strftime("%Y-%m-%d %H:%M")}
+    return {
+        "version": version,
+        "git_sha": (sha[:12] + ("+dirty" if sha.endswith("+dirty") else "")) if sha else "no git",
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+    }

@@ -4,12 +4,15 @@ The table is turned back into an in-memory study (completed trials only, their O
 parameter distributions inferred from the values seen), so these views too are a pure function
 of ``trials.csv``. A view that does not fit the study is skipped with the reason, never an error.
 """
+
 from __future__ import annotations
 
 import json
 import math
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import optuna
 import pandas as pd
@@ -54,11 +57,12 @@ def study_from_table(df: pd.DataFrame, objectives: list[Objective]) -> optuna.St
         values = [float(t[o.trial_column]) for o in objectives]
         if not all(math.isfinite(v) for v in values):
             continue
-        ps = {p[len(PARAM):]: _plain(t[p]) for p in dists if not (isinstance(t[p], float) and math.isnan(t[p]))}
-        ds = {p[len(PARAM):]: dists[p] for p in dists if p[len(PARAM):] in ps}
+        ps = {p[len(PARAM) :]: _plain(t[p]) for p in dists if not (isinstance(t[p], float) and math.isnan(t[p]))}
+        ds = {p[len(PARAM) :]: dists[p] for p in dists if p[len(PARAM) :] in ps}
         ps = {k: (v if not isinstance(ds[k], IntDistribution) else int(v)) for k, v in ps.items()}
-        study.add_trial(optuna.trial.create_trial(state=TrialState.COMPLETE, params=ps, distributions=ds,
-                                                  values=values))
+        study.add_trial(
+            optuna.trial.create_trial(state=TrialState.COMPLETE, params=ps, distributions=ds, values=values)
+        )
     return study
 
 
@@ -86,21 +90,34 @@ def optuna_figures(df: pd.DataFrame, objectives: list[Objective]) -> list[tuple[
         return [("Optuna views", "skipped: no completed trial with a finite value")]
     for k, o in enumerate(objectives if multi else objectives[:1]):
         target = (lambda t, k=k: t.values[k]) if multi else None
-        out.append(_try(f"Optimisation history ({o.name})",
-                        lambda: vis.plot_optimization_history(study, target=target, target_name=o.name)))
+        out.append(
+            _try(
+                f"Optimisation history ({o.name})",
+                partial(vis.plot_optimization_history, study, target=target, target_name=o.name),
+            )
+        )
     if len(varying) < 2:
         out.append(("Parameter importances", f"skipped: needs >= 2 varying parameters (have {len(varying)})"))
     elif n < MIN_TRIALS_IMPORTANCE:
-        out.append(("Parameter importances",
-                    f"skipped: needs >= {MIN_TRIALS_IMPORTANCE} completed trials (have {n})"))
+        out.append(("Parameter importances", f"skipped: needs >= {MIN_TRIALS_IMPORTANCE} completed trials (have {n})"))
     else:
         for k, o in enumerate(objectives):
             target = (lambda t, k=k: t.values[k]) if multi else None
-            out.append(_try(f"Parameter importances ({o.name})",
-                            lambda: vis.plot_param_importances(study, target=target, target_name=o.name)))
+            out.append(
+                _try(
+                    f"Parameter importances ({o.name})",
+                    partial(vis.plot_param_importances, study, target=target, target_name=o.name),
+                )
+            )
     if varying:
-        out.append(_try("Parallel coordinates", lambda: vis.plot_parallel_coordinate(
-            study, target=(lambda t: t.values[0]) if multi else None, target_name=names[0])))
+        out.append(
+            _try(
+                "Parallel coordinates",
+                lambda: vis.plot_parallel_coordinate(
+                    study, target=(lambda t: t.values[0]) if multi else None, target_name=names[0]
+                ),
+            )
+        )
     if multi:
         out.append(_try("Pareto front", lambda: vis.plot_pareto_front(study, target_names=names)))
     return out

@@ -12,10 +12,12 @@ results.json yet) is listed from its config.yaml with status ``incomplete``.
 with ``listing``: id, task, model, the settings that differ between the listed runs, seed, status,
 primary metric, steps and time.
 """
+
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +48,7 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _config_of(run_dir: Path, res: dict[str, Any] | None) -> dict[str, Any]:
+def _config_of(run_dir: Path, res: Mapping[str, Any] | None) -> dict[str, Any]:
     if res is not None and isinstance(res.get("config"), dict):
         return res["config"]
     try:
@@ -88,6 +90,7 @@ def load_runs(out_dir: Path | str = "outputs") -> pd.DataFrame:
 
 # -- filters and sorting ----------------------------------------------------------------------
 
+
 def column_for(df: pd.DataFrame, key: str) -> str | None:
     """The frame column a user's key names: itself, ``task``/``model``, a config key, a metric."""
     for c in (key, _ALIASES.get(key, ""), CONFIG_KEY + key, FINAL + key):
@@ -98,7 +101,7 @@ def column_for(df: pd.DataFrame, key: str) -> str | None:
 
 def _known_keys(df: pd.DataFrame) -> str:
     keys = ["task", "model", "status", "seed"] + settings_columns(df)
-    keys = [k[len(CONFIG_KEY):] if k.startswith(CONFIG_KEY) else k for k in keys]
+    keys = [k[len(CONFIG_KEY) :] if k.startswith(CONFIG_KEY) else k for k in keys]
     return ", ".join(dict.fromkeys(keys))
 
 
@@ -112,8 +115,10 @@ def filter_runs(df: pd.DataFrame, filters: list[str]) -> pd.DataFrame:
         key, _, text = f.partition("=")
         col = column_for(df, key.strip())
         if col is None:
-            raise UserError(f"{key.strip()}: no run has this field; filter on {_known_keys(df)} or any config key "
-                            "(`seqbench list -v`)")
+            raise UserError(
+                f"{key.strip()}: no run has this field; filter on {_known_keys(df)} or any config key "
+                "(`seqbench list -v`)"
+            )
         wanted = {_cell(v.strip()): v.strip() for v in text.split(",")}
         _check_values(key.strip(), wanted, every[col])
         df = df[[_cell(v) in wanted for v in df[col]]]
@@ -127,8 +132,10 @@ def _check_values(key: str, wanted: dict[str, str], column: pd.Series) -> None:
     if missing and len(have) > 0:
         shown = sorted(have.values(), key=str)
         more = f" (+{len(shown) - 12} more)" if len(shown) > 12 else ""
-        raise UserError(f"{key}: no run has {key}={missing[0]};{did_you_mean(missing[0], shown)} values here: "
-                        f"{', '.join(shown[:12])}{more}")
+        raise UserError(
+            f"{key}: no run has {key}={missing[0]};{did_you_mean(missing[0], shown)} values here: "
+            f"{', '.join(shown[:12])}{more}"
+        )
 
 
 def _cell(v: Any) -> str:
@@ -160,9 +167,10 @@ def sort_runs(df: pd.DataFrame, key: str | None) -> pd.DataFrame:
         return df.iloc[::-1]
     col = column_for(df, key) or {"time": "train_time_s"}.get(key)
     if col is None:
-        metrics = sorted(c[len(FINAL):] for c in df.columns if c.startswith(FINAL))
-        raise UserError(f"--sort: {key!r} is not a column of these runs; sort by {', '.join(metrics)}, "
-                        "steps, time or a config key")
+        metrics = sorted(c[len(FINAL) :] for c in df.columns if c.startswith(FINAL))
+        raise UserError(
+            f"--sort: {key!r} is not a column of these runs; sort by {', '.join(metrics)}, steps, time or a config key"
+        )
     ascending = True
     if col.startswith((FINAL, BEST, EVAL)):  # a metric: best first, in its declared direction
         tasks = [t for t in df["task"].dropna().unique()]
@@ -174,12 +182,16 @@ def sort_runs(df: pd.DataFrame, key: str | None) -> pd.DataFrame:
 
 def settings_columns(df: pd.DataFrame) -> list[str]:
     """Config columns whose value differs between the rows (what tells these runs apart)."""
-    cols = [c for c in df.columns if c.startswith(CONFIG_KEY) and not c.startswith(_NOT_SETTINGS)
-            and c not in _ALIASES.values()]
+    cols = [
+        c
+        for c in df.columns
+        if c.startswith(CONFIG_KEY) and not c.startswith(_NOT_SETTINGS) and c not in _ALIASES.values()
+    ]
     return [c for c in cols if df[c].astype(str).nunique(dropna=False) > 1]
 
 
 # -- the listing (``seqbench runs``, in ``bench/commands/runs.py``) ------------------------------
+
 
 def listing(shown: pd.DataFrame, all_runs: pd.DataFrame, sort: str | None) -> str:
     """The table ``seqbench runs`` prints: one line per run."""
@@ -188,17 +200,23 @@ def listing(shown: pd.DataFrame, all_runs: pd.DataFrame, sort: str | None) -> st
     settings = settings_columns(all_runs)[:MAX_SETTINGS]
     sort_col = column_for(shown, sort) if sort else None
     head = ["id", "task", "model", "settings", "seed", "status", "primary metric", "steps", "time"]
-    if sort_col and sort_col.startswith(FINAL) and sort_col[len(FINAL):] not in set(shown["primary_metric"]):
-        head.append(sort_col[len(FINAL):])
+    if sort_col and sort_col.startswith(FINAL) and sort_col[len(FINAL) :] not in set(shown["primary_metric"]):
+        head.append(sort_col[len(FINAL) :])
     rows = []
     for _, r in shown.iterrows():
         pm = r.get("primary_metric")
         val = r.get(FINAL + pm) if isinstance(pm, str) else None
-        line = [str(r["run_id"]), str(r["task"]), str(r["model"]),
-                " ".join(f"{c[len(CONFIG_KEY):]}={r[c]}" for c in settings if c in r and _present(r[c])),
-                _int(r.get("seed")), str(r["status"]),
-                f"{pm} {val:.4g}" if isinstance(pm, str) and _present(val) else MISSING,
-                _int(r.get("steps")), _duration(r.get("train_time_s"))]
+        line = [
+            str(r["run_id"]),
+            str(r["task"]),
+            str(r["model"]),
+            " ".join(f"{c[len(CONFIG_KEY) :]}={r[c]}" for c in settings if c in r and _present(r[c])),
+            _int(r.get("seed")),
+            str(r["status"]),
+            f"{pm} {val:.4g}" if isinstance(pm, str) and _present(val) else MISSING,
+            _int(r.get("steps")),
+            _duration(r.get("train_time_s")),
+        ]
         if len(head) > len(line):
             line.append(f"{r[sort_col]:.4g}" if _present(r[sort_col]) else MISSING)
         rows.append(line)

@@ -1,6 +1,7 @@
 """The report's reading of a study's run table (``sweeps.table`` builds it: one row per run, its columns
 listed there): the runs once each, their learning curves, the failed configurations, trial counts by
 state, compute time, and what the dashboard header says about the study."""
+
 from __future__ import annotations
 
 import math
@@ -40,10 +41,18 @@ def study_info(study: optuna.Study, storage_label: str) -> StudyInfo:
     params = list((spec.get("parameters") or {}).keys())
     for t in study.get_trials(deepcopy=False):  # a hand-made study without a spec: params from trials
         params += [k for k in t.params if k not in params]
-    return StudyInfo(name=study.study_name, question=ua.get("question") or spec.get("question") or "",
-                     objectives=objectives_of(study), storage=storage_label, params=params,
-                     seqbench_version=ua.get("seqbench_version"), git_sha=ua.get("git_sha"),
-                     spec_path=ua.get("spec_path"), spec=spec, out_dir=ua.get("out_dir"))
+    return StudyInfo(
+        name=study.study_name,
+        question=ua.get("question") or spec.get("question") or "",
+        objectives=objectives_of(study),
+        storage=storage_label,
+        params=params,
+        seqbench_version=ua.get("seqbench_version"),
+        git_sha=ua.get("git_sha"),
+        spec_path=ua.get("spec_path"),
+        spec=spec,
+        out_dir=ua.get("out_dir"),
+    )
 
 
 def run_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -83,8 +92,9 @@ def failed_configurations(df: pd.DataFrame, objectives: list[Objective]) -> pd.D
     scored = failed[[o.column for o in objectives if o.column in failed]].notna().any(axis=1)
     failed = failed[~failed["trial"].isin(failed.loc[scored, "trial"])].drop_duplicates("trial")
     params = [c for c in df.columns if c.startswith(PARAM)]
-    out = failed[["trial", *params, "fail_reason"]].rename(columns=lambda c: c[len(PARAM):] if c.startswith(PARAM)
-                                                           else c)
+    out = failed[["trial", *params, "fail_reason"]].rename(
+        columns=lambda c: c[len(PARAM) :] if c.startswith(PARAM) else c
+    )
     return out.reset_index(drop=True)
 
 
@@ -112,4 +122,3 @@ def compute_seconds(df: pd.DataFrame) -> float:
         elif "wall_time_s" in g:
             total += float(pd.to_numeric(g["wall_time_s"], errors="coerce").fillna(0).sum())
     return total
-

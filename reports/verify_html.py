@@ -4,6 +4,7 @@ Each section: the question, the source with its published numbers, the verdict t
 the paper's), and the figure that shows the effect, drawn by the dashboard's own figure functions
 (``reports.figures``, ``reports.diagnostics``, ``bench.cost.fig_cost``) from the claim's run table.
 """
+
 from __future__ import annotations
 
 import html
@@ -26,8 +27,7 @@ from seqbench.reports.table import load_curves
 from seqbench.sweeps.claims.judge import ClaimResult, RuleResult, metric_scale, quantity_text, verdict_table
 from seqbench.sweeps.table import Objective
 
-_COLORS = {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700", "error": "#6e7781",
-           "invalid": "#8250df"}
+_COLORS = {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700", "error": "#6e7781", "invalid": "#8250df"}
 _RULE_COLS = ["rule", "configuration", "paper", "measured (mean [95% CI] n)", "needs", "verdict"]
 
 
@@ -88,16 +88,32 @@ def verdict_figure(table: pd.DataFrame, judged: list[RuleResult]) -> go.Figure |
         for i, name in enumerate(cats):
             _draw_configuration(fig, row, i, name, p["cats"][name], table)
         if p["baseline"] is not None:
-            fig.add_hline(y=p["baseline"], line=dict(color="#57606a", dash="dot"), row=row, col=1,
-                          annotation_text="memoryless baseline", annotation_position="top left")
-        fig.update_xaxes(tickvals=list(range(len(cats))), ticktext=[_wrap(c) for c in cats], tickangle=0,
-                         range=[-0.6, len(cats) - 0.4], row=row, col=1)
+            fig.add_hline(
+                y=p["baseline"],
+                line=dict(color="#57606a", dash="dot"),
+                row=row,
+                col=1,
+                annotation_text="memoryless baseline",
+                annotation_position="top left",
+            )
+        fig.update_xaxes(
+            tickvals=list(range(len(cats))),
+            ticktext=[_wrap(c) for c in cats],
+            tickangle=0,
+            range=[-0.6, len(cats) - 0.4],
+            row=row,
+            col=1,
+        )
         if p["log"]:
             fig.update_yaxes(type="log", row=row, col=1)
-    fig.update_layout(height=(320 + 16 * (lines - 1)) * len(panels), margin=dict(t=70, b=40 + 16 * (lines - 1)),
-                      title=dict(
-        text="verdict: seeds (grey), estimate with its tested interval, thresholds (red; dashed: control)",
-        font=dict(size=13)))
+    fig.update_layout(
+        height=(320 + 16 * (lines - 1)) * len(panels),
+        margin=dict(t=70, b=40 + 16 * (lines - 1)),
+        title=dict(
+            text="verdict: seeds (grey), estimate with its tested interval, thresholds (red; dashed: control)",
+            font=dict(size=13),
+        ),
+    )
     return fig
 
 
@@ -142,33 +158,71 @@ def _draw_configuration(fig: go.Figure, row: int, i: int, name: str, c: dict[str
     verdicts = {x.verdict for x in c["rules"] if not x.control} or {x.verdict for x in c["rules"]}
     worst = next((v for v in ("invalid", "fails", "inconclusive", "missing") if v in verdicts), "holds")
     color = _COLORS.get(worst, _COLORS["inconclusive"]) if c["rules"] else "#57606a"
-    fig.add_trace(go.Scatter(x=[i] * len(c["vals"]), y=c["vals"], mode="markers", showlegend=False,
-                             marker=dict(color="#8c959f", size=6), name=f"{name}: seeds",
-                             hovertemplate="%{y:.4g}<extra>" + html.escape(name) + ": one seed</extra>"),
-                  row=row, col=1)
+    fig.add_trace(
+        go.Scatter(
+            x=[i] * len(c["vals"]),
+            y=c["vals"],
+            mode="markers",
+            showlegend=False,
+            marker=dict(color="#8c959f", size=6),
+            name=f"{name}: seeds",
+            hovertemplate="%{y:.4g}<extra>" + html.escape(name) + ": one seed</extra>",
+        ),
+        row=row,
+        col=1,
+    )
     iv = c["iv"]
     if iv is not None and iv.n:
         lo = iv.lo if math.isfinite(iv.lo) else iv.mean
         hi = iv.hi if math.isfinite(iv.hi) else iv.mean
-        fig.add_trace(go.Scatter(
-            x=[i + 0.15], y=[iv.mean], mode="markers", showlegend=False, marker=dict(color=color, size=10),
-            error_y=dict(type="data", symmetric=False, array=[hi - iv.mean], arrayminus=[iv.mean - lo]),
-            name=name, hovertemplate=html.escape(f"{name}: {iv.fmt()}") + "<extra></extra>"), row=row, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=[i + 0.15],
+                y=[iv.mean],
+                mode="markers",
+                showlegend=False,
+                marker=dict(color=color, size=10),
+                error_y=dict(type="data", symmetric=False, array=[hi - iv.mean], arrayminus=[iv.mean - lo]),
+                name=name,
+                hovertemplate=html.escape(f"{name}: {iv.fmt()}") + "<extra></extra>",
+            ),
+            row=row,
+            col=1,
+        )
     flops = _flops_prediction(table, c["rules"])
     if flops is not None:  # a cost claim: what the FLOP count predicts beside what was timed
-        fig.add_trace(go.Scatter(x=[i - 0.15], y=[flops], mode="markers", showlegend=False,
-                                 marker=dict(symbol="x", size=10, color="#0969da"), name=f"{name}: FLOP count",
-                                 hovertemplate=f"FLOP count predicts {flops:.3g}<extra></extra>"),
-                      row=row, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=[i - 0.15],
+                y=[flops],
+                mode="markers",
+                showlegend=False,
+                marker=dict(symbol="x", size=10, color="#0969da"),
+                name=f"{name}: FLOP count",
+                hovertemplate=f"FLOP count predicts {flops:.3g}<extra></extra>",
+            ),
+            row=row,
+            col=1,
+        )
     for x in c["rules"]:
         for key, thr in x.thresholds.items():
             y = math.exp(thr) if x.log_ratio else thr
-            fig.add_trace(go.Scatter(
-                x=[i - 0.4, i + 0.4], y=[y, y], mode="lines", showlegend=False,
-                line=dict(color="#cf222e", dash="dash" if x.control else "solid", width=2),
-                name=f"{x.rule.name}: {key} {y:.4g}",
-                hovertemplate=html.escape(f"{'control' if x.control else 'rule'} {x.rule.name}: needs "
-                                          f"{x.threshold_text()}") + "<extra></extra>"), row=row, col=1)
+            fig.add_trace(
+                go.Scatter(
+                    x=[i - 0.4, i + 0.4],
+                    y=[y, y],
+                    mode="lines",
+                    showlegend=False,
+                    line=dict(color="#cf222e", dash="dash" if x.control else "solid", width=2),
+                    name=f"{x.rule.name}: {key} {y:.4g}",
+                    hovertemplate=html.escape(
+                        f"{'control' if x.control else 'rule'} {x.rule.name}: needs {x.threshold_text()}"
+                    )
+                    + "<extra></extra>",
+                ),
+                row=row,
+                col=1,
+            )
 
 
 def _wrap(label: str) -> str:
@@ -233,26 +287,35 @@ def _section(res: ClaimResult, rows: pd.DataFrame, n: int) -> str:
     e = html.escape
     c, src = res.claim, res.claim.source
     pub = "; ".join(f"{p.what} {p.value:g} {p.unit}" for p in src.published)
-    detail = res.verdict_text()[len(res.verdict):].strip()
-    parts = [f"<section id='{e(c.name)}'><h2>{e(c.name)}: {_verdict(res.verdict)} {e(detail)}</h2>",
-             f"<div class='question'>{e(c.question)}</div>",
-             "<table class='facts'>",
-             f"<tr><th>source</th><td>{e(src.paper)} — {e(src.where)}</td></tr>",
-             f"<tr><th>published</th><td>{e(pub)}</td></tr>",
-             f"<tr><th>their metric</th><td>{e(src.metric)}</td></tr>",
-             f"<tr><th>ours differs</th><td>{e(src.differs or 'no known difference')}</td></tr>",
-             *([f"<tr><th>parameters (paper profile)</th><td>{e(_params_text(src.params))}</td></tr>"]
-               if src.params else []),
-             f"<tr><th>profile</th><td>{e(res.profile)} ({res.wall_s:.0f} s); study {e(res.study or '-')}</td></tr>",
-             "</table>"]
+    detail = res.verdict_text()[len(res.verdict) :].strip()
+    parts = [
+        f"<section id='{e(c.name)}'><h2>{e(c.name)}: {_verdict(res.verdict)} {e(detail)}</h2>",
+        f"<div class='question'>{e(c.question)}</div>",
+        "<table class='facts'>",
+        f"<tr><th>source</th><td>{e(src.paper)} — {e(src.where)}</td></tr>",
+        f"<tr><th>published</th><td>{e(pub)}</td></tr>",
+        f"<tr><th>their metric</th><td>{e(src.metric)}</td></tr>",
+        f"<tr><th>ours differs</th><td>{e(src.differs or 'no known difference')}</td></tr>",
+        *(
+            [f"<tr><th>parameters (paper profile)</th><td>{e(_params_text(src.params))}</td></tr>"]
+            if src.params
+            else []
+        ),
+        f"<tr><th>profile</th><td>{e(res.profile)} ({res.wall_s:.0f} s); study {e(res.study or '-')}</td></tr>",
+        "</table>",
+    ]
     if res.error:
         parts.append(f"<p class='skipped'>could not run: {e(res.error)}</p>")
     parts.append(_table_html(rows[_RULE_COLS]))
     figures = res.figure if isinstance(res.figure, list) else [res.figure]
     for j, fig in enumerate(figures):
         if isinstance(fig, go.Figure):
-            div = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"fig-{n}-{j}",
-                              config={"displaylogo": False, "responsive": True})
+            div = fig.to_html(
+                full_html=False,
+                include_plotlyjs=False,
+                div_id=f"fig-{n}-{j}",
+                config={"displaylogo": False, "responsive": True},
+            )
             title = "verdict" if j < len(figures) - 1 else c.figure
             parts.append(f"<figure class='panel' data-title='{e(title)}'>{div}</figure>")
         elif fig:
@@ -266,20 +329,22 @@ def _section(res: ClaimResult, rows: pd.DataFrame, n: int) -> str:
 def page(results: list[ClaimResult], table: pd.DataFrame, built: dict[str, Any]) -> str:
     e = html.escape
     overview = table.drop_duplicates("claim")[["claim", "source", "claim verdict", "wall s"]]
-    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>seqbench verify</title>",
-             f"<script src='plotly.min.js' charset='utf-8'></script><style>{_CSS}</style></head><body>",
-             "<h1>seqbench verify: published claims, measured</h1>",
-             "<p class='caption'>Each rule is judged over seed replicates: per seed (the share of seeds that "
-             "pass, exact Clopper-Pearson interval and binomial test) for success rates, bounded metrics, baseline "
-             "multiples, imputed diverged seeds and grid steps; a loss or MSE on the log scale (geometric mean, "
-             "Student-t on logs); other metrics with a Student-t interval clipped to the metric's range. A claim's "
-             "rules and controls are Holm-corrected together, and its 95% is spent over its pre-registered looks "
-             "(O'Brien-Fleming-type: most of it at the last; more seeds only when a look does not decide). "
-             "<b>holds</b>: the interval is inside the rule's thresholds; "
-             "<b>fails</b>: wholly outside; <b>inconclusive</b>: not decided; <b>invalid</b>: a positive control "
-             "(the comparator trains) failed, so the rule's claim cannot be judged. "
-             f"Built by seqbench {e(built['version'])} ({e(built['git_sha'])}) on {e(built['when'])}.</p>",
-             _table_html(overview)]
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>seqbench verify</title>",
+        f"<script src='plotly.min.js' charset='utf-8'></script><style>{_CSS}</style></head><body>",
+        "<h1>seqbench verify: published claims, measured</h1>",
+        "<p class='caption'>Each rule is judged over seed replicates: per seed (the share of seeds that "
+        "pass, exact Clopper-Pearson interval and binomial test) for success rates, bounded metrics, baseline "
+        "multiples, imputed diverged seeds and grid steps; a loss or MSE on the log scale (geometric mean, "
+        "Student-t on logs); other metrics with a Student-t interval clipped to the metric's range. A claim's "
+        "rules and controls are Holm-corrected together, and its 95% is spent over its pre-registered looks "
+        "(O'Brien-Fleming-type: most of it at the last; more seeds only when a look does not decide). "
+        "<b>holds</b>: the interval is inside the rule's thresholds; "
+        "<b>fails</b>: wholly outside; <b>inconclusive</b>: not decided; <b>invalid</b>: a positive control "
+        "(the comparator trains) failed, so the rule's claim cannot be judged. "
+        f"Built by seqbench {e(built['version'])} ({e(built['git_sha'])}) on {e(built['when'])}.</p>",
+        _table_html(overview),
+    ]
     for i, res in enumerate(results):
         parts.append(_section(res, table[table["claim"] == res.claim.name], i + 1))
     parts.append("</body></html>")
@@ -287,11 +352,28 @@ def page(results: list[ClaimResult], table: pd.DataFrame, built: dict[str, Any])
 
 
 def markdown(results: list[ClaimResult], table: pd.DataFrame, built: dict[str, Any]) -> str:
-    out = ["# seqbench verify", "", f"seqbench {built['version']} ({built['git_sha']}), {built['when']}", "",
-           _md_table(table[["claim", "source", "rule", "paper", "measured (mean [95% CI] n)", "needs", "verdict"]]),
-           "", markdown_table(["claim", "verdict", "decided", "profile", "wall s"],
-                              [[r.claim.name, r.verdict, r.verdict_text()[len(r.verdict):].strip(' ()') or '-', r.profile,
-                                f"{r.wall_s:.0f}"] for r in results], align="llllr")]
+    out = [
+        "# seqbench verify",
+        "",
+        f"seqbench {built['version']} ({built['git_sha']}), {built['when']}",
+        "",
+        _md_table(table[["claim", "source", "rule", "paper", "measured (mean [95% CI] n)", "needs", "verdict"]]),
+        "",
+        markdown_table(
+            ["claim", "verdict", "decided", "profile", "wall s"],
+            [
+                [
+                    r.claim.name,
+                    r.verdict,
+                    r.verdict_text()[len(r.verdict) :].strip(" ()") or "-",
+                    r.profile,
+                    f"{r.wall_s:.0f}",
+                ]
+                for r in results
+            ],
+            align="llllr",
+        ),
+    ]
     for r in results:
         if r.claim.note:
             out += ["", f"**{r.claim.name}.** {r.claim.note}"]

@@ -11,13 +11,15 @@ and its line plots are against ``trainer/global_step``, the trainer step of metr
 the one module besides bench/training/tracking.py that talks to W&B: the Report API lives in
 wandb-workspaces, not in the tracking path.
 """
+
 from __future__ import annotations
 
 import netrc
 import os
 import socket
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from seqbench.bench.core.artifacts import wandb_group
@@ -57,8 +59,10 @@ def preflight(env: Mapping[str, str] | None = None) -> None:
     env = os.environ if env is None else env
     mode = env.get("WANDB_MODE", "").strip().lower()
     if mode in ("offline", "disabled", "dryrun"):
-        raise UserError(f"{_NO}W&B is {mode} (WANDB_MODE={mode}); a W&B Report needs the online service: "
-                        f"unset WANDB_MODE (and run `wandb login` or set WANDB_API_KEY){_HTML_OK}")
+        raise UserError(
+            f"{_NO}W&B is {mode} (WANDB_MODE={mode}); a W&B Report needs the online service: "
+            f"unset WANDB_MODE (and run `wandb login` or set WANDB_API_KEY){_HTML_OK}"
+        )
     base = env.get("WANDB_BASE_URL") or DEFAULT_BASE_URL
     url = urlparse(base)
     host, port = url.hostname, url.port or (443 if url.scheme == "https" else 80)
@@ -69,65 +73,92 @@ def preflight(env: Mapping[str, str] | None = None) -> None:
     try:
         import wandb_workspaces.reports.v2  # noqa: F401
     except ImportError:
-        raise UserError(f"{_NO}needs the publish extra: pip install 'seqbench[publish]' "
-                        f"(wandb-workspaces){_HTML_OK}") from None
+        raise UserError(
+            f"{_NO}needs the publish extra: pip install 'seqbench[publish]' (wandb-workspaces){_HTML_OK}"
+        ) from None
     try:
         socket.setdefaulttimeout(CONNECT_TIMEOUT_S)  # getaddrinfo has no timeout argument of its own
         with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
             pass
     except OSError as e:
-        raise UserError(f"{_NO}cannot reach the W&B server {base} ({type(e).__name__}: {e}); "
-                        f"publish when online{_HTML_OK}") from None
+        raise UserError(
+            f"{_NO}cannot reach the W&B server {base} ({type(e).__name__}: {e}); publish when online{_HTML_OK}"
+        ) from None
     finally:
         socket.setdefaulttimeout(None)
 
 
-def project_of(info: "StudyInfo", env: Mapping[str, str]) -> str:
+def project_of(info: StudyInfo, env: Mapping[str, str]) -> str:
     """The W&B project the study's runs went to (as ``tracking.wandb_target`` chose it): the spec's
     ``tracking.project``, else ``WANDB_PROJECT``, else ``seqbench``."""
     base = info.spec.get("base") or {}
     return ((base.get("tracking") or {}).get("project")) or env.get("WANDB_PROJECT", "").strip() or "seqbench"
 
 
-def build(info: "StudyInfo", df: "pd.DataFrame", entity: str | None, project: str) -> "wr.Report":
+def build(info: StudyInfo, df: pd.DataFrame, entity: str | None, project: str) -> wr.Report:
     """The Report object (no network when ``entity`` is given; None: W&B's default entity, which
     the Report API looks up online)."""
     import wandb_workspaces.reports.v2 as wr  # here: an optional extra (seqbench[publish]), checked by preflight
     from wandb_workspaces import expr  # the same optional extra
 
-
     obj = info.objectives[0]
     params = F.swept(df)
     group = wandb_group(info.name, info.storage)
-    where = {"entity": entity} if entity else {}  # no entity: W&B's default, never an empty string
-    runset = wr.Runset(**where, project=project, name=info.name, filters=[expr.Metric("Group") == group],
-                       groupby=[SEEDS_GROUP])
+    where: dict[str, Any] = {"entity": entity} if entity else {}  # no entity: W&B's default, never an empty string
+    runset = wr.Runset(
+        **where, project=project, name=info.name, filters=[expr.Metric("Group") == group], groupby=[SEEDS_GROUP]
+    )
     curves = dict.fromkeys([obj.name, "train/loss"])
-    panels: list[Any] = [wr.LinePlot(title=f"{m} vs step (mean and standard error over seeds)", x=STEP, y=[m],
-                                     title_x="step", groupby_aggfunc="mean", groupby_rangefunc="stderr")
-                         for m in curves]
-    panels += [wr.ScatterPlot(title=f"{obj.name} vs {F.label(p)}", x=wr.Config(F.label(p)),
-                              y=wr.SummaryMetric(obj.name)) for p in params]
+    panels: list[Any] = [
+        wr.LinePlot(
+            title=f"{m} vs step (mean and standard error over seeds)",
+            x=STEP,
+            y=[m],
+            title_x="step",
+            groupby_aggfunc="mean",
+            groupby_rangefunc="stderr",
+        )
+        for m in curves
+    ]
+    panels += [
+        wr.ScatterPlot(title=f"{obj.name} vs {F.label(p)}", x=wr.Config(F.label(p)), y=wr.SummaryMetric(obj.name))
+        for p in params
+    ]
     if params:
-        panels.append(wr.ParallelCoordinatesPlot(
-            columns=[wr.ParallelCoordinatesPlotColumn(metric=wr.Config(F.label(p))) for p in params]
-            + [wr.ParallelCoordinatesPlotColumn(metric=wr.SummaryMetric(obj.name))]))
+        panels.append(
+            wr.ParallelCoordinatesPlot(
+                columns=[wr.ParallelCoordinatesPlotColumn(metric=wr.Config(F.label(p))) for p in params]
+                + [wr.ParallelCoordinatesPlotColumn(metric=wr.SummaryMetric(obj.name))]
+            )
+        )
         panels.append(wr.ParameterImportancePlot(with_respect_to=obj.name))
     summary = F.summary_table(df, obj)
-    lines = [f"| {r['factor']} | {r['level']} | {F.fmt_ci(r['best mean'], r['best lo'], r['best hi'], r['seeds'])} | {r['diverged']} |"
-             for r in summary.to_dict("records")]
+    lines = [
+        f"| {r['factor']} | {r['level']} | {F.fmt_ci(r['best mean'], r['best lo'], r['best hi'], r['seeds'])} "
+        f"| {r['diverged']} |"
+        for r in summary.to_dict("records")
+    ]
     md = "\n".join(["| factor | level | best mean [95% CI] n | diverged |", "|---|---|---|---|", *lines])
-    report = wr.Report(**where, project=project, title=f"seqbench: {info.name}", description=info.question or "",
-                     blocks=[wr.H1(info.question or info.name),
-                             wr.MarkdownBlock(text=f"Objective **{obj.name}** ({obj.goal}); runs are W&B group "
-                                              f"`{group}`, one line per configuration (its seeds aggregated)."
-                                              f"\n\n{md}"),
-                             wr.PanelGrid(runsets=[runset], panels=panels)])
+    report = wr.Report(
+        **where,
+        project=project,
+        title=f"seqbench: {info.name}",
+        description=info.question or "",
+        blocks=[
+            wr.H1(info.question or info.name),
+            wr.MarkdownBlock(
+                text=f"Objective **{obj.name}** ({obj.goal}); runs are W&B group "
+                f"`{group}`, one line per configuration (its seeds aggregated)."
+                f"\n\n{md}"
+            ),
+            wr.PanelGrid(runsets=[runset], panels=panels),
+        ],
+    )
     runset.entity = report.entity  # the run set reads the runs of the report's entity (default included)
     return report
 
 
-def publish(info: "StudyInfo", df: "pd.DataFrame", env: Mapping[str, str] | None = None) -> str:
+def publish(info: StudyInfo, df: pd.DataFrame, env: Mapping[str, str] | None = None) -> str:
     """Build and save the W&B Report for ``info``'s study; returns its URL."""
     env = os.environ if env is None else env
     report = build(info, df, env.get("WANDB_ENTITY", "").strip() or None, project_of(info, env))

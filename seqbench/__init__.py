@@ -19,6 +19,7 @@ cheap and pulls in torch only when a name that needs it is used)::
 The installed package is ``seqbench`` alone; its parts are ``seqbench.bench`` (config, training,
 commands, CLI), ``seqbench.tasks``, ``seqbench.models``, ``seqbench.sweeps`` and ``seqbench.reports``.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -59,7 +60,7 @@ _API = {
     "load_model": ("seqbench.bench.training.trained", "load_model"),
 }
 
-__all__ = ["__version__", *_API]
+__all__ = ["__version__", *_API]  # noqa: PLE0604  (the notebook API's names: _API's keys, all strings)
 
 
 def __getattr__(name: str):

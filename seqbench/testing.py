@@ -8,6 +8,7 @@ shipped mixer, model and task, to run in a plug-in's own CI::
 
 Each raises ``AssertionError`` naming the property that failed, and returns None when all hold.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -44,9 +45,11 @@ def check_mixer(cls: type | str, d_model: int = 16, T: int = 12, **mixer_args: A
         base = module(x)
         for t in range(T - 1):  # causality at every cut, not only the probe's
             y = x.clone()
-            y[:, t + 1:] += 1.0
-            moved = (module(y)[:, :t + 1] - base[:, :t + 1]).abs().max().item()
-            assert moved <= 1e-4, f"{name}: output at positions <= {t} moved by {moved:.2e} when only later inputs changed"
+            y[:, t + 1 :] += 1.0
+            moved = (module(y)[:, : t + 1] - base[:, : t + 1]).abs().max().item()
+            assert moved <= 1e-4, (
+                f"{name}: output at positions <= {t} moved by {moved:.2e} when only later inputs changed"
+            )
     module.train()
     x.requires_grad_(True)
     module(x).square().mean().backward()
@@ -80,13 +83,15 @@ def check_model(model: str, *overrides: str, T: int = 12) -> None:
     assert out.shape == (3, T, 5), f"{model}: logits {tuple(out.shape)}, expected (3, {T}, 5)"
     cut = T // 2
     y = x.clone()
-    y[:, cut + 1:] = (y[:, cut + 1:] + 1) % 7
-    moved = (net(Batch(x=y, y=y))[0][:, :cut + 1] - out[:, :cut + 1]).abs().max().item()
+    y[:, cut + 1 :] = (y[:, cut + 1 :] + 1) % 7
+    moved = (net(Batch(x=y, y=y))[0][:, : cut + 1] - out[:, : cut + 1]).abs().max().item()
     assert moved <= 1e-5, f"{model}: outputs up to {cut} moved by {moved:.2e} when only later inputs changed"
     net.train()
     net(Batch(x=x, y=x))[0].logsumexp(-1).mean().backward()
     for pname, p in net.named_parameters():
-        assert p.grad is not None and torch.isfinite(p.grad).all(), f"{model}: parameter {pname} gets no finite gradient"
+        assert p.grad is not None and torch.isfinite(p.grad).all(), (
+            f"{model}: parameter {pname} gets no finite gradient"
+        )
 
 
 def check_task(task: str, *overrides: str) -> None:
@@ -108,6 +113,6 @@ def check_task(task: str, *overrides: str) -> None:
     assert (t.spec.output_kind, t.spec.causal) == (facts.output_kind, facts.causal), f"{task}: spec differs from facts"
     base = t.baseline()
     assert facts.primary in base, f"{task}: baseline() lacks the primary metric {facts.primary!r}"
-    assert not t.solved({f"val/{facts.primary}": base[facts.primary]}), f"{task}: the memoryless baseline counts as solved"
-
-
+    assert not t.solved({f"val/{facts.primary}": base[facts.primary]}), (
+        f"{task}: the memoryless baseline counts as solved"
+    )

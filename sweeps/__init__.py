@@ -5,15 +5,22 @@ Shipped specs and claims are package data, found through ``importlib.resources``
 after a plain ``pip install`` as well as in a checkout. Each has a name, its file stem (``demo``):
 ``seqbench sweep NAME`` / ``seqbench verify NAME`` run it from anywhere.
 """
+
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from seqbench.bench.core.errors import UserError
 
+if TYPE_CHECKING:  # importlib.resources.abc is new in Python 3.11
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:
+        from importlib.abc import Traversable
 
 
 @dataclass(frozen=True)
@@ -31,9 +38,11 @@ def _question(text: str) -> str:
 
 
 def _shipped(package: str) -> list[ShippedSweep]:
-    return [ShippedSweep(res.name.removesuffix(".yaml"), _question(res.read_text()), res)
-            for res in sorted(resources.files(package).iterdir(), key=lambda r: r.name)
-            if res.is_file() and res.name.endswith(".yaml")]
+    return [
+        ShippedSweep(res.name.removesuffix(".yaml"), _question(res.read_text()), res)
+        for res in sorted(resources.files(package).iterdir(), key=lambda r: r.name)
+        if res.is_file() and res.name.endswith(".yaml")
+    ]
 
 
 def shipped_sweeps() -> list[ShippedSweep]:

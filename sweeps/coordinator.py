@@ -6,12 +6,13 @@ continues was started from a comparable spec), says where it stands, runs the tr
 (one worker) or in worker processes, and reads the trials back once. What a study stores is the
 contract in ``bench/commands/sweep.py``.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import optuna
 import pandas as pd
@@ -63,13 +64,29 @@ def spec_threads(spec: SweepSpec) -> int:
     return max(int(a) for a in asked)
 
 
-def sweep_argv(source: str, overrides: Sequence[str] = (), *, trials: int | None = None, workers: int = 1,
-               storage: str | None = None, study: str | None = None, out_dir: str = "outputs") -> list[str]:
+def sweep_argv(
+    source: str,
+    overrides: Sequence[str] = (),
+    *,
+    trials: int | None = None,
+    workers: int = 1,
+    storage: str | None = None,
+    study: str | None = None,
+    out_dir: str = "outputs",
+) -> list[str]:
     """The ``seqbench sweep`` arguments (after ``seqbench sweep``) that run this study: what a run records
     as its command line when its caller gives none."""
-    return [source, *overrides, *(["--trials", str(trials)] if trials else []), "--workers", str(workers),
-            *(["--storage", storage] if storage else []), *(["--study", study] if study else []),
-            "--out-dir", out_dir]
+    return [
+        source,
+        *overrides,
+        *(["--trials", str(trials)] if trials else []),
+        "--workers",
+        str(workers),
+        *(["--storage", storage] if storage else []),
+        *(["--study", study] if study else []),
+        "--out-dir",
+        out_dir,
+    ]
 
 
 def check_counts(workers: int, heartbeat: float) -> None:
@@ -79,9 +96,20 @@ def check_counts(workers: int, heartbeat: float) -> None:
         raise UserError(f"--heartbeat: must be > 0 seconds (got {heartbeat})")
 
 
-def run_sweep(spec: SweepSpec, *, study: str, source: str, out_dir: str, argv: Sequence[str], workers: int = 1,
-              devices: list[int] | None = None, storage: str | None = None, heartbeat: float = 10.0,
-              quiet_summary: bool = False, retry_failed: bool = False) -> SweepResult:
+def run_sweep(
+    spec: SweepSpec,
+    *,
+    study: str,
+    source: str,
+    out_dir: str,
+    argv: Sequence[str],
+    workers: int = 1,
+    devices: list[int] | None = None,
+    storage: str | None = None,
+    heartbeat: float = 10.0,
+    quiet_summary: bool = False,
+    retry_failed: bool = False,
+) -> SweepResult:
     """Run (or continue) study ``study`` of ``spec`` (read from ``source``, a path recorded as provenance)
     with ``workers`` workers; ``argv`` (after ``seqbench sweep``) is the command line the runs record, storage
     passwords redacted. Prints a line per trial started and finished and, unless ``quiet_summary``, the
@@ -97,8 +125,16 @@ def run_sweep(spec: SweepSpec, *, study: str, source: str, out_dir: str, argv: S
     # intra-op threads on 2 busy cores, and 8x slower in a 1-worker sweep); a spec that asks for more
     # is capped so K workers never oversubscribe the machine.
     threads = max(1, cores() // workers) if spec_threads(spec) > cores() // workers else None
-    job = Job(spec=spec.to_dict(), spec_path=source, study=study, storage=storage, out_dir=out_dir, threads=threads,
-              heartbeat=heartbeat, argv=[redact(a) for a in ["seqbench", "sweep", *argv]])
+    job = Job(
+        spec=spec.to_dict(),
+        spec_path=source,
+        study=study,
+        storage=storage,
+        out_dir=out_dir,
+        threads=threads,
+        heartbeat=heartbeat,
+        argv=[redact(a) for a in ["seqbench", "sweep", *argv]],
+    )
     check_scheme(storage)
     check_writable(Path(out_dir))  # one line now, not a failed trial per configuration later
     opened: dict[str, optuna.Study] = {}
@@ -115,21 +151,29 @@ def run_sweep(spec: SweepSpec, *, study: str, source: str, out_dir: str, argv: S
         status = 1  # not done: a full disk, memory, a kill; the summary says --retry-failed runs them again
     if not quiet_summary:
         print(summary(final, spec))
-    return SweepResult(job.study, status, Path(out_dir), storage, final, spec, objectives_of(st),
-                       runs_root(st, out_dir))
+    return SweepResult(
+        job.study, status, Path(out_dir), storage, final, spec, objectives_of(st), runs_root(st, out_dir)
+    )
 
 
-def _announce(job: Job, spec: SweepSpec, st: optuna.Study, workers: int, placed: list[str | None],
-              retry_failed: bool) -> None:
+def _announce(
+    job: Job, spec: SweepSpec, st: optuna.Study, workers: int, placed: list[str | None], retry_failed: bool
+) -> None:
     """The sweep's opening lines: what --retry-failed queued, the study and where it stands, the question."""
     if retry_failed:
         again = requeue_failed(st)
-        print(f"--retry-failed: {len(again)} trial(s) that failed outside the experiment queued again"
-              + (f" ({', '.join(str(t.number) for t in again)})" if again else ""), flush=True)
-    print(f"study {job.study}: {spec.method}, {spec.budget()} configurations x {len(spec.seeds)} "
-          f"seed(s), {done_text(st.get_trials(deepcopy=False))}; {workers} worker(s)"
-          + (f", {job.threads} torch thread(s) each" if job.threads else "")
-          + f"; storage {describe(job.storage, job.out_dir)}", flush=True)
+        print(
+            f"--retry-failed: {len(again)} trial(s) that failed outside the experiment queued again"
+            + (f" ({', '.join(str(t.number) for t in again)})" if again else ""),
+            flush=True,
+        )
+    print(
+        f"study {job.study}: {spec.method}, {spec.budget()} configurations x {len(spec.seeds)} "
+        f"seed(s), {done_text(st.get_trials(deepcopy=False))}; {workers} worker(s)"
+        + (f", {job.threads} torch thread(s) each" if job.threads else "")
+        + f"; storage {describe(job.storage, job.out_dir)}",
+        flush=True,
+    )
     if spec.question:
         print(f"question: {spec.question}", flush=True)
     if placed[0] is not None:

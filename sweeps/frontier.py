@@ -14,6 +14,7 @@ learning rate (x weight decay), every point on the same seeds):
 
 Pure pandas over the table: no torch, no Optuna.
 """
+
 from __future__ import annotations
 
 import math
@@ -75,14 +76,24 @@ def seed_frontiers(solved: list[dict[int, bool]], seeds: list[int]) -> tuple[dic
     return fronts, gaps
 
 
-def rung_summary(rung: Any, outcomes: dict[int, tuple[bool, float]], metric: str, baseline: float,
-                 level: float) -> CardRung:
+def rung_summary(
+    rung: Any, outcomes: dict[int, tuple[bool, float]], metric: str, baseline: float, level: float
+) -> CardRung:
     shares = Estimate(tuple(float(ok) for ok, _ in outcomes.values()), "rate").interval(level)
     _, bounds = metric_scale(metric)
     values = tuple(v for _, v in outcomes.values() if math.isfinite(v))
     iv = Estimate(values, "linear", bounds).interval(level)
-    return CardRung(rung=rung, n=len(outcomes), solved=sum(ok for ok, _ in outcomes.values()),
-                    share_lo=shares.lo, share_hi=shares.hi, mean=iv.mean, lo=iv.lo, hi=iv.hi, baseline=baseline)
+    return CardRung(
+        rung=rung,
+        n=len(outcomes),
+        solved=sum(ok for ok, _ in outcomes.values()),
+        share_lo=shares.lo,
+        share_hi=shares.hi,
+        mean=iv.mean,
+        lo=iv.lo,
+        hi=iv.hi,
+        baseline=baseline,
+    )
 
 
 def _median(rows: pd.DataFrame, col: str) -> float:
@@ -90,25 +101,35 @@ def _median(rows: pd.DataFrame, col: str) -> float:
     return float(v.median()) if len(v) else math.nan
 
 
-def cost(table: pd.DataFrame, ref_rows: pd.DataFrame) -> dict[str, float]:
+def cost(table: pd.DataFrame, ref_rows: pd.DataFrame) -> CardEntry:
     """Median step time (ms) over the probe's completed runs; parameters and FLOPs per token at the
     reference rung (they grow with a rung's vocabulary or length)."""
     done = table[table["status"] == "completed"] if "status" in table.columns else table
-    out = {}
+    out: CardEntry = {}  # only the cost fields
     if {"train_time_s", "steps"} <= set(done.columns) and len(done):
         steps = pd.to_numeric(done["steps"], errors="coerce")
         ms = (1000 * pd.to_numeric(done["train_time_s"], errors="coerce") / steps.where(steps > 0)).dropna()
         if len(ms):
             out["step_ms"] = float(ms.median())
-    for key, col in (("n_params", "n_params"), ("flops_per_token", "model_flops_per_token")):
-        v = _median(ref_rows, col)
-        if math.isfinite(v):
-            out[key] = int(v) if key == "n_params" else v
+    if math.isfinite(n_params := _median(ref_rows, "n_params")):
+        out["n_params"] = int(n_params)
+    if math.isfinite(flops := _median(ref_rows, "model_flops_per_token")):
+        out["flops_per_token"] = flops
     return out
 
 
-def probe_entry(table: pd.DataFrame, probe: Probe, *, model: str, study: str, seeds: list[int], per_seed: int,
-                metric: str, maximize: bool, level: float = LEVEL) -> CardEntry:
+def probe_entry(
+    table: pd.DataFrame,
+    probe: Probe,
+    *,
+    model: str,
+    study: str,
+    seeds: list[int],
+    per_seed: int,
+    metric: str,
+    maximize: bool,
+    level: float = LEVEL,
+) -> CardEntry:
     """The card entry of one probe for one model from its study table; ``per_seed``: runs per seed and
     rung (learning rates x weight decays)."""
     rungs, solved = [], []
@@ -120,7 +141,18 @@ def probe_entry(table: pd.DataFrame, probe: Probe, *, model: str, study: str, se
     fronts, gaps = seed_frontiers(solved, seeds)
     mi = median_interval(list(fronts.values()), level)
     ref = rung_rows(table, probe, probe.ladder.reference)
-    return CardEntry(model=model, probe=probe.name, study=study, complete=all(r["n"] == len(seeds) for r in rungs),
-                     seed_frontiers={str(s): f for s, f in fronts.items()}, frontier=int(mi.median),
-                     lo=int(mi.lo), hi=int(mi.hi), coverage=mi.coverage, gaps=gaps, rungs=rungs, metric=metric,
-                     **cost(table, ref))
+    return CardEntry(
+        model=model,
+        probe=probe.name,
+        study=study,
+        complete=all(r["n"] == len(seeds) for r in rungs),
+        seed_frontiers={str(s): f for s, f in fronts.items()},
+        frontier=int(mi.median),
+        lo=int(mi.lo),
+        hi=int(mi.hi),
+        coverage=mi.coverage,
+        gaps=gaps,
+        rungs=rungs,
+        metric=metric,
+        **cost(table, ref),
+    )

@@ -10,6 +10,7 @@ worker on the same machine knows at once when that process is gone (killed, cras
 that stopped the command) and retries its trial without waiting out the grace period; only a
 worker on another machine is judged by its heartbeat (``waiting_line`` says so while it waits).
 """
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import optuna
 import psutil
@@ -78,8 +80,10 @@ def waiting_line(t: FrozenTrial, grace: float) -> str:
     quiet = time.time() - last_beat(t)
     if isinstance(w, dict) and w.get("host") == socket.gethostname():
         return f"waiting for trial {t.number}: its worker {who} runs on this machine"
-    return (f"waiting for trial {t.number}: its worker {who} is on another machine (last heartbeat {quiet:.0f}s "
-            f"ago); if it stopped, the trial is retried after {grace:.0f}s without a heartbeat")
+    return (
+        f"waiting for trial {t.number}: its worker {who} is on another machine (last heartbeat {quiet:.0f}s "
+        f"ago); if it stopped, the trial is retried after {grace:.0f}s without a heartbeat"
+    )
 
 
 class Heartbeat:
@@ -108,7 +112,7 @@ class Heartbeat:
         while not self._stop.wait(self.interval):
             self._beat()
 
-    def __enter__(self) -> "Heartbeat":
+    def __enter__(self) -> Heartbeat:
         _running_here.add(trial_id(self.trial))
         self._beat()
         self._thread.start()
@@ -132,8 +136,9 @@ def trial_params(t: FrozenTrial) -> dict[str, Any]:
     return {**enqueued_params(t), **t.params}
 
 
-def reap_stale(study: optuna.Study, grace: float, on_reaped: Callable[[FrozenTrial, str], None] | None = None
-               ) -> list[FrozenTrial]:
+def reap_stale(
+    study: optuna.Study, grace: float, on_reaped: Callable[[FrozenTrial, str], None] | None = None
+) -> list[FrozenTrial]:
     """Fail the RUNNING trials whose worker is gone (known at once on this machine, ``gone_here``;
     elsewhere: no heartbeat for ``grace`` seconds) and enqueue each once again.
 
@@ -159,8 +164,10 @@ def reap_stale(study: optuna.Study, grace: float, on_reaped: Callable[[FrozenTri
 def requeue(study: optuna.Study, t: FrozenTrial) -> None:
     """Enqueue a failed trial's configuration again; its runs continue from their checkpoints.
     ``retry_of`` names the trial it redoes (so ``study.superseded`` knows ``t`` is replaced)."""
-    study.enqueue_trial(trial_params(t), user_attrs=check_trial_attrs({
-        "retry_of": t.number, "resume_run_ids": t.user_attrs.get("run_ids", [])}))
+    study.enqueue_trial(
+        trial_params(t),
+        user_attrs=dict(check_trial_attrs({"retry_of": t.number, "resume_run_ids": t.user_attrs.get("run_ids", [])})),
+    )
 
 
 def superseded(trials: Iterable[FrozenTrial]) -> set[int]:

@@ -8,6 +8,7 @@ says why it is needed and what it relies on. All were checked against Optuna 5.0
 installed Optuna, so an upgrade that breaks one fails there, by name, not somewhere in a sweep.
 Nothing outside this module reads an attribute of an Optuna object whose name starts with ``_``.
 """
+
 from __future__ import annotations
 
 from typing import Any

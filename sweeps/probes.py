@@ -13,6 +13,7 @@ mixer + MLP, batch 128, AdamW with a cosine schedule at rates 1e-4 / 5e-4 / 1e-3
 0.1, up to 200 epochs of 100 batches), on longer ladders. The battery holds MAD's six tasks plus the
 copy-memory delay of Bai et al. 2018. Pure data: no torch, nothing trained here.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -80,51 +81,154 @@ _MEMORIZE = "store a fixed map in the weights (MAD memorization)"
 _COPY = "hold symbols across a delay (copy memory, Bai et al. 2018)"
 
 QUICK = Profile(
-    name="quick", seeds=3, lrs=(3e-3, 1e-2), note="2 CPU cores, about 10 minutes for one small model",
+    name="quick",
+    seeds=3,
+    lrs=(3e-3, 1e-2),
+    note="2 CPU cores, about 10 minutes for one small model",
     model={"d_model": 32, "n_layers": 2, "n_heads": 2, "d_ff": 64},
-    run={"train.batch_size": 32, "train.val_every": 50, "train.val_batches": 4, "eval.test": False,
-         "tracking.wandb": "off"},
+    run={
+        "train.batch_size": 32,
+        "train.val_every": 50,
+        "train.val_batches": 4,
+        "eval.test": False,
+        "tracking.wandb": "off",
+    },
     probes=(
-        Probe("recall", "assoc_recall", _RECALL, Ladder("n_pairs", (2, 4, 8), "pairs", 4),
-              {"vocab": 32, "length": 24}, steps=500),
-        Probe("fuzzy_recall", "fuzzy_recall", _FUZZY, Ladder("n_pairs", (1, 2, 4), "pairs", 2),
-              {"vocab": 16, "key_len": 2, "value_len": 2}, steps=500),
-        Probe("noisy_recall", "noisy_recall", _NOISY, Ladder("noise", (0.25, 0.5, 0.75), "noise ", 0.5),
-              {"vocab": 16, "noise_vocab": 8, "n_pairs": 2}, steps=500),
-        Probe("selective_copy", "selective_copy", _SELECT, Ladder("length", (8, 16, 32), "positions", 16),
-              {"n_symbols": 3, "alphabet": 4}, steps=500),
-        Probe("compression", "compression", _COMPRESS, Ladder("length", (2, 4, 8), "symbols", 4),
-              {"alphabet": 4}, steps=400),
-        Probe("memorization", "memorization", _MEMORIZE, Ladder("n_keys", (64, 256, 1024), "facts", 256),
-              {"length": 16}, steps=400),  # as many values as keys: each fact is log2(n_keys) bits
-        Probe("copy", "copy", _COPY, Ladder("delay", (5, 10, 20), "delay ", 10),
-              {"n_symbols": 3, "alphabet": 4}, steps=500),
-    ))
+        Probe(
+            "recall",
+            "assoc_recall",
+            _RECALL,
+            Ladder("n_pairs", (2, 4, 8), "pairs", 4),
+            {"vocab": 32, "length": 24},
+            steps=500,
+        ),
+        Probe(
+            "fuzzy_recall",
+            "fuzzy_recall",
+            _FUZZY,
+            Ladder("n_pairs", (1, 2, 4), "pairs", 2),
+            {"vocab": 16, "key_len": 2, "value_len": 2},
+            steps=500,
+        ),
+        Probe(
+            "noisy_recall",
+            "noisy_recall",
+            _NOISY,
+            Ladder("noise", (0.25, 0.5, 0.75), "noise ", 0.5),
+            {"vocab": 16, "noise_vocab": 8, "n_pairs": 2},
+            steps=500,
+        ),
+        Probe(
+            "selective_copy",
+            "selective_copy",
+            _SELECT,
+            Ladder("length", (8, 16, 32), "positions", 16),
+            {"n_symbols": 3, "alphabet": 4},
+            steps=500,
+        ),
+        Probe(
+            "compression",
+            "compression",
+            _COMPRESS,
+            Ladder("length", (2, 4, 8), "symbols", 4),
+            {"alphabet": 4},
+            steps=400,
+        ),
+        Probe(
+            "memorization",
+            "memorization",
+            _MEMORIZE,
+            Ladder("n_keys", (64, 256, 1024), "facts", 256),
+            {"length": 16},
+            steps=400,
+        ),  # as many values as keys: each fact is log2(n_keys) bits
+        Probe(
+            "copy",
+            "copy",
+            _COPY,
+            Ladder("delay", (5, 10, 20), "delay ", 10),
+            {"n_symbols": 3, "alphabet": 4},
+            steps=500,
+        ),
+    ),
+)
 
 _EPOCHS = 20_000  # MAD: 200 epochs x 12,800 sequences / batch 128
 PAPER = Profile(
-    name="paper", seeds=5, lrs=(1e-4, 5e-4, 1e-3), weight_decays=(0.0, 0.1),
+    name="paper",
+    seeds=5,
+    lrs=(1e-4, 5e-4, 1e-3),
+    weight_decays=(0.0, 0.1),
     note="a GPU: MAD's widths and optimiser grid, 20,000 steps a run",
     model={"d_model": 128, "n_layers": 2, "n_heads": 16, "d_ff": 256},
-    run={"train.batch_size": 128, "train.val_every": 500, "train.val_batches": 10, "eval.test": False,
-         "optim.optimizer": "adamw", "optim.schedule": "cosine", "optim.warmup_steps": 0},
+    run={
+        "train.batch_size": 128,
+        "train.val_every": 500,
+        "train.val_batches": 10,
+        "eval.test": False,
+        "optim.optimizer": "adamw",
+        "optim.schedule": "cosine",
+        "optim.warmup_steps": 0,
+    },
     probes=(
-        Probe("recall", "assoc_recall", _RECALL, Ladder("n_pairs", (8, 16, 32, 64, 96), "pairs", 32),
-              {"vocab": 256, "length": 512}, steps=_EPOCHS),
-        Probe("fuzzy_recall", "fuzzy_recall", _FUZZY, Ladder("n_pairs", (4, 8, 16, 32), "pairs", 16),
-              {"vocab": 16, "key_len": 3, "value_len": 3}, steps=_EPOCHS),
-        Probe("noisy_recall", "noisy_recall", _NOISY, Ladder("noise", (0.2, 0.4, 0.6, 0.8), "noise ", 0.6),
-              {"vocab": 64, "noise_vocab": 16, "n_pairs": 16}, steps=_EPOCHS),
-        Probe("selective_copy", "selective_copy", _SELECT, Ladder("length", (256, 512, 1024), "positions", 512),
-              {"n_symbols": 16, "alphabet": 14}, steps=_EPOCHS),
-        Probe("compression", "compression", _COMPRESS, Ladder("length", (31, 63, 127, 255), "symbols", 63),
-              {"alphabet": 15}, steps=_EPOCHS),
-        Probe("memorization", "memorization", _MEMORIZE,
-              Ladder("n_keys", (127, 255, 511, 1023, 2047, 4095), "facts", 1023),
-              {"length": 32}, steps=400),  # MAD: 200 epochs of 256 sequences
-        Probe("copy", "copy", _COPY, Ladder("delay", (100, 200, 500, 1000), "delay ", 500),
-              {"n_symbols": 10, "alphabet": 8}, steps=_EPOCHS),
-    ))
+        Probe(
+            "recall",
+            "assoc_recall",
+            _RECALL,
+            Ladder("n_pairs", (8, 16, 32, 64, 96), "pairs", 32),
+            {"vocab": 256, "length": 512},
+            steps=_EPOCHS,
+        ),
+        Probe(
+            "fuzzy_recall",
+            "fuzzy_recall",
+            _FUZZY,
+            Ladder("n_pairs", (4, 8, 16, 32), "pairs", 16),
+            {"vocab": 16, "key_len": 3, "value_len": 3},
+            steps=_EPOCHS,
+        ),
+        Probe(
+            "noisy_recall",
+            "noisy_recall",
+            _NOISY,
+            Ladder("noise", (0.2, 0.4, 0.6, 0.8), "noise ", 0.6),
+            {"vocab": 64, "noise_vocab": 16, "n_pairs": 16},
+            steps=_EPOCHS,
+        ),
+        Probe(
+            "selective_copy",
+            "selective_copy",
+            _SELECT,
+            Ladder("length", (256, 512, 1024), "positions", 512),
+            {"n_symbols": 16, "alphabet": 14},
+            steps=_EPOCHS,
+        ),
+        Probe(
+            "compression",
+            "compression",
+            _COMPRESS,
+            Ladder("length", (31, 63, 127, 255), "symbols", 63),
+            {"alphabet": 15},
+            steps=_EPOCHS,
+        ),
+        Probe(
+            "memorization",
+            "memorization",
+            _MEMORIZE,
+            Ladder("n_keys", (127, 255, 511, 1023, 2047, 4095), "facts", 1023),
+            {"length": 32},
+            steps=400,
+        ),  # MAD: 200 epochs of 256 sequences
+        Probe(
+            "copy",
+            "copy",
+            _COPY,
+            Ladder("delay", (100, 200, 500, 1000), "delay ", 500),
+            {"n_symbols": 10, "alphabet": 8},
+            steps=_EPOCHS,
+        ),
+    ),
+)
 
 PROFILES = {p.name: p for p in (QUICK, PAPER)}
 
@@ -153,5 +257,6 @@ def _cut(p: Probe, rungs: int | None) -> Probe:
         return p
     kept = p.ladder.rungs[:rungs]
     ref = p.ladder.reference if p.ladder.reference in kept else kept[-1]
-    return Probe(p.name, p.task, p.skill, Ladder(p.ladder.key, kept, p.ladder.unit, ref), p.settings, p.steps,
-                 p.stop_at)
+    return Probe(
+        p.name, p.task, p.skill, Ladder(p.ladder.key, kept, p.ladder.unit, ref), p.settings, p.steps, p.stop_at
+    )

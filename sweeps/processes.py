@@ -17,6 +17,7 @@ leaves no worker training on. A stop signal the command gets (Ctrl-C, ``kill``, 
 is passed on to every worker at once (``bench.core.signals``), and each stops as a single run does:
 the step it is on is checkpointed, its trial recorded as interrupted and queued again.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -27,8 +28,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict
-from typing import Callable
+from typing import overload
 
 import torch
 
@@ -62,8 +64,10 @@ def placement(n_workers: int, devices: list[int] | None, visible: list[str]) -> 
     GPUs. Without CUDA every worker gets None (the environment is left alone)."""
     if not visible:
         if devices:
-            raise UserError("--devices: no CUDA device is visible here (torch.cuda.device_count() is 0); "
-                            "drop --devices to run the workers on the CPU")
+            raise UserError(
+                "--devices: no CUDA device is visible here (torch.cuda.device_count() is 0); "
+                "drop --devices to run the workers on the CPU"
+            )
         return [None] * n_workers
     if devices is None:
         chosen = visible
@@ -75,8 +79,10 @@ def placement(n_workers: int, devices: list[int] | None, visible: list[str]) -> 
             raise UserError(f"--devices: {bad[0]} is not a visible CUDA device; choose from 0..{len(visible) - 1}")
         twice = [i for i in dict.fromkeys(devices) if devices.count(i) > 1]
         if twice:
-            raise UserError(f"--devices: {twice[0]} is listed twice; list each device once (several workers "
-                            "share a device when --workers exceeds the devices)")
+            raise UserError(
+                f"--devices: {twice[0]} is listed twice; list each device once (several workers "
+                "share a device when --workers exceeds the devices)"
+            )
         chosen = [visible[i] for i in devices]
     return [chosen[i % len(chosen)] for i in range(n_workers)]
 
@@ -107,8 +113,12 @@ def exec_workers(job: Job, devices: list[str | None]) -> int:
     env = {**os.environ, JOB_ENV: json.dumps(asdict(job))}
     envs = [env if d is None else {**env, CUDA_ENV: d} for d in devices]
     parent = os.getpid()
-    procs = [subprocess.Popen([sys.executable, "-m", "seqbench.sweeps.processes"], env=e,
-                              preexec_fn=lambda: die_with_parent(parent)) for e in envs]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "seqbench.sweeps.processes"], env=e, preexec_fn=lambda: die_with_parent(parent)
+        )
+        for e in envs
+    ]
     signals.forward(_passer([p.pid for p in procs]))
     try:
         return _worst([p.wait() for p in procs])
@@ -161,12 +171,14 @@ def fork_workers(job: Job, n: int) -> int:
 
 def _passer(pids: list[int]) -> Callable[[int], None]:
     """Pass a stop signal on to the worker processes ``pids`` (those already gone are skipped)."""
+
     def pass_on(signum: int) -> None:
         for pid in pids:
             try:
                 os.kill(pid, signum)
             except ProcessLookupError:
                 continue
+
     return pass_on
 
 
@@ -192,9 +204,14 @@ def _watch_parent(parent: int, every: float = 1.0) -> None:
         while os.getppid() == parent:
             time.sleep(every)
         os.kill(os.getpid(), signal.SIGTERM)
+
     threading.Thread(target=watch, name="seqbench-parent-watch", daemon=True).start()
 
 
+@overload
+def _wait(pid: int) -> int: ...
+@overload
+def _wait(pid: int, timeout: float) -> int | None: ...
 def _wait(pid: int, timeout: float | None = None) -> int | None:
     """The exit status of child ``pid``; None past ``timeout``."""
     deadline = None if timeout is None else time.monotonic() + timeout

@@ -4,6 +4,7 @@ and the closing table of the best configurations.
 Counts are the study's (every worker's trials), so with K workers the ETA reflects K trials in
 flight; the rate is measured over this process's lifetime, so it needs one finished trial first.
 """
+
 from __future__ import annotations
 
 import time
@@ -62,8 +63,15 @@ def trial_line(t: FrozenTrial, metrics, progress: str = "") -> str:
     """One line per finished trial: number, state, value, params, wall time, ``[done/total, ETA]``
     (and why, if not complete)."""
     why = t.user_attrs.get("fail_reason") or t.user_attrs.get("prune_reason") or ""
-    parts = [f"trial {t.number:>4}", f"{t.state.name:<8}", _value(t, metrics), _params(t.params),
-             duration(t.user_attrs.get('wall_s', 0)), progress, f"({why})" if why else ""]
+    parts = [
+        f"trial {t.number:>4}",
+        f"{t.state.name:<8}",
+        _value(t, metrics),
+        _params(t.params),
+        duration(t.user_attrs.get("wall_s", 0)),
+        progress,
+        f"({why})" if why else "",
+    ]
     return "  ".join(p for p in parts if p)
 
 
@@ -76,8 +84,12 @@ def best_trials(trials: list[FrozenTrial], spec, k: int = 10) -> list[FrozenTria
         return sorted(done, key=lambda t: -signs[0] * t.values[0])[:k]
 
     def dominated(a: FrozenTrial) -> bool:
-        return any(all(s * b.values[i] >= s * a.values[i] for i, s in enumerate(signs))
-                   and any(s * b.values[i] > s * a.values[i] for i, s in enumerate(signs)) for b in done)
+        return any(
+            all(s * b.values[i] >= s * a.values[i] for i, s in enumerate(signs))
+            and any(s * b.values[i] > s * a.values[i] for i, s in enumerate(signs))
+            for b in done
+        )
+
     return sorted((t for t in done if not dominated(t)), key=lambda t: -signs[0] * t.values[0])
 
 
@@ -95,8 +107,11 @@ def done_text(trials: list[FrozenTrial]) -> str:
     if not failed:
         return f"{done} done"
     outside = sum(1 for t in failed if failed_outside(t))
-    again = (f"{outside} outside the experiment (no space, memory, a kill), which --retry-failed runs again"
-             if outside else "none outside the experiment, so --retry-failed has nothing to run again")
+    again = (
+        f"{outside} outside the experiment (no space, memory, a kill), which --retry-failed runs again"
+        if outside
+        else "none outside the experiment, so --retry-failed has nothing to run again"
+    )
     return f"{done} done, {len(failed)} of them failed: {again}"
 
 
@@ -109,8 +124,13 @@ def _row(t: FrozenTrial, keys: list[str], metrics) -> list[str]:
         stds = std if isinstance(std, list) else [std]
         n = len([v for v in t.user_attrs.get("per_seed", []) if v is not None])
         vals = [f"{a:.4f}" + (f" ± {s:.4f}" if n > 1 else "") for a, s in zip(means, stds)]
-    return [str(t.number), *(_fmt(t.params.get(k, "")) for k in keys), *vals,
-            str(len(t.user_attrs.get("seeds", []))), f"{t.user_attrs.get('wall_s', 0):.0f}"]
+    return [
+        str(t.number),
+        *(_fmt(t.params.get(k, "")) for k in keys),
+        *vals,
+        str(len(t.user_attrs.get("seeds", []))),
+        f"{t.user_attrs.get('wall_s', 0):.0f}",
+    ]
 
 
 def summary(trials: list[FrozenTrial], spec) -> str:
@@ -131,12 +151,17 @@ def summary(trials: list[FrozenTrial], spec) -> str:
     keys = list(spec.parameters)
     head = ["trial", *keys, *(f"{m.name} ({m.goal[:3]})" for m in metrics), "seeds", "wall_s"]
     title = "Pareto front" if len(metrics) > 1 else "best configurations"
-    lines += [f"{title}" + (" and failed ones" if failed else "") + ":",
-              text_table(head, [_row(t, keys, metrics) for t in [*best, *failed]], indent="  ")]
-    lines += [f"  trial {t.number} failed: {t.user_attrs.get('fail_reason') or 'no reason recorded'}"
-              for t in failed[:10]]
+    lines += [
+        f"{title}" + (" and failed ones" if failed else "") + ":",
+        text_table(head, [_row(t, keys, metrics) for t in [*best, *failed]], indent="  "),
+    ]
+    lines += [
+        f"  trial {t.number} failed: {t.user_attrs.get('fail_reason') or 'no reason recorded'}" for t in failed[:10]
+    ]
     outside = [t for t in failed if failed_outside(t)]
     if outside:
-        lines.append(f"{len(outside)} failed outside the experiment (no space, memory, a kill): run the same "
-                     "command with --retry-failed to run them again")
+        lines.append(
+            f"{len(outside)} failed outside the experiment (no space, memory, a kill): run the same "
+            "command with --retry-failed to run them again"
+        )
     return "\n".join(lines)

@@ -12,6 +12,7 @@ Seed replicates run one after another in a trial; seed ``i`` reports at step
 ``i * max_steps + global_step``, so the pruner compares replicate ``i`` of one trial with
 replicate ``i`` of the others at the same training step.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,10 +34,10 @@ class PruningCallback(RunStopper):
     def on_validation_end(self, trainer: pl.Trainer, pl_module: Any) -> None:
         if trainer.sanity_checking or self.stop_status is not None:
             return
-        value = trainer.callback_metrics.get(self.metric)
-        if value is None:
+        logged = trainer.callback_metrics.get(self.metric)
+        if logged is None:
             return
-        value = float(value)
+        value = float(logged)
         if not math.isfinite(value):
             return  # a NaN report would poison the pruner's medians; divergence is handled elsewhere
         step = self.step_offset + trainer.global_step

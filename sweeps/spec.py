@@ -34,22 +34,23 @@ Every grid point (for grid) or every corner of the search space (otherwise) is b
 a RunConfig when the spec loads, so a bad key, value or combination fails before any
 training, one line per problem naming the field, like a bad run config does.
 """
+
 from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from seqbench.bench.config import DEFAULT_NAMES, Composed, chosen, compose, foreign_field, validate
 from seqbench.bench.core.contract import TRAIN_TIME
-from seqbench.bench.core.settings import load_yaml, set_dotted
 from seqbench.bench.core.errors import UserError, did_you_mean, validation_problems
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.schema import Section
+from seqbench.bench.core.settings import load_yaml, set_dotted
 
-Scalar = Union[bool, int, float, str, None]
+Scalar = bool | int | float | str | None
 _NOT_SWEPT = ("seed", "out_dir", "run_id", "tracking")  # the runner owns these
 _CORNER_CAP = 4096  # search-space corners validated jointly; beyond this, one parameter at a time
 _MAX_SEEDS = 1000  # replicates per configuration; a huge count is a typo, not a plan
@@ -58,21 +59,24 @@ _MAX_SEEDS = 1000  # replicates per configuration; a huge count is a typo, not a
 class Metric(Section):
     name: str = Field(description="key of results.json `final`: val/<m>, test/<m> or time/train_s")
     goal: Literal["maximize", "minimize"] | None = Field(
-        None, description="Optuna direction; default: the direction the task declares for the metric")
+        None, description="Optuna direction; default: the direction the task declares for the metric"
+    )
 
 
 class Param(Section):
     values: list[Scalar] | None = Field(None, min_length=1, description="the choices (grid: every one)")
     distribution: Literal["uniform", "log_uniform", "int_uniform"] | None = Field(
-        None, description="sampled range for tpe/random/nsga2")
+        None, description="sampled range for tpe/random/nsga2"
+    )
     min: float | None = Field(None, description="lower bound of the distribution")
     max: float | None = Field(None, description="upper bound of the distribution")
 
     @model_validator(mode="after")
-    def _one_kind(self) -> "Param":
+    def _one_kind(self) -> Param:
         if (self.values is None) == (self.distribution is None):
-            raise ValueError("give either values: [...] or distribution: uniform|log_uniform|int_uniform "
-                             "with min and max")
+            raise ValueError(
+                "give either values: [...] or distribution: uniform|log_uniform|int_uniform with min and max"
+            )
         if self.distribution is not None:
             if self.min is None or self.max is None:
                 raise ValueError(f"distribution {self.distribution} needs min and max")
@@ -97,8 +101,11 @@ class Param(Section):
 
 class Pruner(Section):
     name: Literal["none", "median", "hyperband"] = Field("none", description="Optuna pruner")
-    warmup_steps: int = Field(0, ge=0, description="training steps before any trial can be pruned "
-                              "(median: n_warmup_steps; hyperband: min_resource)")
+    warmup_steps: int = Field(
+        0,
+        ge=0,
+        description="training steps before any trial can be pruned (median: n_warmup_steps; hyperband: min_resource)",
+    )
     startup_trials: int = Field(4, ge=0, description="median: trials that must finish before pruning starts")
     reduction_factor: int = Field(3, ge=2, description="hyperband: keep 1/reduction_factor per rung")
 
@@ -107,13 +114,15 @@ class SweepSpec(Section):
     question: str = Field("", description="what the sweep answers (shown by `seqbench list` and reports)")
     base: dict[str, Any] = Field(default_factory=dict, description="RunConfig fragment shared by all trials")
     method: Literal["grid", "tpe", "random", "nsga2"] = Field("grid", description="search strategy")
-    metric: list[Metric] = Field(default_factory=list, description="objective(s); default: the task's primary "
-                                 "validation metric")
+    metric: list[Metric] = Field(
+        default_factory=list, description="objective(s); default: the task's primary validation metric"
+    )
     parameters: dict[str, Param] = Field(default_factory=dict, description="dotted RunConfig key -> choices")
     per_model: dict[str, dict[str, Any]] = Field(default_factory=dict, description="model name -> overrides")
     per_task: dict[str, dict[str, Any]] = Field(default_factory=dict, description="task name -> overrides")
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1, max_length=_MAX_SEEDS,
-                             description="replicates per config")
+    seeds: list[int] = Field(
+        default_factory=lambda: [0], min_length=1, max_length=_MAX_SEEDS, description="replicates per config"
+    )
     pruner: Pruner = Field(default_factory=Pruner, description="stop hopeless trials early")
     trials: int | None = Field(None, ge=1, description="budget; grid: the first N points (default all)")
     timeout: float | None = Field(None, gt=0, description="seconds a worker keeps starting trials")
@@ -135,38 +144,47 @@ class SweepSpec(Section):
         return d
 
     @model_validator(mode="after")
-    def _rules(self) -> "SweepSpec":
+    def _rules(self) -> SweepSpec:
         if self.method == "grid":
             for k, p in self.parameters.items():
                 if p.values is None:
-                    raise ValueError(f"parameters.{k}: method grid needs values: [...], not a distribution; "
-                                     "use method tpe or random to sample a range")
+                    raise ValueError(
+                        f"parameters.{k}: method grid needs values: [...], not a distribution; "
+                        "use method tpe or random to sample a range"
+                    )
             if self.trials is not None and self.trials > self.grid_size():
-                raise ValueError(f"trials: {self.trials} > the grid's {self.grid_size()} points; "
-                                 "drop trials: to run the whole grid")
+                raise ValueError(
+                    f"trials: {self.trials} > the grid's {self.grid_size()} points; drop trials: to run the whole grid"
+                )
         elif self.trials is None:
             raise ValueError(f"trials: method {self.method} needs a budget; set trials: N")
         for sec in ("task", "model"):
             node = self.base.get(sec)
             if node is not None and not isinstance(node, (str, dict)):
-                raise ValueError(f"base.{sec}: give a {sec} name or a mapping with name: ... "
-                                 f"(got {type(node).__name__} {node!r:.40})")
+                raise ValueError(
+                    f"base.{sec}: give a {sec} name or a mapping with name: ... "
+                    f"(got {type(node).__name__} {node!r:.40})"
+                )
         if len(self.metric) > 1 and self.pruner.name != "none":
             raise ValueError("pruner: Optuna cannot prune multi-objective studies; set pruner: none")
         if len(set(self.seeds)) != len(self.seeds) or min(self.seeds) < 0:
             raise ValueError(f"seeds: replicates need distinct seeds >= 0 (got {self.seeds})")
         for k in self.parameters:
             if k.split(".")[0] in _NOT_SWEPT:
-                raise ValueError(f"parameters.{k}: set by the runner (seeds come from seeds:, "
-                                 "out_dir/tracking from the command line); not sweepable")
+                raise ValueError(
+                    f"parameters.{k}: set by the runner (seeds come from seeds:, "
+                    "out_dir/tracking from the command line); not sweepable"
+                )
             if k in ("model", "task"):
                 raise ValueError(f"parameters.{k}: sweep {k}.name to switch the {k}")
-        for block, section in (("per_model", "model"), ("per_task", "task")):
+        for block in ("per_model", "per_task"):
             for name, ovs in getattr(self, block).items():
                 for k in ovs:
                     if k.split(".")[0] in ("seed", "out_dir", "run_id"):
-                        raise ValueError(f"{block}.{name}.{k}: set by the runner (seeds come from seeds:, "
-                                         "out_dir from the command line); not settable per block")
+                        raise ValueError(
+                            f"{block}.{name}.{k}: set by the runner (seeds come from seeds:, "
+                            "out_dir from the command line); not settable per block"
+                        )
                     if k in ("model", "task") or k.endswith(".name") and k.count(".") == 1:
                         raise ValueError(f"{block}.{name}.{k}: a block cannot switch the {k.split('.')[0]}")
                     if k in self.parameters:
@@ -183,8 +201,9 @@ class SweepSpec(Section):
     def grid(self) -> list[dict[str, Any]]:
         """Grid points in a fixed order (the first key varies slowest), each {dotted key: value}."""
         keys = list(self.parameters)
-        points = [dict(zip(keys, combo)) for combo in itertools.product(*(self.parameters[k].values or []
-                                                                           for k in keys))]
+        points = [
+            dict(zip(keys, combo)) for combo in itertools.product(*(self.parameters[k].values or [] for k in keys))
+        ]
         return points[: self.trials] if self.trials else points
 
     def budget(self) -> int:
@@ -246,8 +265,9 @@ def _declared_goal(spec: SweepSpec, name: str) -> str:
     tasks = [t for t in spec.choices("task") if t in TASKS]
     for t in tasks:
         if name not in _allowed_metrics(t):
-            raise UserError(f"metric.name: {name!r} is not reported by task {t!r}; "
-                            f"choose from {', '.join(_allowed_metrics(t))}")
+            raise UserError(
+                f"metric.name: {name!r} is not reported by task {t!r}; choose from {', '.join(_allowed_metrics(t))}"
+            )
     goals = {TASKS.get(t).config_cls.facts.goal(name).optuna for t in tasks}
     if len(goals) != 1:
         raise UserError(f"metric.goal: the swept tasks disagree on the direction of {name}; set goal: explicitly")
@@ -256,14 +276,15 @@ def _declared_goal(spec: SweepSpec, name: str) -> str:
 
 # -- loading and checking -------------------------------------------------------------------
 
-def load_spec(path: str | Path, overrides: list[str] | tuple[str, ...] = (), trials: int | None = None
-              ) -> SweepSpec:
+
+def load_spec(path: str | Path, overrides: list[str] | tuple[str, ...] = (), trials: int | None = None) -> SweepSpec:
     """Read, validate and check a spec; ``overrides`` (dotted key=value) change its ``base``."""
     return resolve_spec(path, overrides, trials)[0]
 
 
-def resolve_spec(path: str | Path, overrides: list[str] | tuple[str, ...] = (), trials: int | None = None
-                 ) -> tuple[SweepSpec, Composed | None]:
+def resolve_spec(
+    path: str | Path, overrides: list[str] | tuple[str, ...] = (), trials: int | None = None
+) -> tuple[SweepSpec, Composed | None]:
     """:func:`load_spec`, and how the overrides were composed into the base (None without any).
 
     Overrides compose into ``base`` the way ``seqbench run`` composes them into a config file
@@ -284,16 +305,17 @@ def resolve_spec(path: str | Path, overrides: list[str] | tuple[str, ...] = (), 
 
 
 def _refuse_spec_owned(raw: dict[str, Any], keys: list[str]) -> None:
-    params = raw.get("parameters") if isinstance(raw.get("parameters"), dict) else {}
+    params = p if isinstance(p := raw.get("parameters"), dict) else {}
     for key in keys:
         if key in params:
             raise UserError(f"{key}: the spec sweeps it (parameters.{key}); drop the override or edit the spec")
         for block in ("per_model", "per_task"):
-            blocks = raw.get(block) if isinstance(raw.get(block), dict) else {}
+            blocks = b if isinstance(b := raw.get(block), dict) else {}
             for name, ovs in blocks.items():
                 if isinstance(ovs, dict) and key in ovs:
-                    raise UserError(f"{key}: {block}.{name} sets it for {name} trials; drop the override "
-                                    "or edit the spec")
+                    raise UserError(
+                        f"{key}: {block}.{name} sets it for {name} trials; drop the override or edit the spec"
+                    )
 
 
 def parse_spec(raw: dict[str, Any], source: str = "") -> SweepSpec:
@@ -311,7 +333,7 @@ def parse_spec(raw: dict[str, Any], source: str = "") -> SweepSpec:
 
 
 def _spec_fields(loc: tuple) -> list[str] | None:
-    classes = {(): SweepSpec, ("pruner",): Pruner}
+    classes: dict[tuple, type[BaseModel]] = {(): SweepSpec, ("pruner",): Pruner}
     if len(loc) == 2 and loc[0] == "parameters":
         return list(Param.model_fields)
     if len(loc) == 2 and loc[0] == "metric" or loc == ("metric",):
@@ -327,17 +349,22 @@ def check_spec(spec: SweepSpec) -> None:
         names = spec.choices(section)
         for name in getattr(spec, block):
             if name not in reg:
-                problems.append(f"{block}.{name}: unknown {section};{did_you_mean(name, reg.names())} "
-                                f"choose from {', '.join(reg.names())}")
+                problems.append(
+                    f"{block}.{name}: unknown {section};{did_you_mean(name, reg.names())} "
+                    f"choose from {', '.join(reg.names())}"
+                )
             elif name not in names:
-                problems.append(f"{block}.{name}: {section} {name!r} is never chosen "
-                                f"({section}.name takes {', '.join(names)})")
+                problems.append(
+                    f"{block}.{name}: {section} {name!r} is never chosen ({section}.name takes {', '.join(names)})"
+                )
     for section, reg in (("model", MODELS), ("task", TASKS)):
         for name in spec.choices(section):
             if name not in reg:
                 where = f"parameters.{section}.name" if f"{section}.name" in spec.parameters else f"base.{section}"
-                problems.append(f"{where}: unknown {section} {name!r};{did_you_mean(name, reg.names())} "
-                                f"choose from {', '.join(reg.names())}")
+                problems.append(
+                    f"{where}: unknown {section} {name!r};{did_you_mean(name, reg.names())} "
+                    f"choose from {', '.join(reg.names())}"
+                )
     if problems:
         raise UserError(*problems)
     points = spec.grid() if spec.method == "grid" else _corners(spec)
@@ -354,13 +381,17 @@ def check_spec(spec: SweepSpec) -> None:
         allowed = _allowed_metrics(t)
         for m in metrics:
             if m.name not in allowed:
-                raise UserError(f"metric.name: {m.name!r} is not reported by task {t!r};"
-                                f"{did_you_mean(m.name, allowed)} choose from {', '.join(allowed)}")
+                raise UserError(
+                    f"metric.name: {m.name!r} is not reported by task {t!r};"
+                    f"{did_you_mean(m.name, allowed)} choose from {', '.join(allowed)}"
+                )
             if m.name.startswith("test/") and not spec.base.get("eval", {}).get("test", True):
                 raise UserError(f"metric.name: {m.name} needs the test split; drop eval.test=false from base")
     if spec.pruner.name != "none" and not metrics[0].name.startswith(("val/", "test/")):
-        raise UserError(f"pruner: pruning watches a validation curve; {metrics[0].name} has none; "
-                        "set pruner: none or use a val/ metric")
+        raise UserError(
+            f"pruner: pruning watches a validation curve; {metrics[0].name} has none; "
+            "set pruner: none or use a val/ metric"
+        )
 
 
 def _corners(spec: SweepSpec) -> list[dict[str, Any]]:
@@ -401,4 +432,3 @@ def trial_config(spec: SweepSpec, params: dict[str, Any], seed: int, extra: dict
     for k, v in extra.items():
         set_dotted(composed.data, k, v)
     return validate(composed.data, typed=[*composed.typed, *extra])
-

@@ -9,6 +9,7 @@
 A journal file whose last write was torn (a crash or a full disk mid-write) is repaired when
 opened (``repair_journal``). Liveness of RUNNING trials is ``sweeps/liveness.py``.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -17,10 +18,10 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator
 
 import optuna
 from optuna.storages import JournalStorage, RDBStorage
@@ -38,7 +39,7 @@ def journal_path(url: str | None, out_dir: str | Path) -> Path | None:
     if url is None:
         return Path(out_dir) / "optuna.journal"
     if url.startswith("journal://"):
-        return Path(url[len("journal://"):])
+        return Path(url[len("journal://") :])
     if "://" in url:
         return None
     return Path(url)
@@ -57,16 +58,20 @@ def open_storage(url: str | None, out_dir: str | Path = "outputs") -> optuna.sto
     assert url is not None
     scheme = check_scheme(url)
     if scheme == "sqlite":
-        print("warning: SQLite storage loses trials with several writers ('database is locked'); "
-              "prefer the default journal file for local workers", file=sys.stderr)
+        print(
+            "warning: SQLite storage loses trials with several writers ('database is locked'); "
+            "prefer the default journal file for local workers",
+            file=sys.stderr,
+        )
     url = _with_driver(url)
     last: Exception | None = None
     for attempt in range(3):  # two processes creating the tables at once can collide: retry
         try:
             return RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
         except ImportError as e:
-            raise UserError(f"--storage: no database driver for {scheme} ({e}); "
-                            "pip install 'seqbench[postgres]' (psycopg2-binary)") from None
+            raise UserError(
+                f"--storage: no database driver for {scheme} ({e}); pip install 'seqbench[postgres]' (psycopg2-binary)"
+            ) from None
         except Exception as e:  # noqa: BLE001 - sqlalchemy raises many kinds; all mean "unusable"
             last = e
             if type(e).__name__ not in ("IntegrityError", "ProgrammingError"):
@@ -82,8 +87,10 @@ def check_scheme(url: str | None) -> str | None:
         return None
     scheme = url.split("://", 1)[0].split("+", 1)[0].lower()
     if scheme not in _RDB_SCHEMES:
-        raise UserError(f"--storage: unknown scheme {scheme!r}; use a journal file path, journal:///path, "
-                        "postgresql://, mysql:// or sqlite:///")
+        raise UserError(
+            f"--storage: unknown scheme {scheme!r}; use a journal file path, journal:///path, "
+            "postgresql://, mysql:// or sqlite:///"
+        )
     return scheme
 
 
@@ -110,9 +117,14 @@ def journal_space(url: str | None, out_dir: str | Path, need: Callable[[], float
         path = journal_path(url, out_dir)
         if path is None or not is_disk_full(e):
             raise
-        raise disk_full("--storage", e.filename or path, need(), e,
-                        then="free space and run the same command again; finished trials are kept and the "
-                        "trial cut short is retried") from None
+        raise disk_full(
+            "--storage",
+            e.filename or path,
+            need(),
+            e,
+            then="free space and run the same command again; finished trials are kept and the "
+            "trial cut short is retried",
+        ) from None
 
 
 def describe(url: str | None, out_dir: str | Path) -> str:
@@ -188,9 +200,12 @@ def repair_journal(path: Path) -> Path | None:
         kept = _cut(path, data, fixed, backup)
     finally:
         lock.release()
-    print(f"warning: journal {path} had a torn record (a crash or a full disk mid-write): cut "
-          f"{len(data) - len(fixed)} bytes; " + (f"the original is kept as {backup.name}" if kept else
-                                                 "no room for a copy of the original (a full disk)"), file=sys.stderr)
+    print(
+        f"warning: journal {path} had a torn record (a crash or a full disk mid-write): cut "
+        f"{len(data) - len(fixed)} bytes; "
+        + (f"the original is kept as {backup.name}" if kept else "no room for a copy of the original (a full disk)"),
+        file=sys.stderr,
+    )
     return backup if kept else None
 
 
@@ -203,8 +218,10 @@ def _cut(path: Path, data: bytes, fixed: bytes, backup: Path) -> bool:
     except OSError as e:
         backup.unlink(missing_ok=True)
         if not (is_disk_full(e) and data.startswith(fixed)):
-            raise UserError(f"--storage: journal {path} has a torn record (a crash or a full disk mid-write) "
-                            f"and cannot be repaired ({e.strerror}); free space and run again") from None
+            raise UserError(
+                f"--storage: journal {path} has a torn record (a crash or a full disk mid-write) "
+                f"and cannot be repaired ({e.strerror}); free space and run again"
+            ) from None
         os.truncate(path, len(fixed))
         return False
     try:
@@ -215,6 +232,8 @@ def _cut(path: Path, data: bytes, fixed: bytes, backup: Path) -> bool:
             tmp.write_bytes(fixed)
             os.replace(tmp, path)
     except OSError as e:
-        raise UserError(f"--storage: journal {path} has a torn record (a crash or a full disk mid-write) "
-                        f"and cannot be repaired ({e.strerror}); free space and run again") from None
+        raise UserError(
+            f"--storage: journal {path} has a torn record (a crash or a full disk mid-write) "
+            f"and cannot be repaired ({e.strerror}); free space and run again"
+        ) from None
     return True

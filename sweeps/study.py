@@ -4,6 +4,7 @@ A study is created once: the creator stores the spec as study user attrs (the re
 ``bench/commands/sweep.py``) and, for grid, enqueues every grid point exactly once; anyone who
 continues it must bring a spec that differs at most in budget and prose (``comparable``).
 """
+
 from __future__ import annotations
 
 import json
@@ -66,16 +67,22 @@ def make_pruner(spec: SweepSpec) -> optuna.pruners.BasePruner:
     if p.name == "median":
         return optuna.pruners.MedianPruner(n_startup_trials=p.startup_trials, n_warmup_steps=p.warmup_steps)
     if p.name == "hyperband":
-        return optuna.pruners.HyperbandPruner(min_resource=max(1, p.warmup_steps),
-                                              reduction_factor=p.reduction_factor)
+        return optuna.pruners.HyperbandPruner(min_resource=max(1, p.warmup_steps), reduction_factor=p.reduction_factor)
     return optuna.pruners.NopPruner()
 
 
 def study_attrs(job: Job, spec: SweepSpec) -> StudyAttrs:
-    return check_study_attrs({
-        "spec": spec.to_dict(), "spec_path": job.spec_path, "question": spec.question,
-        "metrics": [{"name": m.name, "goal": m.goal} for m in spec.metrics()],
-        "out_dir": job.out_dir, "seqbench_version": package_version(), "git_sha": git_sha()})
+    return check_study_attrs(
+        {
+            "spec": spec.to_dict(),
+            "spec_path": job.spec_path,
+            "question": spec.question,
+            "metrics": [{"name": m.name, "goal": m.goal} for m in spec.metrics()],
+            "out_dir": job.out_dir,
+            "seqbench_version": package_version(),
+            "git_sha": git_sha(),
+        }
+    )
 
 
 def comparable(spec: dict[str, Any]) -> dict[str, Any]:
@@ -84,9 +91,12 @@ def comparable(spec: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in spec.items() if k not in ("trials", "timeout", "question")}
     params = out.get("parameters")
     if isinstance(params, dict):
-        out["parameters"] = {k: {**p, "values": sorted(p["values"], key=_canon)}
-                             if isinstance(p, dict) and isinstance(p.get("values"), list) else p
-                             for k, p in params.items()}
+        out["parameters"] = {
+            k: {**p, "values": sorted(p["values"], key=_canon)}
+            if isinstance(p, dict) and isinstance(p.get("values"), list)
+            else p
+            for k, p in params.items()
+        }
     return out
 
 
@@ -101,15 +111,15 @@ class SpecChanged(UserError):
 def open_study(job: Job, spec: SweepSpec, *, coordinator: bool = True, wait_s: float = 120.0) -> optuna.Study:
     """Create the study or continue it; the creator stores the spec and enqueues the grid."""
     storage = open_storage(job.storage, job.out_dir)
-    directions = [StudyDirection.MAXIMIZE if m.goal == "maximize" else StudyDirection.MINIMIZE
-                  for m in spec.metrics()]
+    directions = [StudyDirection.MAXIMIZE if m.goal == "maximize" else StudyDirection.MINIMIZE for m in spec.metrics()]
     try:
         storage.create_new_study(directions, job.study)
         created = True
     except DuplicatedStudyError:
         created = False
-    study = optuna.load_study(study_name=job.study, storage=storage, sampler=make_sampler(spec),
-                              pruner=make_pruner(spec))
+    study = optuna.load_study(
+        study_name=job.study, storage=storage, sampler=make_sampler(spec), pruner=make_pruner(spec)
+    )
     if created:
         for k, v in study_attrs(job, spec).items():
             study.set_user_attr(k, v)
@@ -121,10 +131,15 @@ def open_study(job: Job, spec: SweepSpec, *, coordinator: bool = True, wait_s: f
             time.sleep(0.5)
         stored = study.user_attrs.get("spec")
         if stored is not None and comparable(stored) != comparable(spec.to_dict()):
-            diff = sorted(k for k in set(stored) | set(spec.to_dict())
-                          if comparable(stored).get(k) != comparable(spec.to_dict()).get(k))
-            raise SpecChanged(f"--study: {job.study!r} was started from a different spec ({', '.join(diff)} "
-                            "differ); pass --study NEWNAME for a new study")
+            diff = sorted(
+                k
+                for k in set(stored) | set(spec.to_dict())
+                if comparable(stored).get(k) != comparable(spec.to_dict()).get(k)
+            )
+            raise SpecChanged(
+                f"--study: {job.study!r} was started from a different spec ({', '.join(diff)} "
+                "differ); pass --study NEWNAME for a new study"
+            )
         if stored is None:  # its creator died before storing anything
             for k, v in study_attrs(job, spec).items():
                 study.set_user_attr(k, v)
@@ -143,8 +158,7 @@ def grid_key(params: dict[str, Any]) -> str:
 def counts_as_done(t: FrozenTrial, gone: set[int]) -> bool:
     """Finished for good: COMPLETE, PRUNED, or FAIL that is not being retried (``gone``: see
     ``superseded``)."""
-    return t.state in (TrialState.COMPLETE, TrialState.PRUNED) or (
-        t.state == TrialState.FAIL and t.number not in gone)
+    return t.state in (TrialState.COMPLETE, TrialState.PRUNED) or (t.state == TrialState.FAIL and t.number not in gone)
 
 
 def n_done(trials: list[FrozenTrial]) -> int:
@@ -171,8 +185,11 @@ def enqueue_missing_grid(study: optuna.Study, spec: SweepSpec) -> int:
         return 0
     trials = study.get_trials(deepcopy=False)
     gone = superseded(trials)
-    have = {grid_key(trial_params(t)) for t in trials
-            if counts_as_done(t, gone) or t.state in (TrialState.RUNNING, TrialState.WAITING)}
+    have = {
+        grid_key(trial_params(t))
+        for t in trials
+        if counts_as_done(t, gone) or t.state in (TrialState.RUNNING, TrialState.WAITING)
+    }
     n = 0
     for point in spec.grid():
         if grid_key(point) not in have:
@@ -184,10 +201,12 @@ def enqueue_missing_grid(study: optuna.Study, spec: SweepSpec) -> int:
 # Failures from outside the experiment, as ``sweeps.trial.error_line`` words them: no space left (or
 # quota, or a file size limit), out of memory (Python, the CPU allocator, CUDA), a killed process.
 # Matched on the text, so studies failed before this existed can be retried too.
-_OUTSIDE = re.compile(r"Errno 28\]|No space left|Errno 122\]|quota exceeded|Errno 27\]|File too large|"
-                      r"MemoryError|OutOfMemoryError|"
-                      r"out of memory|can't allocate memory|Cannot allocate memory|killed by signal|\bKilled\b",
-                      re.IGNORECASE)
+_OUTSIDE = re.compile(
+    r"Errno 28\]|No space left|Errno 122\]|quota exceeded|Errno 27\]|File too large|"
+    r"MemoryError|OutOfMemoryError|"
+    r"out of memory|can't allocate memory|Cannot allocate memory|killed by signal|\bKilled\b",
+    re.IGNORECASE,
+)
 
 
 def failed_outside(t: FrozenTrial) -> bool:

@@ -26,6 +26,7 @@ so the history is kept, while everything that states a configuration's outcome r
 (no superseded row) and everything keyed by run (curves, diagnostics, throughput) reads
 ``run_rows(df)`` (each run once, as its latest attempt sees it).
 """
+
 from __future__ import annotations
 
 import json
@@ -38,13 +39,35 @@ import optuna
 import pandas as pd
 from optuna.trial import FrozenTrial, TrialState
 
-from seqbench.bench.core.artifacts import (EVAL, FINAL, OBJECTIVE, PARAM, RESULT_PARTS, TRIAL_VALUE, eval_metrics,
-                                           read_results, runs_path)
+from seqbench.bench.core.artifacts import (
+    EVAL,
+    FINAL,
+    OBJECTIVE,
+    PARAM,
+    RESULT_PARTS,
+    TRIAL_VALUE,
+    eval_metrics,
+    read_results,
+    runs_path,
+)
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.liveness import superseded
 
-_RUN_SCALARS = ("steps", "train_time_s", "wall_time_s", "n_params", "samples_per_s", "task", "model",
-                "solved", "reason", "tokens_per_s", "model_flops_per_token", "model_flops_per_s", "mfu")
+_RUN_SCALARS = (
+    "steps",
+    "train_time_s",
+    "wall_time_s",
+    "n_params",
+    "samples_per_s",
+    "task",
+    "model",
+    "solved",
+    "reason",
+    "tokens_per_s",
+    "model_flops_per_token",
+    "model_flops_per_s",
+    "mfu",
+)
 
 
 @dataclass(frozen=True)
@@ -84,8 +107,11 @@ def objectives_of(study: optuna.Study) -> list[Objective]:
     out = []
     for i, d in enumerate(dirs):
         m = metrics[i] if i < len(metrics) else {}
-        out.append(Objective(name=m.get("name") or ("objective" if len(dirs) == 1 else f"objective_{i}"),
-                             goal=m.get("goal") or d))
+        out.append(
+            Objective(
+                name=m.get("name") or ("objective" if len(dirs) == 1 else f"objective_{i}"), goal=m.get("goal") or d
+            )
+        )
     return out
 
 
@@ -151,11 +177,15 @@ def trials_table(trials: list[FrozenTrial], objectives: list[Objective], runs: P
     gone = superseded(trials)  # failed trials whose configuration was queued again
     for t in trials:
         ua = t.user_attrs
-        base: dict[str, Any] = {"trial": t.number, "state": t.state.name,
-                                "config_hash": ua.get("config_hash"),
-                                "fail_reason": ua.get("fail_reason") or ua.get("prune_reason"),
-                                "trial_wall_s": _num(ua.get("wall_s")), "superseded": t.number in gone,
-                                "retry_of": _num(ua.get("retry_of"))}
+        base: dict[str, Any] = {
+            "trial": t.number,
+            "state": t.state.name,
+            "config_hash": ua.get("config_hash"),
+            "fail_reason": ua.get("fail_reason") or ua.get("prune_reason"),
+            "trial_wall_s": _num(ua.get("wall_s")),
+            "superseded": t.number in gone,
+            "retry_of": _num(ua.get("retry_of")),
+        }
         base.update({PARAM + k: _param_value(v) for k, v in t.params.items()})
         values = t.values or []
         for k, o in enumerate(objectives):
@@ -166,14 +196,28 @@ def trials_table(trials: list[FrozenTrial], objectives: list[Objective], runs: P
         run_ids = list(ua.get("run_ids") or [])
         seeds = list(ua.get("seeds") or [])
         if not run_ids:
-            rows.append({**base, "seed": math.nan, "run_id": "", "run_dir": "", "status": "not-started",
-                         "diverged": False, **{o.column: math.nan for o in objectives}})
+            rows.append(
+                {
+                    **base,
+                    "seed": math.nan,
+                    "run_id": "",
+                    "run_dir": "",
+                    "status": "not-started",
+                    "diverged": False,
+                    **{o.column: math.nan for o in objectives},
+                }
+            )
             continue
         for i, run_id in enumerate(run_ids):
             run_dir = runs / run_id
             res = read_results(run_dir)
-            row = {**base, "seed": seeds[i] if i < len(seeds) else (res or {}).get("seed", math.nan),
-                   "run_id": run_id, "run_dir": str(run_dir), **run_fields(run_dir, res)}
+            row = {
+                **base,
+                "seed": seeds[i] if i < len(seeds) else (res or {}).get("seed", math.nan),
+                "run_id": run_id,
+                "run_dir": str(run_dir),
+                **run_fields(run_dir, res),
+            }
             for k, o in enumerate(objectives):
                 if not scored:
                     row[o.column] = math.nan
@@ -184,8 +228,11 @@ def trials_table(trials: list[FrozenTrial], objectives: list[Objective], runs: P
             rows.append(row)
     lead = ["trial", "state", "seed", "run_id", "status", "diverged"]
     if not rows:  # a study with no trials yet: the columns every reader expects, no rows
-        return pd.DataFrame(columns=lead + ["run_dir", "trial_wall_s", "superseded", "retry_of"]
-                            + [c for o in objectives for c in (o.column, o.trial_column)])
+        return pd.DataFrame(
+            columns=lead
+            + ["run_dir", "trial_wall_s", "superseded", "retry_of"]
+            + [c for o in objectives for c in (o.column, o.trial_column)]
+        )
     df = pd.DataFrame(rows)
     lead += sorted(c for c in df.columns if c.startswith(PARAM))
     lead += [o.column for o in objectives] + [o.trial_column for o in objectives]

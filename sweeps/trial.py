@@ -5,6 +5,7 @@ failure are trial user attrs (the sweep/report contract in ``bench/commands/swee
 diverged seed fails the trial (a result: it stays); an exception fails it with its one-line
 reason; Ctrl-C fails it as ``retried`` and queues its configuration again.
 """
+
 from __future__ import annotations
 
 import math
@@ -77,8 +78,15 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
         try:
             _run_seeds(trial, spec, job, reps)
         except KeyboardInterrupt:
-            _set(trial, {"fail_reason": "interrupted by the user; retried", "retried": True,
-                         "wall_s": time.perf_counter() - t0, "run_ids": reps.run_ids})
+            _set(
+                trial,
+                {
+                    "fail_reason": "interrupted by the user; retried",
+                    "retried": True,
+                    "wall_s": time.perf_counter() - t0,
+                    "run_ids": reps.run_ids,
+                },
+            )
             _tell(study, trial, TrialState.FAIL)
             requeue(study, frozen(study, trial))
             raise
@@ -87,8 +95,7 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
             reps.reasons.append(error_line(e))
     attrs, state, values = _outcome(reps, spec.metrics(), time.perf_counter() - t0)
     if hb.lost:
-        print(f"trial {trial.number:>4} dropped: another worker failed it as stale; its retry redoes it",
-              flush=True)
+        print(f"trial {trial.number:>4} dropped: another worker failed it as stale; its retry redoes it", flush=True)
         return None
     _set(trial, attrs)
     return _tell(study, trial, state, values if state == TrialState.COMPLETE else None)
@@ -100,8 +107,11 @@ def _run_seeds(trial: optuna.Trial, spec: SweepSpec, job: Job, reps: Replicates)
     params = suggest(trial, spec)
     _set(trial, {"seeds": list(spec.seeds)})
     group = wandb_group(job.study, str(journal_path(job.storage, job.out_dir) or redact(job.storage)))
-    extra: dict[str, Any] = {"out_dir": job.out_dir, "tracking.group": group,
-                             "tracking.tags": _tags(spec, trial, params)}
+    extra: dict[str, Any] = {
+        "out_dir": job.out_dir,
+        "tracking.group": group,
+        "tracking.tags": _tags(spec, trial, params),
+    }
     if job.threads:
         extra["train.threads"] = job.threads
     resume_ids = trial.user_attrs.get("resume_run_ids", [])  # a retry continues its runs
@@ -135,14 +145,18 @@ def _run_seeds(trial: optuna.Trial, spec: SweepSpec, job: Job, reps: Replicates)
         reps.reasons.insert(0, f"{reps.n_diverged}/{len(spec.seeds)} seeds diverged")
 
 
-def _outcome(reps: Replicates, metrics: list[Metric], wall_s: float
-             ) -> tuple[TrialAttrs, TrialState, list[float] | None]:
+def _outcome(
+    reps: Replicates, metrics: list[Metric], wall_s: float
+) -> tuple[TrialAttrs, TrialState, list[float] | None]:
     """The trial's attrs (per-seed values, mean and spread, why it failed), its state and its values."""
     state, reasons, values = reps.state, list(reps.reasons), None
     ok = [v for v in reps.per_seed if v is not None]
-    attrs: TrialAttrs = {"per_seed": reps.per_seed if len(metrics) > 1 else [None if v is None else v[0]
-                                                                             for v in reps.per_seed],
-                         "n_diverged": reps.n_diverged, "wall_s": round(wall_s, 3), "run_ids": reps.run_ids}
+    attrs: TrialAttrs = {
+        "per_seed": reps.per_seed if len(metrics) > 1 else [None if v is None else v[0] for v in reps.per_seed],
+        "n_diverged": reps.n_diverged,
+        "wall_s": round(wall_s, 3),
+        "run_ids": reps.run_ids,
+    }
     if ok:
         cols = list(zip(*ok))
         mean = [statistics.fmean(c) for c in cols]
@@ -163,8 +177,10 @@ def _objective(run: RunResult, metrics: list[Metric]) -> list[float]:
     out = []
     for m in metrics:
         if m.name not in run.final:
-            raise UserError(f"metric.name: {m.name} is missing from the run's results (status "
-                            f"{run.status}); keys: {', '.join(sorted(run.final))}")
+            raise UserError(
+                f"metric.name: {m.name} is missing from the run's results (status "
+                f"{run.status}); keys: {', '.join(sorted(run.final))}"
+            )
         out.append(float(run.final[m.name]))
     return out
 
@@ -177,8 +193,9 @@ def _set(trial: optuna.Trial, attrs: TrialAttrs) -> None:
             return
 
 
-def _tell(study: optuna.Study, trial: optuna.Trial, state: TrialState, values: list[float] | None = None
-          ) -> FrozenTrial | None:
+def _tell(
+    study: optuna.Study, trial: optuna.Trial, state: TrialState, values: list[float] | None = None
+) -> FrozenTrial | None:
     try:
         return study.tell(trial, values, state=state if values is None else None)
     except UpdateFinishedTrialError:

@@ -4,6 +4,7 @@ Grid workers pop WAITING trials (the creator enqueued every grid point); tpe/ran
 ask the sampler. Finished trials are never re-run. Before each trial a worker fails the RUNNING
 trials of dead workers (no heartbeat for the grace period) and queues their configurations again.
 """
+
 from __future__ import annotations
 
 import time
@@ -45,8 +46,14 @@ def next_trial(study: optuna.Study, spec: SweepSpec) -> optuna.Trial | None | bo
     return None if running else False
 
 
-def worker(job: Job, study: optuna.Study | None = None, *, spec: SweepSpec | None = None,
-           max_trials: int | None = None, timeout: float | None = None) -> int:
+def worker(
+    job: Job,
+    study: optuna.Study | None = None,
+    *,
+    spec: SweepSpec | None = None,
+    max_trials: int | None = None,
+    timeout: float | None = None,
+) -> int:
     """Run trials until the study's budget is met; returns how many this worker finished. ``spec``: the
     validated spec of ``job.spec`` when the caller holds it (a worker process parses the job's own)."""
     optuna_quiet()
@@ -66,9 +73,14 @@ def _loop(job: Job, study: optuna.Study, spec: SweepSpec, max_trials: int | None
     while max_trials is None or finished < max_trials:
         if timeout is not None and time.time() - t0 > timeout:
             break
-        reap_stale(study, job.grace, on_reaped=lambda t, why: print(
-            f"trial {t.number:>4} FAIL     {why.removesuffix('; retried')}; its configuration is queued again",
-            flush=True))
+        reap_stale(
+            study,
+            job.grace,
+            on_reaped=lambda t, why: print(
+                f"trial {t.number:>4} FAIL     {why.removesuffix('; retried')}; its configuration is queued again",
+                flush=True,
+            ),
+        )
         trial = next_trial(study, spec)
         if trial is False:
             break
@@ -80,8 +92,9 @@ def _loop(job: Job, study: optuna.Study, spec: SweepSpec, max_trials: int | None
         frozen = run_trial(study, trial, spec, job)
         finished += 1
         if frozen is not None:
-            print(trial_line(frozen, spec.metrics(), progress.tag(n_done(study.get_trials(deepcopy=False)))),
-                  flush=True)
+            print(
+                trial_line(frozen, spec.metrics(), progress.tag(n_done(study.get_trials(deepcopy=False)))), flush=True
+            )
     return finished
 
 

@@ -1,21 +1,19 @@
 """The Task interface's base class, loaders and shared metrics.
 
 The config (no torch) is in ``tasks/configs/base.py``, where the family is documented."""
+
 from __future__ import annotations
 
 import itertools
-from typing import Any, ClassVar, Iterable
+from collections.abc import Iterable
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 import torchmetrics
 
 from seqbench.bench.core.contract import IGNORE, Batch, OutputKind, TaskSpec
-from seqbench.tasks.configs.base import (  # noqa: F401  (the configs, re-exported beside their modules)
-    TaskConfig,
-    TokenTaskConfig,
-    positive_int,
-)
+from seqbench.tasks.configs.base import TaskConfig, TokenTaskConfig, positive_int  # noqa: F401  (the configs, re-exported beside their modules)
 
 
 class Task:
@@ -39,9 +37,17 @@ class Task:
         facts = self.cfg.facts
         return TaskSpec(facts.output_kind, causal=facts.causal, **sizes)
 
-    def loader(self, split: str, batch_size: int, *, length: int | None = None,
-               n_batches: int | None = None, rank: int = 0, world_size: int = 1,
-               start: int = 0) -> Iterable[Any]:
+    def loader(
+        self,
+        split: str,
+        batch_size: int,
+        *,
+        length: int | None = None,
+        n_batches: int | None = None,
+        rank: int = 0,
+        world_size: int = 1,
+        start: int = 0,
+    ) -> Iterable[Any]:
         """Iterable of batch items for a split ("train" is endless unless ``n_batches``).
 
         ``start`` is the index of the first batch: a resumed run passes its global step
@@ -66,8 +72,13 @@ class Task:
         """Fresh metric objects, one per declared metric but "loss", keyed by its name."""
         return {}
 
-    def update_metrics(self, metrics: dict[str, torchmetrics.Metric], out: torch.Tensor,
-                       batch: Batch, net: torch.nn.Module | None = None) -> None:
+    def update_metrics(
+        self,
+        metrics: dict[str, torchmetrics.Metric],
+        out: torch.Tensor,
+        batch: Batch,
+        net: torch.nn.Module | None = None,
+    ) -> None:
         """Update metric objects from one eval batch. ``net`` lets seq2seq tasks decode."""
         raise NotImplementedError
 
@@ -95,11 +106,15 @@ class SkipFirst(torch.utils.data.IterableDataset):
         return itertools.islice(iter(self.ds), self.n, None)
 
 
-def make_loader(ds: Iterable[Any], start: int = 0) -> torch.utils.data.DataLoader:
+def make_loader(ds: torch.utils.data.IterableDataset, start: int = 0) -> torch.utils.data.DataLoader:
     """A DataLoader over an iterable of ready batches. It owns its generator, so creating the
     iterator draws nothing from the global RNG (a resumed run's dropout stays in step)."""
-    return torch.utils.data.DataLoader(SkipFirst(ds, start) if start else ds, batch_size=None,
-                                       collate_fn=_identity, generator=torch.Generator().manual_seed(0))
+    return torch.utils.data.DataLoader(
+        SkipFirst(ds, start) if start else ds,
+        batch_size=None,
+        collate_fn=_identity,
+        generator=torch.Generator().manual_seed(0),
+    )
 
 
 def _identity(item: Any) -> Any:
@@ -110,6 +125,8 @@ class TokenAccuracy(torchmetrics.Metric):
     """Accuracy over scored positions of per-step predictions (micro-averaged)."""
 
     full_state_update = False
+    correct: torch.Tensor  # the states add_state registers (declared for the type checker)
+    total: torch.Tensor
 
     def __init__(self) -> None:
         super().__init__()
@@ -138,4 +155,3 @@ class TokenTask(Task):
 
     def solved(self, metrics: dict[str, float], split: str = "val") -> bool:
         return metrics.get(f"{split}/acc", 0.0) >= self.solve_threshold
-

@@ -5,6 +5,7 @@ websocket client is needed. ``load(url)`` returns what the browser saw: console 
 exceptions and failed loads, a summary of every plotly figure container, and a full-page PNG.
 Install on Debian: ``apt-get install -y chromium``.
 """
+
 from __future__ import annotations
 
 import base64
@@ -20,10 +21,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-quic", "--disable-extensions",
-         "--disable-default-apps", "--mute-audio", "--hide-scrollbars", "--remote-debugging-pipe",
-         "--host-resolver-rules=MAP * ~NOTFOUND"]  # no name resolves: a page that needs the network fails
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--mute-audio",
+    "--hide-scrollbars",
+    "--remote-debugging-pipe",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+]  # no name resolves: a page that needs the network fails
 
 # per figure container: its size, how many plotly SVG layers and drawn marks it holds, and its traces
 _FIGURES_JS = """
@@ -31,7 +44,8 @@ Array.from(document.querySelectorAll('.plotly-graph-div')).map(d => {
   const r = d.getBoundingClientRect();
   return {id: d.id, width: r.width, height: r.height,
           svgs: d.querySelectorAll('svg.main-svg').length,
-          marks: d.querySelectorAll('svg.main-svg path, svg.main-svg image, svg.main-svg text, svg.main-svg rect').length,
+          marks: d.querySelectorAll(
+            'svg.main-svg path, svg.main-svg image, svg.main-svg text, svg.main-svg rect').length,
           traces: (d.data || []).length, rendered: !!d._fullLayout,
           title: ((d.layout || {}).title || {}).text || ''};
 })
@@ -71,16 +85,21 @@ class Chromium:
             os.dup2(hi_r, 3)
             os.dup2(hi_w, 4)
 
-        self.proc = subprocess.Popen([binary, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
-                                     stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
-                                     close_fds=False, preexec_fn=on_fds_3_and_4)
+        self.proc = subprocess.Popen(
+            [binary, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=self.log,
+            close_fds=False,
+            preexec_fn=on_fds_3_and_4,
+        )
         for fd in (to_child_r, from_child_w, hi_r, hi_w):
             os.close(fd)
         self._buf = b""
         self._id = 0
         self.events: list[dict[str, Any]] = []
 
-    def __enter__(self) -> "Chromium":
+    def __enter__(self) -> Chromium:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -159,8 +178,11 @@ class Chromium:
         s = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for m in ("Page.enable", "Runtime.enable", "Log.enable"):
             self.send(m, session=s)
-        self.send("Emulation.setDeviceMetricsOverride",
-                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, s)
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+            s,
+        )
         nav = self.send("Page.navigate", {"url": url}, s)
         if nav.get("errorText"):
             raise RuntimeError(f"navigation to {url} failed: {nav['errorText']}")
@@ -171,9 +193,15 @@ class Chromium:
             time.sleep(0.2)
             figures = self.evaluate(_FIGURES_JS, s)
         metrics = self.send("Page.getLayoutMetrics", session=s)["cssContentSize"]
-        shot = self.send("Page.captureScreenshot", {
-            "format": "png", "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": metrics["width"], "height": metrics["height"], "scale": 1}}, s)
+        shot = self.send(
+            "Page.captureScreenshot",
+            {
+                "format": "png",
+                "captureBeyondViewport": True,
+                "clip": {"x": 0, "y": 0, "width": metrics["width"], "height": metrics["height"], "scale": 1},
+            },
+            s,
+        )
         out = PageResult(figures=figures, screenshot=base64.b64decode(shot["data"]))
         for m in self.events:
             if m.get("sessionId") != s:

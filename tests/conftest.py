@@ -1,5 +1,6 @@
 """Session setup (one torch thread, W&B off, offline Hugging Face, the CI fuzz profile) and fixtures.
 Shared helpers live in ``tests/helpers.py``: ``from tests.helpers import ...``."""
+
 from __future__ import annotations
 
 import os

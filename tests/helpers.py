@@ -4,6 +4,7 @@ Every test imports them one way, ``from tests.helpers import ...`` (like the oth
 ``tests.report_support``, ``tests.model_probe``, ``tests.pg_server``, ``tests.chromium``); ``conftest.py``
 holds only the session setup and fixtures, which pytest supplies by name.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,15 @@ TINY_TASK: dict[str, dict[str, Any]] = {
     "sentiment": {"max_len": 16, "vocab_size": 200},
     "lm": {"length": 16, "sample_tokens": 8},
 }
-TINY_MODEL_FIELDS = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "n_levels": 2,
-                     "kernel_size": 2, "max_len": 64}
+TINY_MODEL_FIELDS = {
+    "d_model": 16,
+    "n_layers": 1,
+    "n_heads": 2,
+    "d_ff": 32,
+    "n_levels": 2,
+    "kernel_size": 2,
+    "max_len": 64,
+}
 
 
 def tiny_overrides(task: str, model: str, out_dir: Path | str, **extra: Any) -> list[str]:
@@ -43,8 +51,15 @@ def tiny_overrides(task: str, model: str, out_dir: Path | str, **extra: Any) -> 
     ovs += [f"task.{k}={v}" for k, v in TINY_TASK.get(task, {}).items()]
     fields = MODELS.get(model).config_cls.model_fields
     ovs += [f"model.{k}={v}" for k, v in TINY_MODEL_FIELDS.items() if k in fields]
-    ovs += ["train.max_steps=2", "train.val_every=2", "train.val_batches=1", "train.batch_size=4",
-            "eval.test_batches=1", "tracking.wandb=off", f"out_dir={out_dir}"]
+    ovs += [
+        "train.max_steps=2",
+        "train.val_every=2",
+        "train.val_batches=1",
+        "train.batch_size=4",
+        "eval.test_batches=1",
+        "tracking.wandb=off",
+        f"out_dir={out_dir}",
+    ]
     ovs += [f"{k}={v}" for k, v in extra.items()]
     return ovs
 
@@ -63,9 +78,16 @@ def compatible_pairs() -> list[tuple[str, str]]:
     return pairs
 
 
-def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300, env: dict | None = None
-            ) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, cwd: Path | None = None, timeout: float = 300, env: dict | None = None
+) -> subprocess.CompletedProcess:
     """``python -m bench ARGS`` in a subprocess (the way a user runs it)."""
     e = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "seqbench", *args], cwd=cwd or REPO, capture_output=True,
-                          text=True, timeout=timeout, env=e)
+    return subprocess.run(
+        [sys.executable, "-m", "seqbench", *args],
+        cwd=cwd or REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=e,
+    )

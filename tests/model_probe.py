@@ -1,11 +1,12 @@
 """Helpers for the model tests: tiny configs, specs and a behavioural fingerprint."""
+
 from __future__ import annotations
 
 import torch
 
+from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
 from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import build_model
-from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
 from tests.helpers import TINY_MODEL_FIELDS
 
 VOCAB = 7  # token inputs 0..6
@@ -25,8 +26,9 @@ def token_spec(causal: bool = True) -> TaskSpec:
 
 def seq2seq_spec() -> TaskSpec:
     # ids as in tasks.synthetic.seq2seq: 0 pad, 1 <sos>, 2 <eos>, symbols 3..
-    return TaskSpec(OutputKind.SEQ2SEQ, n_classes=VOCAB, causal=False, vocab_size=VOCAB, pad_id=0,
-                    sos_id=1, eos_id=2, dependency=6)
+    return TaskSpec(
+        OutputKind.SEQ2SEQ, n_classes=VOCAB, causal=False, vocab_size=VOCAB, pad_id=0, sos_id=1, eos_id=2, dependency=6
+    )
 
 
 def seq2seq_batch(B: int = 4, S: int = 6, seed: int = 0) -> Batch:

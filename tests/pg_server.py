@@ -3,6 +3,7 @@
 ``SEQBENCH_TEST_POSTGRES_URL`` points the tests at an existing server instead. Without either,
 the tests that need one skip and say how to get one (``apt-get install -y postgresql``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -13,8 +14,8 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 INSTALL_HINT = "apt-get install -y postgresql (Debian) provides initdb/pg_ctl"
 
@@ -68,13 +69,27 @@ def postgres_url() -> Iterator[str]:
                 raise NoServer(f"{Path(cmd[0]).name} failed: {tail[0]}")
 
         call(str(bindir / "initdb"), "-D", str(data), "-U", "seqbench", "--auth=trust", "-E", "UTF8", "--no-sync")
-        call(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(Path(root) / "log"), "-w", "-t", "60", "start",
-             "-o", f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100")
+        call(
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(Path(root) / "log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+            "-o",
+            f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100",
+        )
         try:
             yield f"postgresql://seqbench@127.0.0.1:{port}/postgres"
         finally:
-            subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                           capture_output=True, timeout=60)
+            subprocess.run(
+                [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                capture_output=True,
+                timeout=60,
+            )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -1,5 +1,6 @@
 """Run artifacts (bench/core/artifacts.py): one typed definition per file, one reader and one atomic writer,
 and a report path that never loads torch, models or tasks."""
+
 from __future__ import annotations
 
 import json
@@ -10,10 +11,17 @@ from pathlib import Path
 
 import pytest
 
+from seqbench.bench.core import artifacts
+from seqbench.bench.core.artifacts import (
+    Results,
+    atomic_write,
+    read_metrics,
+    read_results,
+    write_metrics,
+    write_results,
+)
 from tests.helpers import tiny_overrides
 from tests.report_support import demo_study, journal_storage
-from seqbench.bench.core import artifacts
-from seqbench.bench.core.artifacts import Results, atomic_write, read_metrics, read_results, write_metrics, write_results
 
 
 def test_atomic_write_leaves_no_temp_file_and_honours_the_umask(tmp_path):
@@ -61,8 +69,9 @@ def test_a_real_run_writes_only_declared_keys(tmp_path):
     from seqbench.bench.config import build_config
     from seqbench.bench.training.train import train_run
 
-    cfg = build_config({}, tiny_overrides("copy", "lstm", tmp_path) + ["train.max_steps=4", "train.val_every=2",
-                                                                       "tracking.wandb=off"])
+    cfg = build_config(
+        {}, tiny_overrides("copy", "lstm", tmp_path) + ["train.max_steps=4", "train.val_every=2", "tracking.wandb=off"]
+    )
     r = train_run(cfg, progress=False)
     run_dir = tmp_path / "runs" / r["run_id"]
     assert read_results(run_dir) == json.loads(json.dumps(r.results)) and set(r.results) <= set(Results.__annotations__)
@@ -73,15 +82,16 @@ def test_report_entry_path_imports_no_torch_models_or_tasks(tmp_path):
     out_dir = tmp_path / "outputs"
     out_dir.mkdir()
     demo_study(journal_storage(out_dir / "optuna.journal"), out_dir)
-    code = ("import os, sys\n"
-            "from seqbench.bench.cli import main\n"
-            f"code = main(['report', 'ld_demo', '--out-dir', {str(out_dir)!r}])\n"
-            "heavy = [m for m in ('torch', 'pytorch_lightning', 'seqbench.models', 'seqbench.tasks',\n"
-            "                     'seqbench.bench.config', 'datasets') if m in sys.modules]\n"
-            "print('RESULT', code, heavy, os.environ.get('HF_HUB_OFFLINE'))\n")
+    code = (
+        "import os, sys\n"
+        "from seqbench.bench.cli import main\n"
+        f"code = main(['report', 'ld_demo', '--out-dir', {str(out_dir)!r}])\n"
+        "heavy = [m for m in ('torch', 'pytorch_lightning', 'seqbench.models', 'seqbench.tasks',\n"
+        "                     'seqbench.bench.config', 'datasets') if m in sys.modules]\n"
+        "print('RESULT', code, heavy, os.environ.get('HF_HUB_OFFLINE'))\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
-    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                       timeout=300)
+    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.splitlines()[-1] == "RESULT 0 [] None", p.stdout[-2000:]
     assert (out_dir / "reports" / "ld_demo" / "index.html").is_file()

@@ -1,4 +1,5 @@
 """The GPU-related benchmark scripts' pieces that decide what they measure (not their timings)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -6,8 +7,8 @@ import sys
 
 import pytest
 
-from tests.helpers import REPO
 from seqbench.sweeps.spec import parse_spec, trial_config
+from tests.helpers import REPO
 
 
 def load(name: str):
@@ -24,7 +25,9 @@ def test_throughput_grid_is_a_valid_spec_of_identical_trials():
     assert spec.method == "grid" and spec.budget() == 5
     cfgs = [trial_config(spec, point, 0, {}) for point in spec.grid()]
     assert len({c.optim.lr for c in cfgs}) == 5
-    assert {(c.model.name, c.model.d_model, c.train.max_steps, c.train.batch_size) for c in cfgs} == {("lstm", 32, 40, 16)}
+    assert {(c.model.name, c.model.d_model, c.train.max_steps, c.train.batch_size) for c in cfgs} == {
+        ("lstm", 32, 40, 16)
+    }
 
 
 def test_overhead_cuda_timing_is_the_mean_over_the_window():

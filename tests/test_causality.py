@@ -1,5 +1,6 @@
 """Causality over the whole model registry: a causal model's output at t never depends on
 inputs after t; bidirectional models and encoders do see the future."""
+
 from __future__ import annotations
 
 import warnings
@@ -7,10 +8,10 @@ import warnings
 import pytest
 import torch
 
-from seqbench.bench.core.registry import MODELS
-from tests.model_probe import build, seq2seq_batch, seq2seq_spec, tiny_config, token_spec
-from seqbench.models.configs.tcn import ReceptiveFieldWarning
 from seqbench.bench.core.contract import Batch, OutputKind
+from seqbench.bench.core.registry import MODELS
+from seqbench.models.configs.tcn import ReceptiveFieldWarning
+from tests.model_probe import build, seq2seq_batch, seq2seq_spec, tiny_config, token_spec
 
 torch.set_num_threads(1)
 T, CUT = 12, 5
@@ -24,7 +25,7 @@ def _build(name, spec, **over):
 
 def _perturbed(x: torch.Tensor, after: int) -> torch.Tensor:
     y = x.clone()
-    y[:, after + 1:] = (y[:, after + 1:] + 1 + torch.arange(y.shape[1] - after - 1) % 3) % 7
+    y[:, after + 1 :] = (y[:, after + 1 :] + 1 + torch.arange(y.shape[1] - after - 1) % 3) % 7
     return y
 
 
@@ -44,12 +45,13 @@ def test_causal_models_never_see_the_future(name):
         a = net(batch)[0]
         y_in = _perturbed(batch.aux["y_in"], CUT)
         b = net(Batch(x=batch.x, y=batch.y, aux={"y_in": y_in}))[0]
-    torch.testing.assert_close(a[:, :CUT + 1], b[:, :CUT + 1], atol=1e-6, rtol=0)
-    assert not torch.allclose(a[:, CUT + 1:], b[:, CUT + 1:])  # the perturbation is visible later
+    torch.testing.assert_close(a[:, : CUT + 1], b[:, : CUT + 1], atol=1e-6, rtol=0)
+    assert not torch.allclose(a[:, CUT + 1 :], b[:, CUT + 1 :])  # the perturbation is visible later
 
 
-BIDIRECTIONAL = [(n, {"bidirectional": True}) for n in MODELS.names()
-                 if "bidirectional" in MODELS.get(n).config_cls.model_fields] + [("transformer", {})]
+BIDIRECTIONAL = [
+    (n, {"bidirectional": True}) for n in MODELS.names() if "bidirectional" in MODELS.get(n).config_cls.model_fields
+] + [("transformer", {})]
 
 
 @pytest.mark.parametrize("name,over", BIDIRECTIONAL, ids=[n for n, _ in BIDIRECTIONAL])
@@ -61,8 +63,9 @@ def test_bidirectional_models_see_the_future(name, over):
 
 
 SEQ2SEQ = [n for n in MODELS.names() if OutputKind.SEQ2SEQ in MODELS.get(n).config_cls.supported_kinds]
-ATTN = [("seq2seq", {"attention": a}) for a in ("none", "bahdanau", "dot")] + [(n, {}) for n in SEQ2SEQ
-                                                                                if n != "seq2seq"]
+ATTN = [("seq2seq", {"attention": a}) for a in ("none", "bahdanau", "dot")] + [
+    (n, {}) for n in SEQ2SEQ if n != "seq2seq"
+]
 
 
 @pytest.mark.parametrize("name,over", ATTN, ids=[f"{n}-{o}" for n, o in ATTN])

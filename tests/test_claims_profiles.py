@@ -8,6 +8,7 @@ that its count is the ``seqbench`` number the YAML states, and that it is within
 here (``from: "not comparable: ..."``). The claim files are read raw (not through ``Claim``) so this
 checks sizes whatever else the schema adds.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -59,17 +60,21 @@ def test_paper_profile_parameter_counts_match_the_paper(path: Path):
             assert n == e["seqbench"], f"{path.stem}: {point} builds {n:,} parameters, the YAML says {e['seqbench']:,}"
             if e["paper"] is None:  # no count in the paper and no counterpart architecture: say so
                 assert e["from"].startswith(("not comparable:", "not in the paper:")), (
-                    f"{path.stem}: {e['where']}: paper: null needs from: 'not comparable: <why>'")
+                    f"{path.stem}: {e['where']}: paper: null needs from: 'not comparable: <why>'"
+                )
                 continue
             assert abs(n - e["paper"]) <= TOLERANCE * e["paper"], (
-                f"{path.stem}: {point}: seqbench {n:,} vs paper {e['paper']:,} parameters (more than 10% apart)")
+                f"{path.stem}: {point}: seqbench {n:,} vs paper {e['paper']:,} parameters (more than 10% apart)"
+            )
 
 
 def test_a_count_off_by_more_than_ten_percent_is_caught():
     # the tcn_adding paper profile before issue 19 (repository default 30 channels, kernel 7: 96K
     # against the paper's 70K) must fail the same arithmetic the test above applies
     raw = load_yaml(next(p for p in SWEEP_CLAIMS if p.stem == "tcn_adding"))
-    raw = deep_merge(raw, {"profiles": {"paper": {"base": {"model": {"d_model": 30}},
-                                                  "per_model": {"tcn": {"model.kernel_size": 7}}}}})
+    raw = deep_merge(
+        raw,
+        {"profiles": {"paper": {"base": {"model": {"d_model": 30}}, "per_model": {"tcn": {"model.kernel_size": 7}}}}},
+    )
     counts = {p["model.name"]: n for p, n in paper_points(raw)}
     assert counts["tcn"] == 96001 and abs(counts["tcn"] - 70000) > TOLERANCE * 70000

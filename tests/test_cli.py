@@ -1,4 +1,5 @@
 """The CLI as a user runs it: bad input gets one line, exit 2, no traceback."""
+
 from __future__ import annotations
 
 import json
@@ -20,9 +21,15 @@ def test_list_shows_every_registered_name_with_fields(capsys):
     for name in TASKS.names() + MODELS.names():
         assert f"  {name} " in out
     assert "task.delay = 50" in out and "model.forget_bias = 1.0" in out
-    for line in ("train.max_steps = 1000 - optimizer steps", "optim.lr = 0.001", "eval.test = true",
-                 "tracking.wandb = offline", "diagnostics.every = 100", "train.early_stop.threshold = (required)",
-                 "seed = 0"):
+    for line in (
+        "train.max_steps = 1000 - optimizer steps",
+        "optim.lr = 0.001",
+        "eval.test = true",
+        "tracking.wandb = offline",
+        "diagnostics.every = 100",
+        "train.early_stop.threshold = (required)",
+        "seed = 0",
+    ):
         assert line in out, line
 
 
@@ -41,16 +48,28 @@ def test_list_one_section(capsys):
 
 def test_list_into_a_closed_pipe_exits_quietly():
     env = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled"}
-    p = subprocess.Popen([sys.executable, "-m", "seqbench", "list", "-v"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, env=env, cwd=REPO)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "seqbench", "list", "-v"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=REPO,
+    )
     p.stdout.close()  # the reader is gone before the first write (`seqbench list -v | head -0`)
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == 141 and err == "", err
 
 
 def test_list_piped_to_head_prints_no_traceback():
-    p = subprocess.run(f"{sys.executable} -m seqbench list -v | head -1", shell=True, capture_output=True,
-                       text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    p = subprocess.run(
+        f"{sys.executable} -m seqbench list -v | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
     assert p.stdout == "tasks:\n" and p.stderr == "", p.stderr
 
 
@@ -91,28 +110,33 @@ def test_run_prints_summary_and_writes_results(tmp_path):
 
 def test_run_with_config_file_and_overrides(tmp_path):
     cfg = tmp_path / "run.yaml"
-    cfg.write_text("task: {name: adding, length: 8}\nmodel: {name: rnn, d_model: 8}\n"
-                   f"train: {{max_steps: 2, val_every: 2, val_batches: 1, batch_size: 4}}\n"
-                   f"tracking: {{wandb: off}}\nout_dir: {tmp_path / 'o'}\n")
+    cfg.write_text(
+        "task: {name: adding, length: 8}\nmodel: {name: rnn, d_model: 8}\n"
+        f"train: {{max_steps: 2, val_every: 2, val_batches: 1, batch_size: 4}}\n"
+        f"tracking: {{wandb: off}}\nout_dir: {tmp_path / 'o'}\n"
+    )
     p = run_cli("run", "--config", str(cfg), "model.n_layers=2", "eval.test=false")
     assert p.returncode == 0, p.stderr
     res = json.loads(next((tmp_path / "o" / "runs").glob("*/results.json")).read_text())
     assert res["config"]["model"]["n_layers"] == 2 and res["task"] == "adding"
 
 
-@pytest.mark.parametrize("args, expect", [
-    (["run", "task=nope"], "task.name: unknown name 'nope'; choose from"),
-    (["run", "model.d_model=0"], "model.d_model"),
-    (["run", "model.colour=red"], "model.colour: unknown field; allowed:"),
-    (["run", "model=rnn", "model.bidirectional=true"], "model.bidirectional"),
-    (["run", "model.forget_bias=2", "model=gru"], "model.forget_bias: unknown field"),
-    (["run", "task.delay=5", "task=adding"], "task.delay: unknown field"),
-    (["run", "train.early_stop=null", "train.early_stop.threshold=1"], "also set by train.early_stop=null"),
-    (["run", "optim.warmup_steps=10", "train.max_steps=10"], "optim.warmup_steps"),
-    (["run", "--config", "/no/such/file.yaml"], "cannot read config"),
-    (["run", "justaword"], "key=value"),
-    (["frobnicate"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "args, expect",
+    [
+        (["run", "task=nope"], "task.name: unknown name 'nope'; choose from"),
+        (["run", "model.d_model=0"], "model.d_model"),
+        (["run", "model.colour=red"], "model.colour: unknown field; allowed:"),
+        (["run", "model=rnn", "model.bidirectional=true"], "model.bidirectional"),
+        (["run", "model.forget_bias=2", "model=gru"], "model.forget_bias: unknown field"),
+        (["run", "task.delay=5", "task=adding"], "task.delay: unknown field"),
+        (["run", "train.early_stop=null", "train.early_stop.threshold=1"], "also set by train.early_stop=null"),
+        (["run", "optim.warmup_steps=10", "train.max_steps=10"], "optim.warmup_steps"),
+        (["run", "--config", "/no/such/file.yaml"], "cannot read config"),
+        (["run", "justaword"], "key=value"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
 def test_bad_input_one_line_exit_2_no_traceback(args, expect, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code = main(args)

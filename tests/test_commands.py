@@ -1,5 +1,6 @@
 """The commands as functions and as one command line: typed entries (the notebook API), the same flags
 on every command (--out-dir, --print-config, --version), and light commands that import no torch."""
+
 from __future__ import annotations
 
 import json
@@ -23,20 +24,39 @@ HEAVY = ("torch", "pytorch_lightning", "lightning", "torchmetrics", "wandb", "to
 
 def modules_after(args: list[str], cwd: Path) -> list[str]:
     """The heavy modules imported by ``main(args)`` in a fresh interpreter."""
-    code = ("import sys\nfrom seqbench.bench.cli import main\n"
-            f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
-            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)\n")
-    p = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120,
-                       env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "WANDB_MODE": "disabled"})
+    code = (
+        "import sys\nfrom seqbench.bench.cli import main\n"
+        f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "WANDB_MODE": "disabled"},
+    )
     return json.loads(p.stderr.strip().splitlines()[-1].replace("'", '"'))
 
 
-LIGHT = [["--help"], ["list"], ["list", "-v"], ["list", "-v", "lm"], ["run", "--print-config"],
-         ["run", "model=transformer", "task=sentiment", "--print-config"], ["run", "--help"],
-         ["sweep", "demo", "--print-config"], ["compare", "model=lstm,gru", "task=adding", "--print-config"],
-         ["cost", "models=tcn,transformer", "--print-config"], ["sweep", "--help"], ["compare", "--help"],
-         ["verify", "--help"], ["probe", "model=lstm", "model=stack", "model.mixer=attention,mamba", "--print-config"],
-         ["probe", "--help"]]
+LIGHT = [
+    ["--help"],
+    ["list"],
+    ["list", "-v"],
+    ["list", "-v", "lm"],
+    ["run", "--print-config"],
+    ["run", "model=transformer", "task=sentiment", "--print-config"],
+    ["run", "--help"],
+    ["sweep", "demo", "--print-config"],
+    ["compare", "model=lstm,gru", "task=adding", "--print-config"],
+    ["cost", "models=tcn,transformer", "--print-config"],
+    ["sweep", "--help"],
+    ["compare", "--help"],
+    ["verify", "--help"],
+    ["probe", "model=lstm", "model=stack", "model.mixer=attention,mamba", "--print-config"],
+    ["probe", "--help"],
+]
 
 
 def test_light_commands_import_no_torch(tmp_path):
@@ -53,8 +73,14 @@ def test_light_commands_print_what_a_full_import_prints(tmp_path, capsys):
     """Configs-only imports change when torch loads, not what a command says: each light command's
     output in a fresh interpreter equals its output here, where every model and task is imported whole."""
     for args in [a for a in LIGHT if "--help" not in a]:  # help text wraps to the terminal width
-        fresh = subprocess.run([sys.executable, "-m", "seqbench", *args], cwd=tmp_path, capture_output=True,
-                               text=True, timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+        fresh = subprocess.run(
+            [sys.executable, "-m", "seqbench", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        )
         assert main(args) == 0 and fresh.returncode == 0, (args, fresh.stderr)
         assert fresh.stdout == capsys.readouterr().out, args
 
@@ -62,15 +88,31 @@ def test_light_commands_print_what_a_full_import_prints(tmp_path, capsys):
 def test_version_everywhere(capsys):
     want = f"seqbench {metadata.version('seqbench')}"
     assert seqbench.__version__ == metadata.version("seqbench")
-    for args in (["--version"], *([cmd, "--version"] for cmd in
-                                  ("list", "run", "sweep", "compare", "verify", "report", "runs", "cost", "probe"))):
+    for args in (
+        ["--version"],
+        *(
+            [cmd, "--version"]
+            for cmd in ("list", "run", "sweep", "compare", "verify", "report", "runs", "cost", "probe")
+        ),
+    ):
         with pytest.raises(SystemExit) as e:
             main(args)
         assert e.value.code == 0 and capsys.readouterr().out.strip() == want, args
 
 
-@pytest.mark.parametrize("args", [["run"], ["sweep", "demo"], ["compare", "model=lstm,gru"], ["verify"],
-                                  ["report", "demo"], ["runs"], ["cost"], ["probe", "model=lstm"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run"],
+        ["sweep", "demo"],
+        ["compare", "model=lstm,gru"],
+        ["verify"],
+        ["report", "demo"],
+        ["runs"],
+        ["cost"],
+        ["probe", "model=lstm"],
+    ],
+)
 def test_every_command_with_an_output_folder_takes_out_dir(args):
     assert parse_args([*args, "--out-dir", "elsewhere"]).out_dir == "elsewhere"
 
@@ -112,10 +154,12 @@ def test_runs_out_dir_setting_names_the_folder(tmp_path, capsys):
 
 def test_cost_progress_counts_points_and_says_eta(capsys):
     progress = PointProgress(models=2, lengths=[8, 16])
-    rows = [{"model": "lstm", "length": 8, "status": "ok", "time_ms": 1.0},
-            {"model": "lstm", "length": 16, "status": "ok", "time_ms": 2.0},
-            {"model": "gru", "length": 8, "status": "timeout"},
-            {"model": "gru", "length": 16, "status": "skipped"}]
+    rows = [
+        {"model": "lstm", "length": 8, "status": "ok", "time_ms": 1.0},
+        {"model": "lstm", "length": 16, "status": "ok", "time_ms": 2.0},
+        {"model": "gru", "length": 8, "status": "timeout"},
+        {"model": "gru", "length": 16, "status": "skipped"},
+    ]
     for i, row in enumerate(rows):
         progress(Progress(row, i + 1, 4))
     lines = capsys.readouterr().out.splitlines()

@@ -1,4 +1,5 @@
 """`seqbench compare` end to end on tiny settings, `seqbench runs`, and `seqbench.load_runs`."""
+
 from __future__ import annotations
 
 import contextlib
@@ -12,16 +13,23 @@ from optuna.trial import TrialState
 
 import seqbench
 from seqbench.bench.cli import main
-from seqbench.sweeps.table import build_table
 from seqbench.bench.commands.compare import build_spec, study_name
-from seqbench.sweeps.study import grid_key as _key
 from seqbench.sweeps.spec import load_spec
 from seqbench.sweeps.storage import open_storage
+from seqbench.sweeps.study import grid_key as _key
+from seqbench.sweeps.table import build_table
 from tests.helpers import TINY_TASK
 
 TINY = [f"task.{k}={v}" for k, v in TINY_TASK["copy"].items() if k != "delay"] + [
-    "model.d_model=16", "train.max_steps=4", "train.val_every=2", "train.val_batches=1", "train.batch_size=4",
-    "train.threads=1", "eval.test_batches=1", "tracking.wandb=off"]
+    "model.d_model=16",
+    "train.max_steps=4",
+    "train.val_every=2",
+    "train.val_batches=1",
+    "train.batch_size=4",
+    "train.threads=1",
+    "eval.test_batches=1",
+    "tracking.wandb=off",
+]
 SETTINGS = ["model=rnn,gru", "task=copy", "task.delay=3,5", "seeds=2", *TINY]
 
 
@@ -51,22 +59,24 @@ def test_compare_runs_the_grid_prints_ranked_intervals_and_writes_the_dashboard(
     trials = study.get_trials()
     assert [t.state for t in trials] == [TrialState.COMPLETE] * 4
     assert sorted(_key(t.params) for t in trials) == sorted(
-        _key({"model.name": m, "task.delay": d}) for m in ("rnn", "gru") for d in (3, 5))
+        _key({"model.name": m, "task.delay": d}) for m in ("rnn", "gru") for d in (3, 5)
+    )
     assert all(t.user_attrs["seeds"] == [0, 1] for t in trials)
     assert f"study {name}: grid, 4 configurations x 2 seed(s), 0 done" in text
-    ranked = text[text.index("ranked by val/acc (maximize)"):]
+    ranked = text[text.index("ranked by val/acc (maximize)") :]
     rows = [ln.split() for ln in ranked.splitlines()[2:6]]
     assert [r[0] for r in rows] == ["1", "2", "3", "4"] and all("n=2" in " ".join(r) for r in rows)
     means = [study.trials[int(r[1])].value for r in rows]
     assert means == sorted(means, reverse=True)
     assert "paired comparisons (same seeds; better level first):" in text
-    assert any(ln.strip().startswith(("gru vs rnn at task.delay=3", "rnn vs gru at task.delay=3"))
-               for ln in text.splitlines())
+    assert any(
+        ln.strip().startswith(("gru vs rnn at task.delay=3", "rnn vs gru at task.delay=3")) for ln in text.splitlines()
+    )
     index = out / "reports" / name / "index.html"
     assert index.is_file() and f"dashboard: {index}" in text
     # one ranked table, no hint to build the dashboard it already wrote, the answer above the table
     assert "best configurations:" not in text and "seqbench report" not in text
-    assert any(ln.startswith(("Best", "No configuration beats")) for ln in text[:text.index("ranked by")].splitlines())
+    assert any(ln.startswith(("Best", "No configuration beats")) for ln in text[: text.index("ranked by")].splitlines())
     assert "## Paired comparisons: val/acc" in (index.parent / "summary.md").read_text()
 
 
@@ -130,6 +140,7 @@ def test_fields_of_one_model_are_routed_or_refused(capsys):
 
 # -- finding runs again ----------------------------------------------------------------------------
 
+
 def test_load_runs_is_the_reports_table(compared):
     out, name, _ = compared
     runs = seqbench.load_runs(out)
@@ -138,8 +149,19 @@ def test_load_runs_is_the_reports_table(compared):
     mine = runs.set_index("run_id").loc[table.index]
     # config_hash: the run's own there (it includes the seed), the trial's first seed's here
     shared = [c for c in mine.columns if c in table.columns and c != "config_hash"]
-    assert {"status", "diverged", "final.val/acc", "best.val/acc", "baseline.val/acc", "steps", "seed",
-            "task", "model", "train_time_s", "run_dir"} <= set(shared)
+    assert {
+        "status",
+        "diverged",
+        "final.val/acc",
+        "best.val/acc",
+        "baseline.val/acc",
+        "steps",
+        "seed",
+        "task",
+        "model",
+        "train_time_s",
+        "run_dir",
+    } <= set(shared)
     pd.testing.assert_frame_equal(mine[shared], table[shared], check_dtype=False)
     assert list(mine["config.model.name"]) == list(table["param.model.name"])
     assert list(mine["config.task.delay"]) == list(table["param.task.delay"])
@@ -150,8 +172,10 @@ def test_runs_filters_and_sorts(compared):
     code, text = cli("runs", "--out-dir", str(out), "model=gru", "task.delay=5", "--sort", "val/acc")
     lines = text.splitlines()
     assert code == 0 and lines[0].split()[:4] == ["id", "task", "model", "settings"]
-    assert len(lines) == 4 and lines[-1] == f"2 of 8 runs under {out / 'runs'} (load them in Python: " \
-                                            "seqbench.load_runs(out_dir))"
+    assert (
+        len(lines) == 4
+        and lines[-1] == f"2 of 8 runs under {out / 'runs'} (load them in Python: seqbench.load_runs(out_dir))"
+    )
     assert all(" gru " in ln and "task.delay=5" in ln for ln in lines[1:3])
     accs = [float(ln.split("val/acc")[1].split()[0]) for ln in lines[1:3]]
     assert accs == sorted(accs, reverse=True)  # accuracy: best (highest) first
@@ -164,7 +188,10 @@ def test_runs_filters_and_sorts(compared):
 def test_runs_refuses_unknown_keys(compared, capsys):
     out, _, _ = compared
     assert main(["runs", "--out-dir", str(out), "bogus=1"]) == 2
-    assert "error: bogus: no run has this field; filter on task, model, status, seed, task.delay" in capsys.readouterr().err
+    assert (
+        "error: bogus: no run has this field; filter on task, model, status, seed, task.delay"
+        in capsys.readouterr().err
+    )
     assert main(["runs", "--out-dir", str(out), "--sort", "val/nope"]) == 2
     assert "error: --sort: 'val/nope' is not a column of these runs" in capsys.readouterr().err
     assert main(["runs", "--out-dir", str(out / "nowhere")]) == 2
@@ -173,7 +200,9 @@ def test_runs_refuses_unknown_keys(compared, capsys):
 
 def test_tasks_with_different_primary_metrics_need_a_metric(capsys):
     assert main(["compare", "task=copy,adding", "model=lstm", "--print-spec"]) == 2
-    assert capsys.readouterr().err == ("error: --metric: the compared tasks (copy, adding) have different primary "
-                                       "metrics; name one they all report, e.g. --metric val/loss\n")
+    assert capsys.readouterr().err == (
+        "error: --metric: the compared tasks (copy, adding) have different primary "
+        "metrics; name one they all report, e.g. --metric val/loss\n"
+    )
     raw, _ = build_spec(["task=copy,adding", "model=lstm"], metric="val/loss")
     assert raw["metric"] == {"name": "val/loss", "goal": "minimize"}

@@ -1,4 +1,5 @@
 """RunConfig: defaults, YAML round trip, dotted overrides, cross-field rules, one-line errors."""
+
 from __future__ import annotations
 
 import pytest
@@ -63,8 +64,10 @@ def test_parse_value_types():
     assert parse_value("1:30") == "1:30" and parse_value("010") == 10  # YAML 1.1 would say 90 and 8
 
 
-@pytest.mark.parametrize("override", ["train.max_steps=true", "optim.lr=true", "model.dropout=false",
-                                      "eval.lengths=[true]", "train.threads=false"])
+@pytest.mark.parametrize(
+    "override",
+    ["train.max_steps=true", "optim.lr=true", "model.dropout=false", "eval.lengths=[true]", "train.threads=false"],
+)
 def test_a_boolean_is_not_a_number(override):
     with pytest.raises(UserError, match=rf"^{override.split('=')[0]}(\.0)?: .*'(true|false)'"):
         build_config({}, [override])
@@ -77,22 +80,25 @@ def test_config_hash_ignores_where_results_go():
     assert a.config_hash() == b.config_hash() != c.config_hash()
 
 
-@pytest.mark.parametrize("overrides, field, allowed", [
-    (["task=foo"], "task.name", "copy"),
-    (["model=transformerz"], "model.name", "lstm"),
-    (["model.foo=1"], "model.foo", "d_model"),
-    (["optim.optimizer=lion"], "optim.optimizer", "radam"),
-    (["optim.schedule=step"], "optim.schedule", "inverse_sqrt"),
-    (["task.delay=-1"], "task.delay", "greater than or equal to 1"),
-    (["train.batch_size=abc"], "train.batch_size", "integer"),
-    (["tracking.wandb=maybe"], "tracking.wandb", "offline"),
-    (["model=rnn", "model.bidirectional=true"], "model.bidirectional", "bidirectional=false"),
-    (["optim.warmup_steps=5000", "train.max_steps=100"], "optim.warmup_steps", "max_steps"),
-    (["optim.warmup_steps=50", "optim.decay_from=10"], "optim.decay_from", "optim.warmup_steps=50"),
-    (["train.early_stop={metric: val/mse, threshold: 1}"], "train.early_stop.metric", "val/acc"),
-    (["nonsense"], "nonsense", "key=value"),
-    (["seed=-1"], "seed", "greater than or equal to 0"),
-])
+@pytest.mark.parametrize(
+    "overrides, field, allowed",
+    [
+        (["task=foo"], "task.name", "copy"),
+        (["model=transformerz"], "model.name", "lstm"),
+        (["model.foo=1"], "model.foo", "d_model"),
+        (["optim.optimizer=lion"], "optim.optimizer", "radam"),
+        (["optim.schedule=step"], "optim.schedule", "inverse_sqrt"),
+        (["task.delay=-1"], "task.delay", "greater than or equal to 1"),
+        (["train.batch_size=abc"], "train.batch_size", "integer"),
+        (["tracking.wandb=maybe"], "tracking.wandb", "offline"),
+        (["model=rnn", "model.bidirectional=true"], "model.bidirectional", "bidirectional=false"),
+        (["optim.warmup_steps=5000", "train.max_steps=100"], "optim.warmup_steps", "max_steps"),
+        (["optim.warmup_steps=50", "optim.decay_from=10"], "optim.decay_from", "optim.warmup_steps=50"),
+        (["train.early_stop={metric: val/mse, threshold: 1}"], "train.early_stop.metric", "val/acc"),
+        (["nonsense"], "nonsense", "key=value"),
+        (["seed=-1"], "seed", "greater than or equal to 0"),
+    ],
+)
 def test_bad_input_names_field_and_fix(overrides, field, allowed):
     with pytest.raises(UserError) as e:
         build_config({}, overrides)
@@ -138,8 +144,15 @@ def test_registry_refuses_duplicates_and_mismatched_config():
 
 def test_every_registered_entry_is_configurable():
     for e in TASKS:
-        assert build_config({}, [f"task={e.name}", "model=lstm"] if e.config_cls.facts.output_kind.value != "seq2seq"
-                            else [f"task={e.name}", f"model={_seq2seq_model()}"]).task.name == e.name
+        assert (
+            build_config(
+                {},
+                [f"task={e.name}", "model=lstm"]
+                if e.config_cls.facts.output_kind.value != "seq2seq"
+                else [f"task={e.name}", f"model={_seq2seq_model()}"],
+            ).task.name
+            == e.name
+        )
     for e in MODELS:
         kinds = e.config_cls.supported_kinds
         task = next(t.name for t in TASKS if t.config_cls.facts.output_kind in kinds)

@@ -1,4 +1,5 @@
 """seqbench cost: settings, exponent fit, the sweep's files, clean stops, and the ordering of exponents."""
+
 from __future__ import annotations
 
 import csv
@@ -8,10 +9,10 @@ import math
 import pytest
 
 from seqbench.bench.cli import main
-from seqbench.bench.training.cost import CostConfig, fit_exponent, measure_cost, parse_cost_config
-from seqbench.reports.cost import write_outputs
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS
+from seqbench.bench.training.cost import CostConfig, fit_exponent, measure_cost, parse_cost_config
+from seqbench.reports.cost import write_outputs
 from tests.helpers import run_cli
 
 
@@ -36,8 +37,11 @@ def test_default_models_are_those_that_declare_a_complexity_class():
 def test_n_layers_is_refused_for_a_model_without_layers():
     assert parse_cost_config(["models=lstm,tcn", "n_layers=1"]).n_layers == 1
     assert parse_cost_config(["models=lstm,gru", "n_layers=2"]).n_layers == 2
-    with pytest.raises(UserError, match=r"^n_layers: tcn has no n_layers \(its fields: name, d_model, .*n_levels.*\); "
-                                        r"leave n_layers at 1 or leave tcn out of models$"):
+    with pytest.raises(
+        UserError,
+        match=r"^n_layers: tcn has no n_layers \(its fields: name, d_model, .*n_levels.*\); "
+        r"leave n_layers at 1 or leave tcn out of models$",
+    ):
         parse_cost_config(["models=lstm,tcn", "n_layers=2"])
 
 
@@ -49,20 +53,33 @@ def test_unknown_model_is_a_one_line_cli_error(tmp_path, capsys):
 
 def test_fit_exponent_recovers_power_laws():
     ts = [64, 128, 256, 512]
-    assert fit_exponent(ts, [3 * t ** 2 for t in ts]) == pytest.approx(2.0)
+    assert fit_exponent(ts, [3 * t**2 for t in ts]) == pytest.approx(2.0)
     assert fit_exponent(ts, [5 + 0.0 * t for t in ts]) == pytest.approx(0.0)
     assert fit_exponent([64], [1.0]) is None
 
 
 def test_sweep_writes_table_and_figures(tmp_path):
-    c = CostConfig(models=["rnn", "gru"], lengths=[8, 32], d_model=8, batch_size=2, repeats=2, warmup=1,
-                   device="cpu", isolate=False, out_dir=tmp_path)
+    c = CostConfig(
+        models=["rnn", "gru"],
+        lengths=[8, 32],
+        d_model=8,
+        batch_size=2,
+        repeats=2,
+        warmup=1,
+        device="cpu",
+        isolate=False,
+        out_dir=tmp_path,
+    )
     result = measure_cost(c, progress=lambda s: None)
     paths = write_outputs(result, tmp_path)
     assert {p.name for p in paths} == {"cost.csv", "cost.md", "cost.json", "cost_time.html"}  # no CPU memory in-process
     rows = list(csv.DictReader((tmp_path / "cost.csv").open()))
     assert [(r["model"], int(r["length"]), r["status"]) for r in rows] == [
-        ("rnn", 8, "ok"), ("rnn", 32, "ok"), ("gru", 8, "ok"), ("gru", 32, "ok")]
+        ("rnn", 8, "ok"),
+        ("rnn", 32, "ok"),
+        ("gru", 8, "ok"),
+        ("gru", 32, "ok"),
+    ]
     assert all(float(r["time_ms"]) > 0 for r in rows)
     md = (tmp_path / "cost.md").read_text()
     assert "O(T·d²)" in md and "| rnn | 8 | ok |" in md
@@ -70,8 +87,18 @@ def test_sweep_writes_table_and_figures(tmp_path):
 
 
 def test_time_bound_stops_a_model_sweep_cleanly(tmp_path):
-    c = CostConfig(models=["lstm"], lengths=[8, 16, 32], d_model=8, batch_size=2, repeats=1, warmup=0,
-                   device="cpu", isolate=False, max_step_s=1e-9, out_dir=tmp_path)
+    c = CostConfig(
+        models=["lstm"],
+        lengths=[8, 16, 32],
+        d_model=8,
+        batch_size=2,
+        repeats=1,
+        warmup=0,
+        device="cpu",
+        isolate=False,
+        max_step_s=1e-9,
+        out_dir=tmp_path,
+    )
     rows = measure_cost(c, progress=lambda s: None)["rows"]
     assert [r["status"] for r in rows] == ["ok", "skipped", "skipped"]
     assert "max_step_s" in rows[1]["detail"]
@@ -79,8 +106,17 @@ def test_time_bound_stops_a_model_sweep_cleanly(tmp_path):
 
 @pytest.mark.slow
 def test_isolated_cpu_memory_grows_with_length(tmp_path):
-    p = run_cli("cost", "models=lstm", "lengths=128,2048", "d_model=64", "batch_size=8", "repeats=1",
-                "warmup=0", "device=cpu", f"out_dir={tmp_path}")
+    p = run_cli(
+        "cost",
+        "models=lstm",
+        "lengths=128,2048",
+        "d_model=64",
+        "batch_size=8",
+        "repeats=1",
+        "warmup=0",
+        "device=cpu",
+        f"out_dir={tmp_path}",
+    )
     assert p.returncode == 0, p.stderr
     rows = list(csv.DictReader((tmp_path / "cost.csv").open()))
     mem = [float(r["peak_mem_mib"]) for r in rows]
@@ -92,9 +128,22 @@ def test_isolated_cpu_memory_grows_with_length(tmp_path):
 def test_attention_time_grows_faster_in_length_than_rnn(tmp_path):
     # On CPU with SDPA the quadratic term shows only past T ~ 2048 at d_model 16 (measured: transformer
     # 73 -> 487 ms from T=1024 to 4096, rnn 145 -> 493 ms); the fastest repeat resists other load.
-    c = CostConfig(models=["rnn", "transformer"], lengths=[1024, 4096], d_model=16, batch_size=2, repeats=3,
-                   warmup=1, device="cpu", isolate=False, out_dir=tmp_path)
+    c = CostConfig(
+        models=["rnn", "transformer"],
+        lengths=[1024, 4096],
+        d_model=16,
+        batch_size=2,
+        repeats=3,
+        warmup=1,
+        device="cpu",
+        isolate=False,
+        out_dir=tmp_path,
+    )
     rows = measure_cost(c, progress=lambda s: None)["rows"]
-    exp = {m: fit_exponent([r["length"] for r in rows if r["model"] == m],
-                           [r["time_ms_min"] for r in rows if r["model"] == m]) for m in c.models}
+    exp = {
+        m: fit_exponent(
+            [r["length"] for r in rows if r["model"] == m], [r["time_ms_min"] for r in rows if r["model"] == m]
+        )
+        for m in c.models
+    }
     assert math.isfinite(exp["rnn"]) and exp["transformer"] > exp["rnn"] + 0.25, exp

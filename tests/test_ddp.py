@@ -1,4 +1,5 @@
 """Two CPU processes (ddp_spawn, gloo): one run folder, one results file, sensible metrics."""
+
 from __future__ import annotations
 
 import csv
@@ -21,8 +22,16 @@ def test_spawn_strategies_are_launched_by_seqbench():
 @pytest.mark.slow
 def test_two_process_cpu_ddp_writes_one_results_file(out_dir):
     extra = {"train.max_steps": 6, "train.val_every": 3, "diagnostics.gradients": True, "diagnostics.every": 3}
-    cfg = build_config({}, tiny_overrides("copy", "lstm", out_dir, **extra, **{
-        "train.strategy": "ddp_spawn", "train.devices": 2, "train.accelerator": "cpu"}))
+    cfg = build_config(
+        {},
+        tiny_overrides(
+            "copy",
+            "lstm",
+            out_dir,
+            **extra,
+            **{"train.strategy": "ddp_spawn", "train.devices": 2, "train.accelerator": "cpu"},
+        ),
+    )
     r = train_run(cfg, progress=False)
     runs = list((out_dir / "runs").iterdir())
     assert [p.name for p in runs] == [r["run_id"]]
@@ -45,8 +54,15 @@ def test_two_process_cpu_ddp_writes_one_results_file(out_dir):
 def test_two_devices_with_the_default_strategy_make_one_run_folder(out_dir):
     """Strategy ``auto`` with devices=2 is Lightning's ``ddp``, which re-launches the command per rank
     (a second run folder); seqbench starts the ranks itself instead."""
-    cfg = build_config({}, tiny_overrides("copy", "lstm", out_dir, **{
-        "train.devices": 2, "train.accelerator": "cpu", "train.max_steps": 2, "eval.test": False}))
+    cfg = build_config(
+        {},
+        tiny_overrides(
+            "copy",
+            "lstm",
+            out_dir,
+            **{"train.devices": 2, "train.accelerator": "cpu", "train.max_steps": 2, "eval.test": False},
+        ),
+    )
     assert cfg.train.strategy == "auto"
     r = train_run(cfg, progress=False)
     runs = [p for p in (out_dir / "runs").iterdir()]

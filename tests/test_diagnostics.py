@@ -1,6 +1,7 @@
 """Gradient diagnostics: the through-time curve equals an independent unrolled autograd
 computation, decays for a contractive tanh RNN and much less for an LSTM with forget bias 1,
 per-layer grouping works for recurrent/transformer/TCN names, norms are taken before clipping."""
+
 from __future__ import annotations
 
 import math
@@ -11,11 +12,11 @@ import torch
 import torch.nn.functional as F
 
 from seqbench.bench.config import build_config
-from seqbench.bench.training.diagnostics import GradientDiagnostics, distances, layer_group, through_time
+from seqbench.bench.core.contract import IGNORE
 from seqbench.bench.core.diagnostics_format import DiagnosticsFormatError, parse_diagnostics, read_diagnostics
+from seqbench.bench.training.diagnostics import GradientDiagnostics, distances, layer_group, through_time
 from seqbench.bench.training.module import SeqModule
 from seqbench.bench.training.train import build_task, quiet_lightning, train_run
-from seqbench.bench.core.contract import IGNORE
 from seqbench.tasks.synthetic.base import BatchKey
 from tests.helpers import tiny_overrides
 
@@ -39,7 +40,7 @@ def test_distance_from_loss_positions():
     g = torch.ones(1, 7, 3) * torch.arange(7.0)[None, :, None]  # ||g_t|| = t * sqrt(3)
     tt = through_time(g, mask, causal=True)
     assert tt.distance == [0, 1, 2] and tt.count == [2, 2, 2]
-    assert tt.grad_norm == pytest.approx([3.5 * 3 ** 0.5, 2.5 * 3 ** 0.5, 1.5 * 3 ** 0.5])
+    assert tt.grad_norm == pytest.approx([3.5 * 3**0.5, 2.5 * 3**0.5, 1.5 * 3**0.5])
     short = through_time(g, mask, causal=True, lengths=torch.tensor([3]))
     assert short.count == [1, 1, 1]
 
@@ -57,9 +58,18 @@ def _fit_one_step(cfg, scale_whh: float | None = None):
     start = {k: v.detach().clone() for k, v in module.net.state_dict().items()}
     diag = GradientDiagnostics(1, cfg.out_dir)
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
-    trainer = pl.Trainer(max_steps=1, limit_val_batches=0, logger=False, callbacks=[diag],
-                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                         accelerator="cpu", gradient_clip_val=cfg.optim.grad_clip, use_distributed_sampler=False)
+    trainer = pl.Trainer(
+        max_steps=1,
+        limit_val_batches=0,
+        logger=False,
+        callbacks=[diag],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+        gradient_clip_val=cfg.optim.grad_clip,
+        use_distributed_sampler=False,
+    )
     trainer.fit(module)
     module.net.load_state_dict(start)
     L = cfg.task.seq_len()
@@ -68,8 +78,15 @@ def _fit_one_step(cfg, scale_whh: float | None = None):
 
 
 def test_through_time_matches_unrolled_autograd(out_dir):
-    cfg = build_config({}, tiny_overrides("copy", "rnn", out_dir, **{
-        "task.delay": 6, "model.d_model": 8, "train.batch_size": 3, "optim.grad_clip": 1e-4}))
+    cfg = build_config(
+        {},
+        tiny_overrides(
+            "copy",
+            "rnn",
+            out_dir,
+            **{"task.delay": 6, "model.d_model": 8, "train.batch_size": 3, "optim.grad_clip": 1e-4},
+        ),
+    )
     rec, module, batch = _fit_one_step(cfg)
     net = module.net
     rnn, head = net.backbone.rnn, net.head
@@ -96,7 +113,7 @@ def test_through_time_matches_unrolled_autograd(out_dir):
     assert rec.global_grad_norm == pytest.approx(total, rel=1e-4) and total > 100 * 1e-4  # before clipping
     groups = rec.layer_grad_norm
     assert list(groups) == ["encoder.embed", "backbone.rnn.l0", "head"]
-    assert sum(v * v for v in groups.values()) == pytest.approx(total ** 2, rel=1e-4)
+    assert sum(v * v for v in groups.values()) == pytest.approx(total**2, rel=1e-4)
     sigma = torch.linalg.matrix_norm(rnn.weight_hh_l0.detach(), ord=2)
     assert rec.w_hh_spectral_norm == {"backbone.rnn.weight_hh_l0": pytest.approx(float(sigma), rel=1e-5)}
 
@@ -113,8 +130,9 @@ def _decay_slope(rec) -> float:
 def test_tanh_rnn_gradient_decays_lstm_with_forget_bias_much_less(tmp_path):
     common = {"task.delay": 12, "model.d_model": 32, "train.batch_size": 16}
     rnn_cfg = build_config({}, tiny_overrides("copy", "rnn", tmp_path / "rnn", **common))
-    lstm_cfg = build_config({}, tiny_overrides("copy", "lstm", tmp_path / "lstm", **common,
-                                               **{"model.forget_bias": 1.0}))
+    lstm_cfg = build_config(
+        {}, tiny_overrides("copy", "lstm", tmp_path / "lstm", **common, **{"model.forget_bias": 1.0})
+    )
     rnn_rec, *_ = _fit_one_step(rnn_cfg, scale_whh=0.5)
     lstm_rec, *_ = _fit_one_step(lstm_cfg)
     rnn_slope, lstm_slope = _decay_slope(rnn_rec), _decay_slope(lstm_rec)
@@ -126,8 +144,15 @@ def test_tanh_rnn_gradient_decays_lstm_with_forget_bias_much_less(tmp_path):
 
 
 def test_run_writes_diagnostics_file(out_dir):
-    cfg = build_config({}, tiny_overrides("copy", "gru", out_dir, **{
-        "train.max_steps": 5, "diagnostics.gradients": True, "diagnostics.every": 2, "model.n_layers": 2}))
+    cfg = build_config(
+        {},
+        tiny_overrides(
+            "copy",
+            "gru",
+            out_dir,
+            **{"train.max_steps": 5, "diagnostics.gradients": True, "diagnostics.every": 2, "model.n_layers": 2},
+        ),
+    )
     r = train_run(cfg, progress=False)
     data = read_diagnostics(out_dir / "runs" / r["run_id"])  # the shared typed reader
     recs = data.records
@@ -137,8 +162,12 @@ def test_run_writes_diagnostics_file(out_dir):
         assert set(rec.w_hh_spectral_norm) == {"backbone.rnn.weight_hh_l0", "backbone.rnn.weight_hh_l1"}
         assert all(v > 0 for v in rec.through_time.grad_norm)
         assert rec.global_grad_norm > 0 and rec.loss > 0
-    assert cfg.config_hash() == build_config({}, tiny_overrides("copy", "gru", out_dir, **{
-        "train.max_steps": 5, "model.n_layers": 2})).config_hash()  # diagnostics only observe
+    assert (
+        cfg.config_hash()
+        == build_config(
+            {}, tiny_overrides("copy", "gru", out_dir, **{"train.max_steps": 5, "model.n_layers": 2})
+        ).config_hash()
+    )  # diagnostics only observe
 
 
 def test_format_refuses_a_file_of_another_shape_with_the_field_named():
@@ -147,25 +176,46 @@ def test_format_refuses_a_file_of_another_shape_with_the_field_named():
     with pytest.raises(DiagnosticsFormatError, match="grad_through_time: Extra inputs"):
         parse_diagnostics('{"grad_through_time": {"distance": [0, 1], "norm": [1.0, 0.5]}}')
     with pytest.raises(DiagnosticsFormatError, match="differ in length"):
-        parse_diagnostics('{"records": [{"step": 0, "global_grad_norm": 1.0, "layer_grad_norm": {}, '
-                          '"w_hh_spectral_norm": {}, "through_time": {"distance": [0, 1], "grad_norm": [1.0], '
-                          '"count": [1, 1], "by_position": []}}]}')
+        parse_diagnostics(
+            '{"records": [{"step": 0, "global_grad_norm": 1.0, "layer_grad_norm": {}, '
+            '"w_hh_spectral_norm": {}, "through_time": {"distance": [0, 1], "grad_norm": [1.0], '
+            '"count": [1, 1], "by_position": []}}]}'
+        )
 
 
 def test_diagnostics_leave_training_unchanged(tmp_path):
     ovs = {"train.max_steps": 3, "eval.test": False}
     a = train_run(build_config({}, tiny_overrides("copy", "lstm", tmp_path / "a", **ovs)), progress=False)
-    b = train_run(build_config({}, tiny_overrides("copy", "lstm", tmp_path / "b", **ovs, **{
-        "diagnostics.gradients": True, "diagnostics.every": 1})), progress=False)
+    b = train_run(
+        build_config(
+            {},
+            tiny_overrides(
+                "copy", "lstm", tmp_path / "b", **ovs, **{"diagnostics.gradients": True, "diagnostics.every": 1}
+            ),
+        ),
+        progress=False,
+    )
     assert a["final"]["val/loss"] == b["final"]["val/loss"]
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_bf16_autocast_on_gpu_trains_and_records_finite_diagnostics(out_dir):
-    cfg = build_config({}, tiny_overrides("copy", "lstm", out_dir, **{
-        "train.accelerator": "gpu", "train.precision": "bf16-mixed", "train.max_steps": 4,
-        "diagnostics.gradients": True, "diagnostics.every": 2}))
+    cfg = build_config(
+        {},
+        tiny_overrides(
+            "copy",
+            "lstm",
+            out_dir,
+            **{
+                "train.accelerator": "gpu",
+                "train.precision": "bf16-mixed",
+                "train.max_steps": 4,
+                "diagnostics.gradients": True,
+                "diagnostics.every": 2,
+            },
+        ),
+    )
     r = train_run(cfg, progress=False)
     assert r["status"] == "completed" and r["device"].startswith("cuda")
     recs = read_diagnostics(out_dir / "runs" / r["run_id"]).records
@@ -176,8 +226,9 @@ def test_diagnostics_refuse_compile_with_the_fix_named(out_dir):
     from seqbench.bench.core.errors import UserError
 
     with pytest.raises(UserError, match="diagnostics.gradients: .* set train.compile=false"):
-        build_config({}, tiny_overrides("copy", "lstm", out_dir, **{"diagnostics.gradients": True,
-                                                                    "train.compile": True}))
+        build_config(
+            {}, tiny_overrides("copy", "lstm", out_dir, **{"diagnostics.gradients": True, "train.compile": True})
+        )
 
 
 def _backbones() -> list[str]:
@@ -197,5 +248,4 @@ def test_every_backbone_gets_a_through_time_curve_and_layer_norms(model, out_dir
     groups = list(rec.layer_grad_norm)
     per_layer = [g for g in groups if g.startswith("backbone.")]
     assert len(per_layer) >= 2, groups  # two stacked layers show up as two groups
-    assert rec.global_grad_norm ** 2 == pytest.approx(sum(v * v for v in rec.layer_grad_norm.values()),
-                                                         rel=1e-4)
+    assert rec.global_grad_norm**2 == pytest.approx(sum(v * v for v in rec.layer_grad_norm.values()), rel=1e-4)

@@ -7,6 +7,7 @@ limit fails with EFBIG the way a full disk fails with ENOSPC): this sandbox cann
 filesystem. Running as root, permission bits do not stop writes, so "unwritable" is a path under a
 regular file (ENOTDIR), which fails for every user.
 """
+
 from __future__ import annotations
 
 import errno
@@ -66,8 +67,15 @@ def _limited() -> None:  # in the child: file writes past LIMIT fail (EFBIG) ins
 
 def full_disk_cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled", "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run([sys.executable, "-m", "seqbench", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=300, env=env, preexec_fn=_limited)
+    return subprocess.run(
+        [sys.executable, "-m", "seqbench", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        preexec_fn=_limited,
+    )
 
 
 @pytest.mark.slow  # two interpreter start-ups importing torch
@@ -94,8 +102,11 @@ def test_wandb_write_failures_mid_sweep_warn_once_and_trials_complete(tmp_path, 
     monkeypatch.setattr(seqbench.bench.training.tracking, "_warned", set())
     monkeypatch.setattr(wandb.Run, "log", full)
     out = tmp_path / "out"
-    p = write_spec(tmp_path, base={**TINY_BASE, "tracking": {"wandb": "offline"}},
-                   parameters={"model.name": {"values": ["rnn", "gru"]}})
+    p = write_spec(
+        tmp_path,
+        base={**TINY_BASE, "tracking": {"wandb": "offline"}},
+        parameters={"model.name": {"values": ["rnn", "gru"]}},
+    )
     assert main(["sweep", str(p), "--out-dir", str(out)]) == 0
     err = capsys.readouterr().err
     assert err.count("W&B logging failed") == 1 and "No space left on device" in err, err

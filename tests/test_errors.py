@@ -1,6 +1,7 @@
 """What a user sees when input is wrong: every problem on its own line, the name they probably meant,
 an unknown key called unknown, Hydra habits answered with the seqbench spelling, and `list -v`
 showing the allowed values before any error does."""
+
 from __future__ import annotations
 
 import typing
@@ -14,8 +15,12 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.schema import Section, describe_field
 
-TINY = {"task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 4}, "model": {"d_model": 16},
-        "train": {"max_steps": 8}, "tracking": {"wandb": "off"}}
+TINY = {
+    "task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 4},
+    "model": {"d_model": 16},
+    "train": {"max_steps": 8},
+    "tracking": {"wandb": "off"},
+}
 
 
 def _err(argv: list[str], capsys) -> list[str]:
@@ -35,6 +40,7 @@ def _spec(tmp_path, **kw) -> str:
 
 # -- every problem, one line each -----------------------------------------------------------------
 
+
 def test_two_mistakes_in_run_give_two_lines(capsys):
     lines = _err(["run", "model.d_modl=3", "optim.lr=-1", "--print-config"], capsys)
     assert len(lines) == 2
@@ -43,8 +49,11 @@ def test_two_mistakes_in_run_give_two_lines(capsys):
 
 
 def test_two_mistakes_in_a_sweep_spec_give_two_lines(tmp_path, capsys):
-    path = _spec(tmp_path, parameters={"model.d_model": {"values": [8, 16]}, "optim.lrr": {"values": [0.1, 0.2]}},
-                 per_task={"copy": {"task.dealy": 3}})
+    path = _spec(
+        tmp_path,
+        parameters={"model.d_model": {"values": [8, 16]}, "optim.lrr": {"values": [0.1, 0.2]}},
+        per_task={"copy": {"task.dealy": 3}},
+    )
     lines = _err(["sweep", path, "--print-config"], capsys)
     assert len(lines) == 2, lines
     lrr, dealy = sorted(lines, key=lambda line: "task.dealy" in line)
@@ -55,22 +64,27 @@ def test_two_mistakes_in_a_sweep_spec_give_two_lines(tmp_path, capsys):
 def test_a_field_with_several_allowed_types_is_one_problem():
     with pytest.raises(UserError) as e:
         build_config({}, ["train.devices=x"])
-    assert e.value.problems == ["train.devices: Input should be a valid integer, unable to parse string as an "
-                                "integer or 'auto' (got 'x')"]
+    assert e.value.problems == [
+        "train.devices: Input should be a valid integer, unable to parse string as an integer or 'auto' (got 'x')"
+    ]
 
 
 # -- did you mean ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("argv, line", [
-    (["run", "model=lsmt"], "error: model.name: unknown name 'lsmt'; did you mean lstm?"),
-    (["run", "task.dealy=5"], "did you mean task.delay?"),
-    (["run", "optim.optimizer=adamm"], "did you mean adam"),
-    (["run", "optm.lr=0.1"], "did you mean optim?"),
-    (["compare", "model=lstm,gru", "task.dealy=5,10"], "did you mean task.delay?"),
-    (["compare", "model=lsmt,gru"], "unknown model 'lsmt'; did you mean lstm?"),
-    (["compare", "model=lstm,gru", "model.forgt_bias=1"], "did you mean model.forget_bias?"),
-    (["cost", "models=lsmt"], "unknown model 'lsmt' (did you mean lstm?)"),
-])
+
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (["run", "model=lsmt"], "error: model.name: unknown name 'lsmt'; did you mean lstm?"),
+        (["run", "task.dealy=5"], "did you mean task.delay?"),
+        (["run", "optim.optimizer=adamm"], "did you mean adam"),
+        (["run", "optm.lr=0.1"], "did you mean optim?"),
+        (["compare", "model=lstm,gru", "task.dealy=5,10"], "did you mean task.delay?"),
+        (["compare", "model=lsmt,gru"], "unknown model 'lsmt'; did you mean lstm?"),
+        (["compare", "model=lstm,gru", "model.forgt_bias=1"], "did you mean model.forget_bias?"),
+        (["cost", "models=lsmt"], "unknown model 'lsmt' (did you mean lstm?)"),
+    ],
+)
 def test_a_misspelt_name_or_key_gets_the_right_suggestion(argv, line, capsys):
     lines = _err([*argv, *(["--print-spec"] if argv[0] == "compare" else [])], capsys)
     assert len(lines) == 1 and line in lines[0], lines
@@ -86,10 +100,14 @@ def test_an_unknown_key_is_called_unknown_not_a_field_of_another_model(tmp_path,
     typo = _err(["compare", "model=lstm,gru", "task.dealy=5,10", "--print-spec"], capsys)[0]
     assert "unknown field" in typo and "per_model" not in typo
     # a field another model has is named as such, and a sweep says where it goes
-    path = _spec(tmp_path, parameters={"model.name": {"values": ["rnn", "lstm"]}, "model.forget_bias": {"values": [1, 2]}})
+    path = _spec(
+        tmp_path, parameters={"model.name": {"values": ["rnn", "lstm"]}, "model.forget_bias": {"values": [1, 2]}}
+    )
     other = _err(["sweep", path, "--print-config"], capsys)[0]
-    assert "model.forget_bias: unknown field for model rnn (lstm has it; fields only some models have go " \
-           "under per_model.<name>)" in other
+    assert (
+        "model.forget_bias: unknown field for model rnn (lstm has it; fields only some models have go "
+        "under per_model.<name>)" in other
+    )
     with pytest.raises(UserError, match=r"^model\.forget_bias: unknown field for model gru \(lstm has it\)"):
         build_config({}, ["model=gru", "model.forget_bias=1"])
 
@@ -104,13 +122,17 @@ def test_switching_model_drops_fields_of_other_models_but_not_typos():
 
 # -- Hydra habits ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("argv, says", [
-    (["run", "model=lstm,gru"], "seqbench compare model=lstm,gru"),
-    (["run", "task=copy", "task.delay=5,10"], "seqbench compare task.delay=5,10"),
-    (["run", "-m", "model=lstm"], "seqbench compare"),
-    (["run", "--multirun", "model=lstm"], "seqbench compare"),
-    (["run", "--cfg", "job"], "--print-config"),
-])
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["run", "model=lstm,gru"], "seqbench compare model=lstm,gru"),
+        (["run", "task=copy", "task.delay=5,10"], "seqbench compare task.delay=5,10"),
+        (["run", "-m", "model=lstm"], "seqbench compare"),
+        (["run", "--multirun", "model=lstm"], "seqbench compare"),
+        (["run", "--cfg", "job"], "--print-config"),
+    ],
+)
 def test_hydra_habits_in_run_get_one_line_with_the_seqbench_spelling(argv, says, capsys):
     lines = _err(argv, capsys)
     assert len(lines) == 1 and says in lines[0], lines
@@ -121,6 +143,7 @@ def test_a_comma_inside_a_valid_value_is_not_a_sweep():
 
 
 # -- list -v shows what is allowed ----------------------------------------------------------------
+
 
 def test_list_verbose_shows_allowed_values_and_ranges(capsys):
     assert main(["list", "-v", "optim"]) == 0
@@ -133,8 +156,11 @@ def test_list_verbose_shows_allowed_values_and_ranges(capsys):
 def _fields(cls: type, prefix: str = ""):
     for name, f in cls.model_fields.items():
         yield prefix + name, f
-        for sub in [a for a in getattr(f.annotation, "__args__", (f.annotation,))
-                    if isinstance(a, type) and issubclass(a, Section)]:
+        for sub in [
+            a
+            for a in getattr(f.annotation, "__args__", (f.annotation,))
+            if isinstance(a, type) and issubclass(a, Section)
+        ]:
             yield from _fields(sub, f"{prefix}{name}.")
 
 
@@ -148,7 +174,11 @@ def test_every_bound_and_choice_is_described_beforehand():
             for attr, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
                 if getattr(m, attr, None) is not None:
                     assert f"{sign} {getattr(m, attr)}" in text, (key, text)
-        args = [a for arg in (field.annotation, *typing.get_args(field.annotation)) for a in [arg]
-                if typing.get_origin(a) is typing.Literal]
+        args = [
+            a
+            for arg in (field.annotation, *typing.get_args(field.annotation))
+            for a in [arg]
+            if typing.get_origin(a) is typing.Literal
+        ]
         for choice in [c for lit in args for c in typing.get_args(lit)]:
             assert str(choice) in [c for part in text.split(" or ") for c in part.split(" | ")], (key, text)

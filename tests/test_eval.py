@@ -1,5 +1,6 @@
 """What was trained is kept and reused: the final step's checkpoint, ``seqbench eval`` of a trained run
 at new lengths without training, ``load_runs`` columns and ``seqbench.load_model``."""
+
 from __future__ import annotations
 
 import json
@@ -18,9 +19,20 @@ from seqbench.reports.runs import load_runs
 from tests.helpers import run_cli
 
 # a copy run long enough to learn something (so weights differ from the init) and short enough for seconds
-BASE = ["task=copy", "task.delay=4", "task.n_symbols=2", "task.alphabet=3", "model=lstm", "model.d_model=16",
-        "train.max_steps=30", "train.val_every=10", "train.batch_size=16", "train.deterministic=true",
-        "eval.test_batches=2", "tracking.wandb=off"]
+BASE = [
+    "task=copy",
+    "task.delay=4",
+    "task.n_symbols=2",
+    "task.alphabet=3",
+    "model=lstm",
+    "model.d_model=16",
+    "train.max_steps=30",
+    "train.val_every=10",
+    "train.batch_size=16",
+    "train.deterministic=true",
+    "eval.test_batches=2",
+    "tracking.wandb=off",
+]
 
 
 class LastStep(pl.Callback):
@@ -36,11 +48,12 @@ class LastStep(pl.Callback):
 
 def test_final_checkpoint_is_the_last_step_of_a_run_shorter_than_checkpoint_every(tmp_path):
     seen = LastStep(30)
-    r = train_run(build_config({}, BASE + ["train.checkpoint_every=200", f"out_dir={tmp_path}"]), callbacks=[seen],
-            progress=False)
+    r = train_run(
+        build_config({}, BASE + ["train.checkpoint_every=200", f"out_dir={tmp_path}"]), callbacks=[seen], progress=False
+    )
     ckpt = torch.load(tmp_path / "runs" / r["run_id"] / "checkpoints" / "last.ckpt", weights_only=True)
     assert ckpt["global_step"] == 30 == r["steps"]
-    saved = {k[len("net."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}
+    saved = {k[len("net.") :]: v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}
     assert saved.keys() == seen.state.keys()
     for k, v in seen.state.items():
         assert torch.equal(saved[k], v), k
@@ -89,8 +102,9 @@ def test_eval_at_a_longer_length_matches_training_with_it_and_trains_nothing(tmp
 
 
 def test_eval_refuses_settings_that_would_be_another_experiment_and_unknown_runs(tmp_path):
-    r = train_run(build_config({}, BASE + ["train.max_steps=2", "train.val_every=2", f"out_dir={tmp_path}"]),
-            progress=False)
+    r = train_run(
+        build_config({}, BASE + ["train.max_steps=2", "train.val_every=2", f"out_dir={tmp_path}"]), progress=False
+    )
     with pytest.raises(UserError, match=r"eval: model.d_model cannot change for a trained run; only eval.lengths"):
         evaluate([r["run_id"]], ["model.d_model=32"], out_dir=tmp_path)
     with pytest.raises(UserError, match=rf"run: no run 'typo' .* known: {r['run_id']}"):
@@ -107,8 +121,10 @@ def test_load_model_returns_the_trained_network_and_its_config(tmp_path):
     model = seqbench.load_model(r["run_id"], out_dir=tmp_path)
     assert model.cfg.config_hash() == r["config_hash"] and not model.training and model.trained_step == 30
     ckpt = torch.load(tmp_path / "runs" / r["run_id"] / "checkpoints" / "last.ckpt", weights_only=True)
-    assert torch.equal(model.net.state_dict()[next(iter(model.net.state_dict()))],
-                       ckpt["state_dict"]["net." + next(iter(model.net.state_dict()))])
+    assert torch.equal(
+        model.net.state_dict()[next(iter(model.net.state_dict()))],
+        ckpt["state_dict"]["net." + next(iter(model.net.state_dict()))],
+    )
     batch = next(iter(model.task.loader("test", 4, n_batches=1)))
     out, _ = model(model.task.materialize(batch, model.device))
     assert out.shape[0] == 4

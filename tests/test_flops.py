@@ -5,6 +5,7 @@ Each model counts its own forward multiply-accumulates (``ModelConfig.forward_ma
 ``bench/training/flops.py`` turns them into ``flops_per_token = 3 (fwd + bwd) * 2 (FLOPs per MAC) * MACs / T``.
 Hand counts are those MACs written out from the config.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -12,10 +13,10 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from seqbench.bench.training import flops
 from seqbench.bench.config import build_config
 from seqbench.bench.core.contract import OutputKind, TaskSpec
 from seqbench.bench.core.registry import MODELS, TASKS
+from seqbench.bench.training import flops
 from seqbench.bench.training.train import build_task
 from seqbench.models.base import ModelConfig, build_model
 from seqbench.models.configs.recurrent import LSTMConfig, rnn_stack_macs
@@ -44,38 +45,57 @@ def per_token(macs: int, T: int) -> float:
 
 HAND = {
     # tanh RNN, d=8, learned embedding (input width 8): one weight block, W_ih (8x8) and W_hh (8x8); head 8 -> 4
-    "rnn": ([*COPY, "model=rnn", "model.d_model=8"], T_COPY,
-            T_COPY * (1 * 8 * (8 + 8) + 8 * C_COPY)),
+    "rnn": ([*COPY, "model=rnn", "model.d_model=8"], T_COPY, T_COPY * (1 * 8 * (8 + 8) + 8 * C_COPY)),
     # LSTM, d=8, 2 layers, one-hot inputs (width 5): four gate blocks per layer; head 8 -> 4
-    "lstm": ([*COPY, "model=lstm", "model.d_model=8", "model.n_layers=2", "model.embedding=onehot"], T_COPY,
-             T_COPY * (4 * 8 * (V_COPY + 8) + 4 * 8 * (8 + 8) + 8 * C_COPY)),
+    "lstm": (
+        [*COPY, "model=lstm", "model.d_model=8", "model.n_layers=2", "model.embedding=onehot"],
+        T_COPY,
+        T_COPY * (4 * 8 * (V_COPY + 8) + 4 * 8 * (8 + 8) + 8 * C_COPY),
+    ),
     # IRNN counts like an RNN
     "irnn": ([*COPY, "model=irnn", "model.d_model=8"], T_COPY, T_COPY * (8 * (8 + 8) + 8 * C_COPY)),
     # GRU, d=8 on two real channels: three gate blocks; pooled head 8 -> 1 once per sequence
     "gru": ([*ADDING, "model=gru", "model.d_model=8"], T_ADD, T_ADD * (3 * 8 * (2 + 8)) + 8 * 1),
     # decoder-only Transformer, d=16, 2 heads, d_ff=32, 2 layers: per layer q,k,v,out 4*16*16 and the
     # feed-forward 2*16*32 per position, scores + weighted sum 2*T*16 per position; head 16 -> 4
-    "transformer": ([*COPY, "model=transformer", "model.d_model=16", "model.n_heads=2", "model.d_ff=32",
-                     "model.n_layers=2"], T_COPY,
-                    2 * (T_COPY * (4 * 16 * 16 + 2 * 16 * 32) + 2 * T_COPY * T_COPY * 16) + T_COPY * 16 * C_COPY),
+    "transformer": (
+        [*COPY, "model=transformer", "model.d_model=16", "model.n_heads=2", "model.d_ff=32", "model.n_layers=2"],
+        T_COPY,
+        2 * (T_COPY * (4 * 16 * 16 + 2 * 16 * 32) + 2 * T_COPY * T_COPY * 16) + T_COPY * 16 * C_COPY,
+    ),
     # TCN, d=16, kernel 2, 2 levels on two channels: level 0 convs 2*2*16 and 2*16*16 plus the 1x1 skip
     # 2*16; level 1 two convs 2*16*16; pooled head 16 -> 1
-    "tcn": ([*ADDING, "model=tcn", "model.d_model=16", "model.kernel_size=2", "model.n_levels=2"], T_ADD,
-            T_ADD * (2 * 2 * 16 + 2 * 16 * 16 + 2 * 16) + T_ADD * (2 * 16 * 16 + 2 * 16 * 16) + 16 * 1),
+    "tcn": (
+        [*ADDING, "model=tcn", "model.d_model=16", "model.kernel_size=2", "model.n_levels=2"],
+        T_ADD,
+        T_ADD * (2 * 2 * 16 + 2 * 16 * 16 + 2 * 16) + T_ADD * (2 * 16 * 16 + 2 * 16 * 16) + 16 * 1,
+    ),
     # LSTM encoder-decoder, d=16, dot attention: encoder over S, decoder over T_out, scores + weighted sum
     # 2*S*16 per target, attentional state tanh(W[h; c]) 2*16*16, output 16 -> 9
-    "seq2seq": ([*REVERSE, "model=seq2seq", "model.d_model=16"], S_REV,
-                S_REV * 4 * 16 * (16 + 16) + T_REV * 4 * 16 * (16 + 16) + T_REV * 2 * S_REV * 16
-                + T_REV * 2 * 16 * 16 + T_REV * 16 * V_REV),
+    "seq2seq": (
+        [*REVERSE, "model=seq2seq", "model.d_model=16"],
+        S_REV,
+        S_REV * 4 * 16 * (16 + 16)
+        + T_REV * 4 * 16 * (16 + 16)
+        + T_REV * 2 * S_REV * 16
+        + T_REV * 2 * 16 * 16
+        + T_REV * 16 * V_REV,
+    ),
     # Transformer encoder-decoder, d=16, 2 heads, d_ff=32, 1 layer each: encoder self-attention layer over
     # S; decoder self-attention layer over T_out, cross-attention q and out on targets (2*16*16), k and v
     # on the S memory positions (2*16*16), scores + weighted sum 2*S*16 per target; output 16 -> 9
-    "transformer_seq2seq": ([*REVERSE, "model=transformer_seq2seq", "model.d_model=16", "model.n_heads=2",
-                             "model.d_ff=32"], S_REV,
-                            S_REV * (4 * 16 * 16 + 2 * 16 * 32) + 2 * S_REV * S_REV * 16
-                            + T_REV * (4 * 16 * 16 + 2 * 16 * 32) + 2 * T_REV * T_REV * 16
-                            + T_REV * 2 * 16 * 16 + S_REV * 2 * 16 * 16 + 2 * T_REV * S_REV * 16
-                            + T_REV * 16 * V_REV),
+    "transformer_seq2seq": (
+        [*REVERSE, "model=transformer_seq2seq", "model.d_model=16", "model.n_heads=2", "model.d_ff=32"],
+        S_REV,
+        S_REV * (4 * 16 * 16 + 2 * 16 * 32)
+        + 2 * S_REV * S_REV * 16
+        + T_REV * (4 * 16 * 16 + 2 * 16 * 32)
+        + 2 * T_REV * T_REV * 16
+        + T_REV * 2 * 16 * 16
+        + S_REV * 2 * 16 * 16
+        + 2 * T_REV * S_REV * 16
+        + T_REV * 16 * V_REV,
+    ),
 }
 
 
@@ -92,16 +112,22 @@ def test_bahdanau_gru_seq2seq_hand_count():
     cfg, spec = setup(*REVERSE, "model=seq2seq", "model.d_model=16", "model.cell=gru", "model.attention=bahdanau")
     # encoder GRU over S; decoder GRU reads embedding + context (16 + 16); keys W_k once per source position;
     # per target: W_q, v . tanh(q + k) over S keys, weighted sum over S, attentional state, output
-    macs = (S_REV * 3 * 16 * (16 + 16) + T_REV * 3 * 16 * (32 + 16) + S_REV * 16 * 16
-            + T_REV * (16 * 16 + S_REV * 16 + S_REV * 16) + T_REV * 2 * 16 * 16 + T_REV * 16 * V_REV)
+    macs = (
+        S_REV * 3 * 16 * (16 + 16)
+        + T_REV * 3 * 16 * (32 + 16)
+        + S_REV * 16 * 16
+        + T_REV * (16 * 16 + S_REV * 16 + S_REV * 16)
+        + T_REV * 2 * 16 * 16
+        + T_REV * 16 * V_REV
+    )
     assert flops.forward_macs(cfg, spec) == macs
 
 
 def test_transformer_on_onehot_inputs_counts_the_input_projection():
-    cfg, spec = setup(*COPY, "model=transformer", "model.d_model=16", "model.n_heads=2", "model.d_ff=32",
-                      "model.embedding=onehot")
-    macs = T_COPY * V_COPY * 16 + T_COPY * (4 * 16 * 16 + 2 * 16 * 32) + 2 * T_COPY * T_COPY * 16 \
-        + T_COPY * 16 * C_COPY
+    cfg, spec = setup(
+        *COPY, "model=transformer", "model.d_model=16", "model.n_heads=2", "model.d_ff=32", "model.embedding=onehot"
+    )
+    macs = T_COPY * V_COPY * 16 + T_COPY * (4 * 16 * 16 + 2 * 16 * 32) + 2 * T_COPY * T_COPY * 16 + T_COPY * 16 * C_COPY
     assert flops.forward_macs(cfg, spec) == macs
 
 
@@ -136,8 +162,14 @@ def test_model_that_does_not_count_is_not_counted(monkeypatch):
 # (tolerance 0: both count 2 FLOPs per MAC of the same products).
 CROSS = {
     "lstm": [*COPY, "model=lstm", "model.d_model=16", "model.n_layers=2"],
-    "transformer": [*COPY, "model=transformer", "model.d_model=16", "model.n_heads=2", "model.d_ff=32",
-                    "model.n_layers=2"],
+    "transformer": [
+        *COPY,
+        "model=transformer",
+        "model.d_model=16",
+        "model.n_heads=2",
+        "model.d_ff=32",
+        "model.n_layers=2",
+    ],
     "tcn": [*ADDING, "model=tcn", "model.d_model=16", "model.kernel_size=2", "model.n_levels=3"],
     "seq2seq-bahdanau": [*REVERSE, "model=seq2seq", "model.d_model=16", "model.attention=bahdanau"],
     "transformer_seq2seq": [*REVERSE, "model=transformer_seq2seq", "model.d_model=16", "model.n_heads=2"],
@@ -171,9 +203,14 @@ def test_forward_flops_agree_with_flop_counter_mode(name):
 # Registry-wide: no hand entry per model. Every registered model on every compatible synthetic task
 # (fixed lengths, which the harness counts) at the tests' tiny sizes either counts exactly what
 # FlopCounterMode sees, or declares why it cannot (``no_flop_count``) and gives None.
-REGISTRY_CASES = [(m.name, t.name) for m in MODELS for t in TASKS
-                  if t.name in TINY_TASK and ".synthetic." in t.cls.__module__
-                  and t.config_cls.facts.output_kind in m.config_cls.supported_kinds]
+REGISTRY_CASES = [
+    (m.name, t.name)
+    for m in MODELS
+    for t in TASKS
+    if t.name in TINY_TASK
+    and ".synthetic." in t.cls.__module__
+    and t.config_cls.facts.output_kind in m.config_cls.supported_kinds
+]
 
 
 def test_every_registered_model_is_covered():
@@ -201,24 +238,41 @@ def test_flop_counter_skips_cpu_fused_attention_by_exactly_the_attention_term():
 
 
 # -- peaks ----------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name, precision, tflops", [
-    ("NVIDIA H100 80GB HBM3", "bf16", 989.5), ("NVIDIA H100 80GB HBM3", "fp32", 67.0),
-    ("NVIDIA H100 PCIe", "bf16", 756.5), ("NVIDIA H100 NVL", "tf32", 417.5),
-    ("NVIDIA H200", "bf16", 989.5), ("NVIDIA A100-SXM4-80GB", "tf32", 156.0),
-    ("NVIDIA A100 80GB PCIe", "bf16", 312.0), ("NVIDIA L4", "bf16", 121.0), ("NVIDIA L40S", "bf16", 366.5),
-    ("NVIDIA L40", "fp32", 90.5), ("NVIDIA A10", "bf16", 125.0), ("Tesla V100-SXM2-16GB", "fp16", 125.0),
-    ("Tesla V100-PCIE-32GB", "fp32", 14.0), ("Tesla T4", "fp16", 65.0),
-    ("NVIDIA GeForce RTX 4090", "bf16", 165.2), ("NVIDIA GeForce RTX 3090", "tf32", 35.6),
-])
+@pytest.mark.parametrize(
+    "name, precision, tflops",
+    [
+        ("NVIDIA H100 80GB HBM3", "bf16", 989.5),
+        ("NVIDIA H100 80GB HBM3", "fp32", 67.0),
+        ("NVIDIA H100 PCIe", "bf16", 756.5),
+        ("NVIDIA H100 NVL", "tf32", 417.5),
+        ("NVIDIA H200", "bf16", 989.5),
+        ("NVIDIA A100-SXM4-80GB", "tf32", 156.0),
+        ("NVIDIA A100 80GB PCIe", "bf16", 312.0),
+        ("NVIDIA L4", "bf16", 121.0),
+        ("NVIDIA L40S", "bf16", 366.5),
+        ("NVIDIA L40", "fp32", 90.5),
+        ("NVIDIA A10", "bf16", 125.0),
+        ("Tesla V100-SXM2-16GB", "fp16", 125.0),
+        ("Tesla V100-PCIE-32GB", "fp32", 14.0),
+        ("Tesla T4", "fp16", 65.0),
+        ("NVIDIA GeForce RTX 4090", "bf16", 165.2),
+        ("NVIDIA GeForce RTX 3090", "tf32", 35.6),
+    ],
+)
 def test_peak_table_by_device_name(name, precision, tflops):
     assert flops.peak_flops(name, precision) == pytest.approx(tflops * 1e12)
 
 
-@pytest.mark.parametrize("name, precision", [
-    ("NVIDIA A10G", "bf16"),  # no vendor datasheet: unknown rather than borrowed from the A10
-    ("Tesla V100-SXM2-16GB", "bf16"), ("Tesla T4", "tf32"),  # no such tensor cores
-    ("cpu", "fp32"), ("AMD Instinct MI300X", "bf16"),
-])
+@pytest.mark.parametrize(
+    "name, precision",
+    [
+        ("NVIDIA A10G", "bf16"),  # no vendor datasheet: unknown rather than borrowed from the A10
+        ("Tesla V100-SXM2-16GB", "bf16"),
+        ("Tesla T4", "tf32"),  # no such tensor cores
+        ("cpu", "fp32"),
+        ("AMD Instinct MI300X", "bf16"),
+    ],
+)
 def test_unknown_device_or_precision_has_no_peak(name, precision):
     assert flops.peak_flops(name, precision) is None
 
@@ -248,10 +302,17 @@ def test_matmul_tf32_follows_torch_setting():
         torch.set_float32_matmul_precision(before)
 
 
-@pytest.mark.parametrize("train_precision, tf32, column", [
-    ("32-true", False, "fp32"), ("32-true", True, "tf32"), ("bf16-mixed", False, "bf16"),
-    ("bf16-true", True, "bf16"), ("16-mixed", False, "fp16"), ("64-true", False, None),
-])
+@pytest.mark.parametrize(
+    "train_precision, tf32, column",
+    [
+        ("32-true", False, "fp32"),
+        ("32-true", True, "tf32"),
+        ("bf16-mixed", False, "bf16"),
+        ("bf16-true", True, "bf16"),
+        ("16-mixed", False, "fp16"),
+        ("64-true", False, None),
+    ],
+)
 def test_train_precision_maps_to_a_peak_column(train_precision, tf32, column):
     assert flops.peak_precision(train_precision, tf32) == column
 
@@ -275,6 +336,5 @@ def test_bf16_matmul_reaches_a_plausible_share_of_the_table_peak():
         a @ b
     end.record()
     torch.cuda.synchronize()
-    achieved = reps * 2 * n ** 3 / (start.elapsed_time(end) / 1e3)
+    achieved = reps * 2 * n**3 / (start.elapsed_time(end) / 1e3)
     assert 0.2 * peak < achieved < peak
-

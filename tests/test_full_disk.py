@@ -5,6 +5,7 @@ before stays readable and the same command continues once space is freed.
 The writers are made to raise OSError(ENOSPC) (monkeypatch); the last test fills a real tmpfs of a
 few hundred KB when the test runs as root (skipped elsewhere).
 """
+
 from __future__ import annotations
 
 import errno
@@ -69,8 +70,14 @@ def test_a_journal_append_on_a_full_disk_is_one_line_and_the_study_continues(tmp
     monkeypatch.setattr(seqbench.bench.training.train, "train_run", run_then_fill)
     out, p = tmp_path / "out", spec3(tmp_path)
     assert main(["sweep", str(p), "--out-dir", str(out), "--heartbeat", "0.2"]) == 2
-    line = one_error_line(capsys.readouterr().err, "--storage: cannot write", str(out / "optuna.journal"),
-                          "No space left on device", "free, about", "needed")
+    line = one_error_line(
+        capsys.readouterr().err,
+        "--storage: cannot write",
+        str(out / "optuna.journal"),
+        "No space left on device",
+        "free, about",
+        "needed",
+    )
     assert "run the same command again" in line
 
     monkeypatch.setattr(JournalFileBackend, "append_logs", real)  # space freed
@@ -123,8 +130,12 @@ def small_disk(tmp_path):
     """A 600 KB tmpfs (root only: mounting needs it)."""
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)],
-                                           capture_output=True).returncode:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)], capture_output=True
+        ).returncode
+    ):
         pytest.skip("mounting a tmpfs needs root (the monkeypatched tests above cover the same paths)")
     try:
         yield mnt

@@ -6,9 +6,11 @@
    declaration allows. A bad value the validator lets through fails this test.
 2. Refusals: cases invalid by construction (unknown keys, sections and names) and the oracle's
    invalid values get exit code 2, stderr lines that are each an ``error:`` (one per problem, the
-   first naming the field) or a ``note:``, no traceback and nothing written; the oracle's valid values pass ``seqbench run --print-config``.
+   first naming the field) or a ``note:``, no traceback and nothing written; the oracle's valid values
+   pass ``seqbench run --print-config``.
 3. Any text as a ``--config`` file: a clean refusal, or a config that round-trips.
 """
+
 from __future__ import annotations
 
 import math
@@ -95,7 +97,7 @@ def values_around(rule: Rule) -> st.SearchStrategy:
     return st.one_of(
         st.sampled_from(near or [0]),
         st.sampled_from([0, -1, 2.5, 3.0, INT_LIMIT, INT_LIMIT + 1, -INT_LIMIT - 1, 1e300, -1e300, 10**40]),
-        st.integers(-10**6, 10**6),
+        st.integers(-(10**6), 10**6),
         st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=False),  # training sets flush-denormal
         st.sampled_from([None, True, False, "abc", "", "1:30", [1], {"a": 1}]),
     )
@@ -153,6 +155,7 @@ def test_each_field_accepts_exactly_its_documented_range(case):
 
 # -- refusals through the CLI --------------------------------------------------------------------
 
+
 @st.composite
 def refused_or_valid(draw) -> tuple[dict, list[str], str | None]:
     """(config file, overrides, field the error must name, or None when the oracle says valid)."""
@@ -185,6 +188,7 @@ def _clean(lines: list[str]) -> bool:
 def no_training(monkeypatch):
     def refuse(*a, **k):  # nothing here may start a run
         raise AssertionError("a fuzz case reached training")
+
     monkeypatch.setattr(seqbench.bench.training.train, "train_run", refuse)
 
 
@@ -209,9 +213,23 @@ def test_the_cli_refuses_cleanly_what_the_oracle_refuses(case, tmp_path_factory,
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=QUIET_CHECKS)
-@given(text=st.one_of(st.text(min_size=1, max_size=200),
-                      st.sampled_from(["task: [unclosed", "- a\n- b", "model: {name: lstm", "\tseed: 1",
-                                       "seed: 1\nseed: 2", "optim: 3", "!!binary AAAA", "? [a]\n: b"])))
+@given(
+    text=st.one_of(
+        st.text(min_size=1, max_size=200),
+        st.sampled_from(
+            [
+                "task: [unclosed",
+                "- a\n- b",
+                "model: {name: lstm",
+                "\tseed: 1",
+                "seed: 1\nseed: 2",
+                "optim: 3",
+                "!!binary AAAA",
+                "? [a]\n: b",
+            ]
+        ),
+    )
+)
 def test_any_text_as_a_config_file_is_refused_cleanly_or_round_trips(text, tmp_path_factory, capsys):
     p = Path(tmp_path_factory.mktemp("yaml")) / "run.yaml"
     p.write_text(text)
@@ -226,8 +244,19 @@ def test_any_text_as_a_config_file_is_refused_cleanly_or_round_trips(text, tmp_p
         assert code == 2 and _clean(err.strip().splitlines()), err
 
 
-@pytest.mark.parametrize("text", ["task: [unclosed", "- a\n- b", "model: {name: lstm", "\tseed: 1",
-                                  "optim: 3", "!!binary AAAA", "? [a]\n: b", "seed: 1:30"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "task: [unclosed",
+        "- a\n- b",
+        "model: {name: lstm",
+        "\tseed: 1",
+        "optim: 3",
+        "!!binary AAAA",
+        "? [a]\n: b",
+        "seed: 1:30",
+    ],
+)
 def test_known_bad_config_files_are_refused(text, tmp_path, capsys):
     p = tmp_path / "run.yaml"
     p.write_text(text)

@@ -3,6 +3,7 @@ code 2, stderr lines that are each an ``error:`` (one per problem, the first nam
 field) or a ``note:``, no traceback, and nothing
 written (no runs, no journal, no study). A mutation that is still valid is discarded (``assume``),
 and reaching a worker or a training run fails the test."""
+
 from __future__ import annotations
 
 import copy
@@ -24,27 +25,70 @@ from tests.helpers import TINY_TASK
 # every health check but filter_too_much: if assume() threw nearly every case away, fail loudly
 QUIET_CHECKS = [h for h in HealthCheck if h is not HealthCheck.filter_too_much]
 
-TINY = {"task": {"name": "copy", **TINY_TASK["copy"]}, "model": {"d_model": 16},
-        "train": {"max_steps": 4, "val_every": 2, "val_batches": 1, "batch_size": 4}, "tracking": {"wandb": "off"}}
+TINY = {
+    "task": {"name": "copy", **TINY_TASK["copy"]},
+    "model": {"d_model": 16},
+    "train": {"max_steps": 4, "val_every": 2, "val_batches": 1, "batch_size": 4},
+    "tracking": {"wandb": "off"},
+}
 SPECS = [
-    {"question": "grid", "base": TINY, "method": "grid", "metric": {"name": "val/acc", "goal": "maximize"},
-     "parameters": {"model.name": {"values": ["rnn", "lstm"]}, "task.delay": {"values": [3, 5]}},
-     "per_model": {"lstm": {"model.forget_bias": 1.0}}, "seeds": [0, 1]},
-    {"base": TINY, "method": "tpe", "trials": 4, "metric": {"name": "val/loss", "goal": "minimize"},
-     "parameters": {"optim.lr": {"distribution": "log_uniform", "min": 1e-4, "max": 1e-2},
-                    "model.d_model": {"distribution": "int_uniform", "min": 8, "max": 16}},
-     "pruner": {"name": "median", "warmup_steps": 2}, "seeds": 2},
-    {"base": {**TINY, "task": "adding"}, "method": "random", "trials": 3,
-     "parameters": {"model.name": {"values": ["gru", "transformer"]}},
-     "per_model": {"transformer": {"model.n_heads": 2}}, "per_task": {"adding": {"task.length": 8}}},
+    {
+        "question": "grid",
+        "base": TINY,
+        "method": "grid",
+        "metric": {"name": "val/acc", "goal": "maximize"},
+        "parameters": {"model.name": {"values": ["rnn", "lstm"]}, "task.delay": {"values": [3, 5]}},
+        "per_model": {"lstm": {"model.forget_bias": 1.0}},
+        "seeds": [0, 1],
+    },
+    {
+        "base": TINY,
+        "method": "tpe",
+        "trials": 4,
+        "metric": {"name": "val/loss", "goal": "minimize"},
+        "parameters": {
+            "optim.lr": {"distribution": "log_uniform", "min": 1e-4, "max": 1e-2},
+            "model.d_model": {"distribution": "int_uniform", "min": 8, "max": 16},
+        },
+        "pruner": {"name": "median", "warmup_steps": 2},
+        "seeds": 2,
+    },
+    {
+        "base": {**TINY, "task": "adding"},
+        "method": "random",
+        "trials": 3,
+        "parameters": {"model.name": {"values": ["gru", "transformer"]}},
+        "per_model": {"transformer": {"model.n_heads": 2}},
+        "per_task": {"adding": {"task.length": 8}},
+    },
 ]
-TOP = ["question", "base", "method", "metric", "parameters", "per_model", "per_task", "seeds", "pruner",
-       "trials", "timeout"]
+TOP = [
+    "question",
+    "base",
+    "method",
+    "metric",
+    "parameters",
+    "per_model",
+    "per_task",
+    "seeds",
+    "pruner",
+    "trials",
+    "timeout",
+]
 HUGE = 10**40
 BAD_VALUES = st.one_of(
-    st.just("not-a-number"), st.just(""), st.just([]), st.just({}), st.lists(st.integers(), min_size=1, max_size=3),
+    st.just("not-a-number"),
+    st.just(""),
+    st.just([]),
+    st.just({}),
+    st.lists(st.integers(), min_size=1, max_size=3),
     st.dictionaries(st.text(string.ascii_lowercase, min_size=1, max_size=5), st.integers(), min_size=1, max_size=2),
-    st.just(-10**9), st.just(HUGE), st.just(float("nan")), st.just(-1.5), st.just(0), st.just(None),
+    st.just(-(10**9)),
+    st.just(HUGE),
+    st.just(float("nan")),
+    st.just(-1.5),
+    st.just(0),
+    st.just(None),
     st.text(min_size=2000, max_size=3000),
 )
 ZZ = st.text(string.ascii_lowercase, min_size=1, max_size=8).map(lambda s: "zz_" + s)
@@ -71,20 +115,38 @@ def mutated(draw):
     """(spec dict, extra argv, a token the first error line must contain)."""
     spec = copy.deepcopy(draw(st.sampled_from(SPECS)))
     argv: list[str] = []
-    kind = draw(st.sampled_from(["value", "top_value", "unknown_top", "unknown_nested", "unknown_param_path",
-                                 "bad_param", "per_block", "override", "flag"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "value",
+                "top_value",
+                "unknown_top",
+                "unknown_nested",
+                "unknown_param_path",
+                "bad_param",
+                "per_block",
+                "override",
+                "flag",
+            ]
+        )
+    )
     if kind == "value":  # any leaf, including base's run-config leaves and dotted keys of per_model
         path = draw(st.sampled_from(leaf_paths(spec)))
         set_path(spec, path, draw(BAD_VALUES))
-        token = {"base": path[1:2], "parameters": path[1:2], "per_model": path[-1:], "per_task": path[-1:]
-                 }.get(path[0], path[:1])[0]
+        token = {"base": path[1:2], "parameters": path[1:2], "per_model": path[-1:], "per_task": path[-1:]}.get(
+            path[0], path[:1]
+        )[0]
     elif kind == "top_value":  # a whole section replaced by a wrong type or an empty/huge value
         key = draw(st.sampled_from(TOP))
         spec[key] = draw(BAD_VALUES)
         token = key
         if key == "base":  # dropping base's task can orphan a per_task block or the metric: those are named
-            token = (next(iter(spec[key])) if isinstance(spec[key], dict) and spec[key] else "base",
-                     "per_task", "per_model", "metric")
+            token = (
+                next(iter(spec[key])) if isinstance(spec[key], dict) and spec[key] else "base",
+                "per_task",
+                "per_model",
+                "metric",
+            )
         elif key == "parameters":  # emptying parameters can orphan a per_model block: that is named instead
             token = ("parameters", "per_model", "per_task")
     elif kind == "unknown_top":
@@ -128,9 +190,13 @@ def mutated(draw):
             blk.pop(key, None)
         choice = draw(st.sampled_from(["empty", "negative", "huge", "string", "range", "log0", "mixed"]))
         spec["parameters"][key] = {
-            "empty": {"values": []}, "negative": {"values": [-3]}, "huge": {"values": [HUGE]},
-            "string": {"values": ["x" * 3000]}, "range": {"distribution": "uniform", "min": 5, "max": 1},
-            "log0": {"distribution": "log_uniform", "min": 0, "max": 1}, "mixed": {"values": [1], "min": 0},
+            "empty": {"values": []},
+            "negative": {"values": [-3]},
+            "huge": {"values": [HUGE]},
+            "string": {"values": ["x" * 3000]},
+            "range": {"distribution": "uniform", "min": 5, "max": 1},
+            "log0": {"distribution": "log_uniform", "min": 0, "max": 1},
+            "mixed": {"values": [1], "min": 0},
         }[choice]
         token = key.split(".")[-1] if choice not in ("range", "log0", "mixed", "empty") else "parameters"
     elif kind == "per_block":
@@ -155,9 +221,20 @@ def mutated(draw):
         argv.append(f"{path}={bad}")
         token = path.split(".")[0] if path.startswith("nosuch") or path == "seed" else path.split(".")[-1]
     else:  # flags
-        flag, value = draw(st.sampled_from([("--trials", "0"), ("--trials", "-5"), ("--trials", "many"),
-                                            ("--workers", "0"), ("--workers", "x"), ("--heartbeat", "0"),
-                                            ("--heartbeat", "-1"), ("--storage", "redis://localhost/0")]))
+        flag, value = draw(
+            st.sampled_from(
+                [
+                    ("--trials", "0"),
+                    ("--trials", "-5"),
+                    ("--trials", "many"),
+                    ("--workers", "0"),
+                    ("--workers", "x"),
+                    ("--heartbeat", "0"),
+                    ("--heartbeat", "-1"),
+                    ("--storage", "redis://localhost/0"),
+                ]
+            )
+        )
         argv += [flag, value]
         token = flag
     return spec, argv, token
@@ -180,8 +257,13 @@ def _invalid(path: Path, argv: list[str]) -> bool:
 def no_training(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("an invalid sweep reached a worker or a training run")
-    for mod, name in ((seqbench.sweeps.worker, "worker"), (seqbench.sweeps.processes, "run_workers"), (seqbench.sweeps.worker, "run_trial"),
-                      (seqbench.bench.training.train, "train_run")):
+
+    for mod, name in (
+        (seqbench.sweeps.worker, "worker"),
+        (seqbench.sweeps.processes, "run_workers"),
+        (seqbench.sweeps.worker, "run_trial"),
+        (seqbench.bench.training.train, "train_run"),
+    ):
         monkeypatch.setattr(mod, name, refuse)
 
 
@@ -215,8 +297,9 @@ def test_the_refusal_check_can_fail(tmp_path):
     assert problems(2, "", "error: parameters: bad\n", "parameters", tmp_path) == []
     assert problems(0, "", "", None, tmp_path) == ["exit code 0, not 2", "0 stderr lines"]
     assert "a traceback" in problems(2, "", "error: x\nTraceback (most recent call last):\n", None, tmp_path)
-    assert problems(2, "", "error: seeds: bad\n", "parameters", tmp_path) == \
-        ["no error line names any of ('parameters',)"]
+    assert problems(2, "", "error: seeds: bad\n", "parameters", tmp_path) == [
+        "no error line names any of ('parameters',)"
+    ]
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "optuna.journal").write_text("")
     assert problems(2, "", "error: x: y\n", None, tmp_path) == ["files written: ['out/optuna.journal']"]
@@ -249,11 +332,27 @@ def _valid_spec_text(text: str, tmp: Path) -> bool:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=QUIET_CHECKS)
-@given(text=st.one_of(st.text(min_size=1, max_size=200),
-                      st.sampled_from(["parameters: [unclosed", "- a\n- b", "base: {task: copy", "\tmethod: grid",
-                                       "method: grid\nmethod: tpe", "parameters: 3", "!!python/object:os.system x",
-                                       "? [a]\n: b", "base: &a [*a]", "seeds: !!binary AAAA", "\x00\x01",
-                                       "parameters:\n  model.d_model: {values: [8,,]}"])))
+@given(
+    text=st.one_of(
+        st.text(min_size=1, max_size=200),
+        st.sampled_from(
+            [
+                "parameters: [unclosed",
+                "- a\n- b",
+                "base: {task: copy",
+                "\tmethod: grid",
+                "method: grid\nmethod: tpe",
+                "parameters: 3",
+                "!!python/object:os.system x",
+                "? [a]\n: b",
+                "base: &a [*a]",
+                "seeds: !!binary AAAA",
+                "\x00\x01",
+                "parameters:\n  model.d_model: {values: [8,,]}",
+            ]
+        ),
+    )
+)
 def test_malformed_sweep_yaml_fails_cleanly(text, tmp_path_factory, capsys, monkeypatch):
     tmp = tmp_path_factory.mktemp("yaml")
     monkeypatch.chdir(tmp)

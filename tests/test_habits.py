@@ -1,6 +1,7 @@
 """Habits researchers bring from the anchors (Lightning, Hydra, their own typos) meet seqbench's way in
 one line: Lightning's ``load_from_checkpoint``, a plan before a long verify, the order of a comparison's
 values, intervals of bounded metrics, typos in filters and keys, and Hydra's override syntax."""
+
 from __future__ import annotations
 
 import contextlib
@@ -93,10 +94,19 @@ def test_intervals_of_bounded_metrics_stay_in_their_range():
     d = paired([1.0, 0.0, 1.0], [0.0, 0.0, 0.0], bounds=(0.0, 1.0)).diff
     assert -1.0 <= d.lo and d.hi <= 1.0
     obj = Objective("val/acc", "maximize")
-    df = pd.DataFrame({"trial": [0, 0], "state": "COMPLETE", "seed": [0, 1], "run_id": ["a", "b"],
-                       "diverged": False, "param.model.name": "gru", obj.column: [0.25, 0.375]})
+    df = pd.DataFrame(
+        {
+            "trial": [0, 0],
+            "state": "COMPLETE",
+            "seed": [0, 1],
+            "run_id": ["a", "b"],
+            "diverged": False,
+            "param.model.name": "gru",
+            obj.column: [0.25, 0.375],
+        }
+    )
     cell = ranked(df, obj)["mean [95% CI]"].iloc[0]
-    lo, hi = (float(x) for x in cell[cell.index("[") + 1:cell.index("]")].split(","))
+    lo, hi = (float(x) for x in cell[cell.index("[") + 1 : cell.index("]")].split(","))
     assert 0.0 <= lo and hi <= 1.0 and not math.isclose(lo, hi), cell
 
 
@@ -109,15 +119,24 @@ def test_runs_filter_typos_get_the_nearest_value(trained):
     assert cli("runs", "model=lstm", "--out-dir", str(out))[0] == 0
 
 
-@pytest.mark.parametrize("args, needles", [
-    (["compare", "model=rnn,gru", "sedes=3", "--print-config"], ["sedes: unknown setting; did you mean seeds?"]),
-    (["run", "model=LSTM", "--print-config"], ["unknown name 'LSTM'; did you mean lstm?"]),
-    (["compare", "model=LSTM,gru", "--print-config"], ["did you mean lstm?"]),
-    (["run", "hydra.run.dir=x", "--print-config"], ["hydra.run.dir: seqbench is not Hydra", "--out-dir"]),
-    (["run", "~model.dropout", "--print-config"], ["~model.dropout: Hydra's delete syntax", "model.dropout=<value>"]),
-    (["run", "+model.dropout=0.1", "--print-config"], ["+model.dropout: Hydra's add syntax", "model.dropout=<value>"]),
-    (["compare", "model=rnn,gru", "+train.max_steps=5", "--print-config"], ["Hydra's add syntax"]),
-])
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["compare", "model=rnn,gru", "sedes=3", "--print-config"], ["sedes: unknown setting; did you mean seeds?"]),
+        (["run", "model=LSTM", "--print-config"], ["unknown name 'LSTM'; did you mean lstm?"]),
+        (["compare", "model=LSTM,gru", "--print-config"], ["did you mean lstm?"]),
+        (["run", "hydra.run.dir=x", "--print-config"], ["hydra.run.dir: seqbench is not Hydra", "--out-dir"]),
+        (
+            ["run", "~model.dropout", "--print-config"],
+            ["~model.dropout: Hydra's delete syntax", "model.dropout=<value>"],
+        ),
+        (
+            ["run", "+model.dropout=0.1", "--print-config"],
+            ["+model.dropout: Hydra's add syntax", "model.dropout=<value>"],
+        ),
+        (["compare", "model=rnn,gru", "+train.max_steps=5", "--print-config"], ["Hydra's add syntax"]),
+    ],
+)
 def test_habits_get_one_line_that_says_what_seqbench_does(args, needles):
     code, _, err = cli(*args)
     assert code == 2

@@ -1,6 +1,7 @@
 """A study that met an interruption still reports: a Ctrl-C, a full disk or a retry leaves a failed
 attempt that shares its run ids with its retry, and `report` and `compare` build over that history
 (the failed attempt marked ``superseded``, each configuration ranked once, each run drawn once)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -71,8 +72,9 @@ def test_an_interrupted_study_reports_before_and_after_its_retry(tmp_path, monke
     assert set(failed["state"]) == {"FAIL"} and set(failed["param.model.name"]) == {"gru"}
     kept = outcomes(df)
     assert sorted(zip(kept["param.model.name"], kept["seed"])) == [("gru", 0), ("gru", 1), ("rnn", 0), ("rnn", 1)]
-    assert kept["objective:val/acc"].notna().all() and set(kept.loc[kept["param.model.name"] == "gru", "retry_of"]) \
-        == set(failed["trial"])
+    assert kept["objective:val/acc"].notna().all() and set(
+        kept.loc[kept["param.model.name"] == "gru", "retry_of"]
+    ) == set(failed["trial"])
     assert len(run_rows(df)) == 4 and state_counts(df)["RETRIED"] == 1 and state_counts(df)["FAIL"] == 0
     curves = load_curves(df)
     assert not curves.duplicated(["run_id", "step", "metric"]).any()  # a run's curve is drawn once
@@ -92,7 +94,7 @@ def test_compare_ranks_a_configuration_once_after_a_full_disk_and_its_retry(tmp_
     code, text = cli("compare", *settings, "--out-dir", str(out))
     assert code == 1 and "ranked by val/acc" in text, text  # a setting stands failed by the disk
     assert "1 setting(s) failed outside the experiment" in text and "--retry-failed" in text
-    ranked = text[text.index("ranked by"):].splitlines()
+    ranked = text[text.index("ranked by") :].splitlines()
     assert any("gru" in line and "FAIL" in line for line in ranked), text  # listed as failed, not left out
     assert "Failed, no result (1): model.name=gru" in text
     page = (out / "reports" / study_name(build_spec(settings)[0]) / "index.html").read_text()
@@ -101,7 +103,7 @@ def test_compare_ranks_a_configuration_once_after_a_full_disk_and_its_retry(tmp_
     monkeypatch.setattr(seqbench.bench.training.train, "train_run", real)  # space freed
     code, text = cli("compare", *settings, "--out-dir", str(out), "--retry-failed")
     assert code == 0, text
-    ranked = text[text.index("ranked by"):text.index("paired comparisons")].splitlines()[2:]
+    ranked = text[text.index("ranked by") : text.index("paired comparisons")].splitlines()[2:]
     assert sorted(line.split()[3] for line in ranked) == ["gru", "rnn"], text  # each once, both scored
     assert not any("FAIL" in line for line in ranked), text
     df = table_of(out, study_name(build_spec(settings)[0]))
@@ -114,11 +116,14 @@ def test_learning_curves_take_a_run_shared_by_two_attempts(retried_first):
 
     from seqbench.reports.figures import fig_learning_curves
 
-    rows = [{"trial": 0, "run_id": "r1", "param.model.name": "gru", "superseded": True},
-            {"trial": 1, "run_id": "r1", "param.model.name": "gru", "superseded": False},
-            {"trial": 2, "run_id": "r2", "param.model.name": "rnn", "superseded": False}]
+    rows = [
+        {"trial": 0, "run_id": "r1", "param.model.name": "gru", "superseded": True},
+        {"trial": 1, "run_id": "r1", "param.model.name": "gru", "superseded": False},
+        {"trial": 2, "run_id": "r2", "param.model.name": "rnn", "superseded": False},
+    ]
     df = pd.DataFrame(rows if retried_first else rows[::-1])
-    curves = pd.DataFrame({"run_id": ["r1", "r1", "r2"], "step": [1, 2, 1], "metric": "val/acc",
-                           "value": [0.1, 0.2, 0.3]})
+    curves = pd.DataFrame(
+        {"run_id": ["r1", "r1", "r2"], "step": [1, 2, 1], "metric": "val/acc", "value": [0.1, 0.2, 0.3]}
+    )
     fig = fig_learning_curves(curves, df, "val/acc", "param.model.name")
     assert sorted(t.name for t in fig.data) == ["model.name=gru", "model.name=rnn"]

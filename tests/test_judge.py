@@ -1,6 +1,7 @@
 """The claim judge on fabricated seed tables (controls, per-seed outcomes, Holm, intervals in range),
 sequential looks with the training replaced by fabricated tables, and three tiny claims end to end
 (one holds, one fails, one whose control fails: a judge that always answers the same fails two)."""
+
 from __future__ import annotations
 
 import json
@@ -16,11 +17,16 @@ from scipy import stats as st
 from seqbench.bench.cli import main
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.stats import look_alphas
-from seqbench.sweeps.claims.judge import (FAILS, HOLDS, INCONCLUSIVE, INVALID, judge_all, judge_rule)
+from seqbench.sweeps.claims.judge import FAILS, HOLDS, INCONCLUSIVE, INVALID, judge_all, judge_rule
 from seqbench.sweeps.claims.schema import Rule, load_claim, parse_claim
 
-SOURCE = {"cite": "Test 2024 Tab. 1", "paper": "A. Test 2024", "where": "Table 1", "metric": "MSE",
-          "published": [{"what": "gru", "value": 5.3e-5, "unit": "MSE"}]}
+SOURCE = {
+    "cite": "Test 2024 Tab. 1",
+    "paper": "A. Test 2024",
+    "where": "Table 1",
+    "metric": "MSE",
+    "published": [{"what": "gru", "value": 5.3e-5, "unit": "MSE"}],
+}
 SWEPT = {"model.name": ["rnn", "gru"]}
 BASE = 1 / 6
 
@@ -30,9 +36,16 @@ def table(values: dict[str, list], metric: str = "val/mse", baseline: float | No
     rows = []
     for model, per_seed in values.items():
         for seed, v in enumerate(per_seed):
-            row = {"trial": len(rows), "state": "COMPLETE", "seed": seed, "run_id": f"{model}s{seed}",
-                   "status": "completed", "param.model.name": model, f"final.{metric}": float(v),
-                   "solved": bool(v) if isinstance(v, bool) else False}
+            row = {
+                "trial": len(rows),
+                "state": "COMPLETE",
+                "seed": seed,
+                "run_id": f"{model}s{seed}",
+                "status": "completed",
+                "param.model.name": model,
+                f"final.{metric}": float(v),
+                "solved": bool(v) if isinstance(v, bool) else False,
+            }
             if baseline is not None:
                 row[f"baseline.{metric}"] = baseline
             rows.append(row)
@@ -40,9 +53,17 @@ def table(values: dict[str, list], metric: str = "val/mse", baseline: float | No
 
 
 def claim(expect: list[dict], controls: list[dict] | None = None, **extra) -> object:
-    raw = {"question": "q?", "source": SOURCE, "figure": "factors", "base": {"task": {"name": "adding", "length": 8}},
-           "parameters": {"model.name": {"values": ["rnn", "gru"]}}, "seeds": 3,
-           "profiles": {"quick": {}, "paper": {}}, "expect": expect, **extra}
+    raw = {
+        "question": "q?",
+        "source": SOURCE,
+        "figure": "factors",
+        "base": {"task": {"name": "adding", "length": 8}},
+        "parameters": {"model.name": {"values": ["rnn", "gru"]}},
+        "seeds": 3,
+        "profiles": {"quick": {}, "paper": {}},
+        "expect": expect,
+        **extra,
+    }
     if "looks" in extra and "seeds" not in extra:
         del raw["seeds"]  # range(last look)
     if controls is not None:
@@ -57,8 +78,15 @@ def eight(*values: float) -> list[float]:
     """8 seeds cycling ``values``: a baseline multiple is judged per seed, and a sign test needs 6 or more
     seeds to decide at 95% (8 of 8: p = 0.0039; 3 of 3: 0.125)."""
     return [values[i % len(values)] for i in range(8)]
-RNN_AT_BASE = {"name": "rnn at the baseline", "where": {"model.name": "rnn"}, "metric": "val/mse",
-               "between": [{"baseline": 0.9}, {"baseline": 1.1}], "control": "gru learns"}
+
+
+RNN_AT_BASE = {
+    "name": "rnn at the baseline",
+    "where": {"model.name": "rnn"},
+    "metric": "val/mse",
+    "between": [{"baseline": 0.9}, {"baseline": 1.1}],
+    "control": "gru learns",
+}
 
 
 # -- controls -----------------------------------------------------------------------------------
@@ -72,12 +100,14 @@ def test_a_failed_control_makes_the_claim_invalid_never_holds_or_fails():
     verdict, rules, controls, _ = judge_all(c, table({"rnn": rnn, "gru": eight(1e-3, 2e-3, 1.5e-3)}), SWEPT, "quick")
     assert (controls[0].verdict, rules[0].verdict, verdict) == (HOLDS, HOLDS, HOLDS)
     # ... and an rnn far below the baseline (it learned) fails the two-sided band
-    verdict, rules, _, _ = judge_all(c, table({"rnn": eight(0.01, 0.012, 0.011), "gru": eight(1e-3, 2e-3, 1.5e-3)}),
-                                     SWEPT, "quick")
+    verdict, rules, _, _ = judge_all(
+        c, table({"rnn": eight(0.01, 0.012, 0.011), "gru": eight(1e-3, 2e-3, 1.5e-3)}), SWEPT, "quick"
+    )
     assert rules[0].verdict == FAILS and verdict == FAILS
     # with 3 seeds nothing is decided: 3 of 3 seeds at the baseline is p = 1/8 (a tie of 3 was "certain")
-    three = judge_all(claim([RNN_AT_BASE], [GRU_LEARNS]), table({"rnn": rnn[:3], "gru": [1e-3, 2e-3, 1.5e-3]}),
-                      SWEPT, "quick")
+    three = judge_all(
+        claim([RNN_AT_BASE], [GRU_LEARNS]), table({"rnn": rnn[:3], "gru": [1e-3, 2e-3, 1.5e-3]}), SWEPT, "quick"
+    )
     assert three[0] == INCONCLUSIVE and three[2][0].p_alone == pytest.approx(0.25)
 
 
@@ -100,14 +130,17 @@ def test_a_model_worse_than_the_baseline_is_not_at_the_baseline():
     assert rules[0].cut == {"lo": pytest.approx(0.9 * BASE), "hi": pytest.approx(1.1 * BASE)}
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"control": "nobody"}, "control 'nobody' is not in controls"),
-    ({"between": [0.2, 0.1], "control": None}, r"lo < hi"),
-    ({"between": [0.1, 0.2], "below": 0.3}, "between: is a band of its own"),
-    ({"metric": "solved", "between": None, "above": 1.5}, r"in \(0, 1\)"),
-    ({"scale": "log", "between": None, "below": 0.0}, "scale: log needs thresholds > 0"),
-    ({"no_control": "at init"}, "control: and no_control: contradict"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"control": "nobody"}, "control 'nobody' is not in controls"),
+        ({"between": [0.2, 0.1], "control": None}, r"lo < hi"),
+        ({"between": [0.1, 0.2], "below": 0.3}, "between: is a band of its own"),
+        ({"metric": "solved", "between": None, "above": 1.5}, r"in \(0, 1\)"),
+        ({"scale": "log", "between": None, "below": 0.0}, "scale: log needs thresholds > 0"),
+        ({"no_control": "at init"}, "control: and no_control: contradict"),
+    ],
+)
 def test_broken_rules_are_refused_with_the_field_named(change, message):
     with pytest.raises(UserError, match=message):
         claim([{**RNN_AT_BASE, **change}], [GRU_LEARNS])
@@ -120,8 +153,9 @@ def test_looks_are_validated_and_kept_out_of_the_study_name_so_the_lock_sees_the
     # the same study name: more looks over these seeds meet this study's lock (the next test), never a new study
     assert more.digest("quick") == c.digest("quick")
     assert claim([GRU_LEARNS]).digest("quick") == c.digest("quick")
-    assert claim([{**GRU_LEARNS, "below": 0.01}], base={"task": {"name": "adding", "length": 9}}).digest("quick") \
-        != c.digest("quick")
+    assert claim([{**GRU_LEARNS, "below": 0.01}], base={"task": {"name": "adding", "length": 9}}).digest(
+        "quick"
+    ) != c.digest("quick")
     with pytest.raises(UserError, match="increasing seed counts"):
         claim([GRU_LEARNS], looks=[5, 3])
     with pytest.raises(UserError, match="the last look needs 8 seeds"):
@@ -145,8 +179,7 @@ def test_seeds_and_looks_are_locked_once_judged_and_fresh_seeds_start_a_fresh_st
         assert "start a fresh study with fresh seeds" in msg and "judged seeds 0-4 at looks [3, 5]" in msg
     again = run_claim(load_claim(_seq_claim(tmp_path, [3, 5])), "quick", tmp_path, 1, None)  # as locked: resumes
     assert again.study == res.study
-    fresh = run_claim(load_claim(_seq_claim(tmp_path, [3, 5, 8], list(range(100, 108)))), "quick", tmp_path, 1,
-                      None)
+    fresh = run_claim(load_claim(_seq_claim(tmp_path, [3, 5, 8], list(range(100, 108)))), "quick", tmp_path, 1, None)
     assert fresh.study.startswith(res.study + "-") and fresh.rules[0].interval.n == 8
 
 
@@ -156,27 +189,49 @@ def test_a_bimodal_outcome_is_judged_per_seed_with_the_exact_binomial_bound():
     # the share of seeds that solved it has an exact Clopper-Pearson interval
     mse = [2e-5, 3e-5, 0.17, 1e-5, 2e-5]
     t = table({"gru": mse, "rnn": [0.17] * 5})
-    on_mean = judge_rule(Rule.model_validate({"name": "m", "where": {"model.name": "gru"}, "metric": "val/mse",
-                                              "below": 0.01}), t, SWEPT)
+    on_mean = judge_rule(
+        Rule.model_validate({"name": "m", "where": {"model.name": "gru"}, "metric": "val/mse", "below": 0.01}), t, SWEPT
+    )
     assert on_mean.verdict == INCONCLUSIVE
-    rate = judge_rule(Rule.model_validate({"name": "r", "where": {"model.name": "gru"}, "metric": "val/mse",
-                                           "success": {"below": 0.01}, "above": 0.25}), t, SWEPT)
+    rate = judge_rule(
+        Rule.model_validate(
+            {
+                "name": "r",
+                "where": {"model.name": "gru"},
+                "metric": "val/mse",
+                "success": {"below": 0.01},
+                "above": 0.25,
+            }
+        ),
+        t,
+        SWEPT,
+    )
     ci = st.binomtest(4, 5).proportion_ci(confidence_level=0.95, method="exact")
-    assert (rate.interval.mean, rate.interval.lo, rate.interval.hi) == (0.8, pytest.approx(ci.low),
-                                                                        pytest.approx(ci.high))
+    assert (rate.interval.mean, rate.interval.lo, rate.interval.hi) == (
+        0.8,
+        pytest.approx(ci.low),
+        pytest.approx(ci.high),
+    )
     assert rate.verdict == HOLDS and ci.low > 0.25 and rate.interval.fmt().startswith("4/5 seeds")
-    too_much = judge_rule(Rule.model_validate({"name": "r", "where": {"model.name": "gru"}, "metric": "val/mse",
-                                               "success": {"below": 0.01}, "above": 0.5}), t, SWEPT)
+    too_much = judge_rule(
+        Rule.model_validate(
+            {"name": "r", "where": {"model.name": "gru"}, "metric": "val/mse", "success": {"below": 0.01}, "above": 0.5}
+        ),
+        t,
+        SWEPT,
+    )
     assert too_much.verdict == INCONCLUSIVE  # 4/5 cannot show a rate above one half: lower bound 0.28
 
 
 def test_the_solved_flag_is_a_per_seed_outcome():
     t = table({"gru": [True] * 8, "rnn": [False] * 8})
-    solved = judge_rule(Rule.model_validate({"name": "s", "where": {"model.name": "gru"}, "metric": "solved",
-                                             "above": 0.5}), t, SWEPT)
+    solved = judge_rule(
+        Rule.model_validate({"name": "s", "where": {"model.name": "gru"}, "metric": "solved", "above": 0.5}), t, SWEPT
+    )
     assert solved.verdict == HOLDS and solved.interval.lo == pytest.approx(0.025 ** (1 / 8))
-    unsolved = judge_rule(Rule.model_validate({"name": "s", "where": {"model.name": "rnn"}, "metric": "solved",
-                                               "above": 0.5}), t, SWEPT)
+    unsolved = judge_rule(
+        Rule.model_validate({"name": "s", "where": {"model.name": "rnn"}, "metric": "solved", "above": 0.5}), t, SWEPT
+    )
     assert unsolved.verdict == FAILS and unsolved.interval.hi < 0.5
     from seqbench.reports.verify_html import verdict_figure
 
@@ -187,8 +242,16 @@ def test_the_solved_flag_is_a_per_seed_outcome():
 def test_success_on_a_ratio_judges_each_seeds_ratio_and_shows_a_share_of_seeds():
     """scale: log on a minus: rule pairs seeds as ratios; success: then asks each seed's ratio to pass, and
     the estimate is a share of seeds (never exponentiated as if it were a log ratio)."""
-    rule = {"name": "r", "where": {"model.name": "gru"}, "minus": {"model.name": "rnn"}, "metric": "score",
-            "scale": "log", "success": {"below": 0.64}, "above": 0.5, "no_control": "test"}
+    rule = {
+        "name": "r",
+        "where": {"model.name": "gru"},
+        "minus": {"model.name": "rnn"},
+        "metric": "score",
+        "scale": "log",
+        "success": {"below": 0.64},
+        "above": 0.5,
+        "no_control": "test",
+    }
     t = _scores({"gru": eight(0.5, 0.55, 0.45), "rnn": [1.0] * 8})
     r = judge_rule(Rule.model_validate(rule), t, SWEPT)
     assert r.ratio and not r.log_ratio and r.cut == {"below": pytest.approx(math.log(0.64))}
@@ -217,11 +280,14 @@ def test_an_accuracy_of_1_on_every_seed_is_a_count_of_seeds_not_certainty():
     assert eight.verdict == HOLDS and eight.p_alone == pytest.approx(2 / 256)
     from seqbench.reports.verify_html import verdict_figure
 
-    titles = [a.text for a in verdict_figure(table({"gru": [1.0] * 8, "rnn": [0.2] * 8}, "val/acc"),
-                                             [eight]).layout.annotations]
+    titles = [
+        a.text
+        for a in verdict_figure(table({"gru": [1.0] * 8, "rnn": [0.2] * 8}, "val/acc"), [eight]).layout.annotations
+    ]
     assert titles == ["share of seeds with val/acc > 0.95"]
-    by_mean = judge_rule(Rule.model_validate({**acc, "by_mean": "a test"}),
-                         table({"gru": [1.0] * 5, "rnn": [0.2] * 5}, "val/acc"), SWEPT)
+    by_mean = judge_rule(
+        Rule.model_validate({**acc, "by_mean": "a test"}), table({"gru": [1.0] * 5, "rnn": [0.2] * 5}, "val/acc"), SWEPT
+    )
     assert by_mean.verdict == INCONCLUSIVE and by_mean.estimate.tied and "zero spread over 5 seeds" in by_mean.why
     with pytest.raises(UserError, match="by_mean: val/mse is judged on its mean already"):
         claim([{**GRU_LEARNS, "below": 0.01, "by_mean": "not needed"}])
@@ -259,29 +325,54 @@ def test_an_interval_never_leaves_the_metrics_range():
     mse = [0.1, 0.13, 0.238]  # issue 19: a t interval on these MSEs reached below zero
     lo, _ = st.t.interval(0.95, 2, loc=np.mean(mse), scale=st.sem(mse))
     assert lo < 0
-    r = judge_rule(Rule.model_validate({"name": "m", "where": {"model.name": "gru"}, "metric": "val/mse",
-                                        "above": 0.01}), table({"gru": mse, "rnn": mse}), SWEPT)
+    r = judge_rule(
+        Rule.model_validate({"name": "m", "where": {"model.name": "gru"}, "metric": "val/mse", "above": 0.01}),
+        table({"gru": mse, "rnn": mse}),
+        SWEPT,
+    )
     assert r.interval.lo > 0 and r.interval.scale == "log"
     assert r.interval.mean == pytest.approx(math.exp(np.mean(np.log(mse))))
     acc = [0.99, 1.0, 0.97]
-    a = judge_rule(Rule.model_validate({"name": "a", "where": {"model.name": "gru"}, "metric": "val/acc",
-                                        "above": 0.5, "by_mean": "the clipped t interval is what is tested"}),
-                   table({"gru": acc, "rnn": acc}, metric="val/acc"), SWEPT)
+    a = judge_rule(
+        Rule.model_validate(
+            {
+                "name": "a",
+                "where": {"model.name": "gru"},
+                "metric": "val/acc",
+                "above": 0.5,
+                "by_mean": "the clipped t interval is what is tested",
+            }
+        ),
+        table({"gru": acc, "rnn": acc}, metric="val/acc"),
+        SWEPT,
+    )
     assert st.t.interval(0.95, 2, loc=np.mean(acc), scale=st.sem(acc))[1] > 1 and a.interval.hi == 1.0
-    rates = judge_rule(Rule.model_validate({"name": "s", "where": {"model.name": "gru"}, "metric": "solved",
-                                            "above": 0.1}), table({"gru": [True] * 3, "rnn": [False] * 3}), SWEPT)
+    rates = judge_rule(
+        Rule.model_validate({"name": "s", "where": {"model.name": "gru"}, "metric": "solved", "above": 0.1}),
+        table({"gru": [True] * 3, "rnn": [False] * 3}),
+        SWEPT,
+    )
     assert 0 <= rates.interval.lo <= rates.interval.hi <= 1
 
 
 # -- sequential looks ---------------------------------------------------------------------------
 def _seq_claim(tmp_path: Path, looks: list[int], seeds: list[int] | None = None) -> Path:
-    raw = {"question": "Does the gru learn?", "source": SOURCE, "figure": "factors",
-           "base": {"task": {"name": "adding", "length": 8}, "train": {"max_steps": 2},
-                    "tracking": {"wandb": "off"}, "eval": {"test": False}},
-           "metric": {"name": "val/mse", "goal": "minimize"},
-           "parameters": {"model.name": {"values": ["gru"]}}, "looks": looks,
-           "profiles": {"quick": {}, "paper": {}},
-           "expect": [{"name": "gru below 0.1", "where": {"model.name": "gru"}, "metric": "val/mse", "below": 0.1}]}
+    raw = {
+        "question": "Does the gru learn?",
+        "source": SOURCE,
+        "figure": "factors",
+        "base": {
+            "task": {"name": "adding", "length": 8},
+            "train": {"max_steps": 2},
+            "tracking": {"wandb": "off"},
+            "eval": {"test": False},
+        },
+        "metric": {"name": "val/mse", "goal": "minimize"},
+        "parameters": {"model.name": {"values": ["gru"]}},
+        "looks": looks,
+        "profiles": {"quick": {}, "paper": {}},
+        "expect": [{"name": "gru below 0.1", "where": {"model.name": "gru"}, "metric": "val/mse", "below": 0.1}],
+    }
     if seeds is not None:
         raw["seeds"] = seeds
     path = tmp_path / "seq.yaml"
@@ -297,9 +388,20 @@ def _fake_runs(monkeypatch, per_seed: dict[int, float]) -> list[list[int]]:
 
     def fake(claim, profile, out_dir, workers, storage, study, seeds, look):
         asked.append(list(seeds))
-        rows = [{"trial": look, "state": "COMPLETE", "seed": s, "run_id": f"{study}-{s}", "status": "completed",
-                 "param.model.name": "gru", "final.val/mse": per_seed[s]} for s in seeds]
+        rows = [
+            {
+                "trial": look,
+                "state": "COMPLETE",
+                "seed": s,
+                "run_id": f"{study}-{s}",
+                "status": "completed",
+                "param.model.name": "gru",
+                "final.val/mse": per_seed[s],
+            }
+            for s in seeds
+        ]
         return pd.DataFrame(rows), []
+
     monkeypatch.setattr(runner, "_run_seeds", fake)
     return asked
 
@@ -338,21 +440,39 @@ def test_a_claim_no_look_decides_runs_every_look_and_says_so(tmp_path, monkeypat
 
 
 # -- three tiny claims end to end ----------------------------------------------------------------
-TINY = {"task": {"name": "adding", "length": 8}, "model": {"name": "gru", "d_model": 16},
-        "train": {"max_steps": 100, "batch_size": 32, "val_every": 100, "val_batches": 2},
-        "eval": {"test": False}, "tracking": {"wandb": "off"}}
+TINY = {
+    "task": {"name": "adding", "length": 8},
+    "model": {"name": "gru", "d_model": 16},
+    "train": {"max_steps": 100, "batch_size": 32, "val_every": 100, "val_batches": 2},
+    "eval": {"test": False},
+    "tracking": {"wandb": "off"},
+}
 # absolute MSE thresholds, judged on the geometric mean: a baseline multiple is judged per seed, and a sign
 # test cannot decide 3 seeds (0.9-1.1 x the baseline 1/6 is 0.15-0.183)
 LEARNS = {"name": "gru learns", "where": {"optim.lr": "max"}, "metric": "val/mse", "below": 0.05}
-AT_BASE = {"name": "gru stays at the baseline", "where": {"optim.lr": "max"}, "metric": "val/mse",
-           "between": [0.15, 0.183], "control": "gru learns"}
+AT_BASE = {
+    "name": "gru stays at the baseline",
+    "where": {"optim.lr": "max"},
+    "metric": "val/mse",
+    "between": [0.15, 0.183],
+    "control": "gru learns",
+}
 
 
 def _tiny_claim(tmp_path: Path, name: str, lr: float, expect: list[dict], controls: list[dict]) -> Path:
     # measured on the shared 2-core machine: gru at lr 0.03, 100 steps: val/mse 0.0028 +- 0.0001 (baseline 0.167)
-    raw = {"question": f"tiny claim {name}", "source": SOURCE, "figure": "factors", "base": TINY,
-           "metric": {"name": "val/mse", "goal": "minimize"}, "parameters": {"optim.lr": {"values": [lr]}},
-           "seeds": 3, "profiles": {"quick": {}, "paper": {}}, "expect": expect, "controls": controls}
+    raw = {
+        "question": f"tiny claim {name}",
+        "source": SOURCE,
+        "figure": "factors",
+        "base": TINY,
+        "metric": {"name": "val/mse", "goal": "minimize"},
+        "parameters": {"optim.lr": {"values": [lr]}},
+        "seeds": 3,
+        "profiles": {"quick": {}, "paper": {}},
+        "expect": expect,
+        "controls": controls,
+    }
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(raw))
     return path
@@ -360,9 +480,11 @@ def _tiny_claim(tmp_path: Path, name: str, lr: float, expect: list[dict], contro
 
 @pytest.mark.slow
 def test_three_tiny_claims_hold_fail_and_invalid_end_to_end(tmp_path, capsys):
-    paths = [_tiny_claim(tmp_path, "must_hold", 0.03, [LEARNS], []),
-             _tiny_claim(tmp_path, "must_fail", 0.03, [AT_BASE], [LEARNS]),
-             _tiny_claim(tmp_path, "control_fails", 1e-7, [AT_BASE], [LEARNS])]
+    paths = [
+        _tiny_claim(tmp_path, "must_hold", 0.03, [LEARNS], []),
+        _tiny_claim(tmp_path, "must_fail", 0.03, [AT_BASE], [LEARNS]),
+        _tiny_claim(tmp_path, "control_fails", 1e-7, [AT_BASE], [LEARNS]),
+    ]
     assert main(["verify", *map(str, paths), "--out-dir", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
     verdicts = next(x for x in printed.splitlines() if x.startswith("claim verdicts:"))
@@ -373,31 +495,67 @@ def test_three_tiny_claims_hold_fail_and_invalid_end_to_end(tmp_path, capsys):
 
 
 def test_an_exploded_seed_is_a_value_judged_per_seed_and_a_swept_null_is_selected():
-    t = table({"gru": [math.inf, 1e4, math.inf], "rnn": [3.0, 2.0, 4.0]}, metric="diag/global_grad_norm@max",
-              baseline=None)
-    on_mean = judge_rule(Rule.model_validate({"name": "m", "where": {"model.name": "gru"},
-                                              "metric": "diag/global_grad_norm@max", "above": 100}), t, SWEPT)
+    t = table(
+        {"gru": [math.inf, 1e4, math.inf], "rnn": [3.0, 2.0, 4.0]}, metric="diag/global_grad_norm@max", baseline=None
+    )
+    on_mean = judge_rule(
+        Rule.model_validate(
+            {"name": "m", "where": {"model.name": "gru"}, "metric": "diag/global_grad_norm@max", "above": 100}
+        ),
+        t,
+        SWEPT,
+    )
     assert on_mean.verdict == INCONCLUSIVE and "2 seed(s) measured an infinite" in on_mean.why
-    per_seed = judge_rule(Rule.model_validate({"name": "s", "where": {"model.name": "gru"},
-                                               "metric": "diag/global_grad_norm@max", "success": {"above": 100},
-                                               "above": 0.2}), t, SWEPT)
+    per_seed = judge_rule(
+        Rule.model_validate(
+            {
+                "name": "s",
+                "where": {"model.name": "gru"},
+                "metric": "diag/global_grad_norm@max",
+                "success": {"above": 100},
+                "above": 0.2,
+            }
+        ),
+        t,
+        SWEPT,
+    )
     assert per_seed.interval.mean == 1.0 and per_seed.verdict == HOLDS
     clip = t.assign(**{"param.optim.grad_clip": [None, None, None, 1.0, 1.0, 1.0]})
     swept = {"model.name": ["rnn", "gru"], "optim.grad_clip": [None, 1.0]}
-    off = judge_rule(Rule.model_validate({"name": "c", "where": {"model.name": "gru", "optim.grad_clip": None},
-                                          "metric": "diag/global_grad_norm@max", "success": {"above": 100},
-                                          "above": 0.2}), clip, swept)
+    off = judge_rule(
+        Rule.model_validate(
+            {
+                "name": "c",
+                "where": {"model.name": "gru", "optim.grad_clip": None},
+                "metric": "diag/global_grad_norm@max",
+                "success": {"above": 100},
+                "above": 0.2,
+            }
+        ),
+        clip,
+        swept,
+    )
     assert off.interval.n == 3 and off.config == "model.name=gru, optim.grad_clip=None"
 
 
 def test_source_params_state_the_papers_count_beside_seqbenchs():
     c = claim([GRU_LEARNS])
-    raw = {"question": "q?", "source": {**SOURCE, "params": [
-        {"where": {"model.name": "gru"}, "paper": 70000, "seqbench": 70367, "from": "Table 1 size column"},
-        {"where": {}, "paper": None, "seqbench": 5000, "from": "not comparable: tied embeddings"}]},
-           "figure": "factors", "base": {"task": {"name": "adding", "length": 8}},
-           "parameters": {"model.name": {"values": ["rnn", "gru"]}}, "seeds": 3,
-           "profiles": {"quick": {}, "paper": {}}, "expect": [GRU_LEARNS]}
+    raw = {
+        "question": "q?",
+        "source": {
+            **SOURCE,
+            "params": [
+                {"where": {"model.name": "gru"}, "paper": 70000, "seqbench": 70367, "from": "Table 1 size column"},
+                {"where": {}, "paper": None, "seqbench": 5000, "from": "not comparable: tied embeddings"},
+            ],
+        },
+        "figure": "factors",
+        "base": {"task": {"name": "adding", "length": 8}},
+        "parameters": {"model.name": {"values": ["rnn", "gru"]}},
+        "seeds": 3,
+        "profiles": {"quick": {}, "paper": {}},
+        "expect": [GRU_LEARNS],
+    }
     parsed = parse_claim(raw, "c")
     assert parsed.source.params[0].paper == 70000 and parsed.source.params[1].from_.startswith("not comparable")
     assert c.source.params == []  # optional

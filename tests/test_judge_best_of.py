@@ -1,6 +1,7 @@
 """``best_of:`` on fabricated seed tables: each seed is judged at its best swept value (e.g. the best
 of 3 learning rates), in the goal's direction, and a rule judged after the selection can both hold
 and fail; the verdict names the values picked."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -11,18 +12,30 @@ from seqbench.reports.verify_html import verdict_figure
 from seqbench.sweeps.claims.judge import FAILS, HOLDS, judge_all
 from seqbench.sweeps.claims.schema import parse_claim
 
-SOURCE = {"cite": "Test 2024 Fig. 2", "paper": "A. Test 2024", "where": "Figure 2", "metric": "accuracy",
-          "published": [{"what": "attention", "value": 1.0, "unit": "accuracy"}]}
+SOURCE = {
+    "cite": "Test 2024 Fig. 2",
+    "paper": "A. Test 2024",
+    "where": "Figure 2",
+    "metric": "accuracy",
+    "published": [{"what": "attention", "value": 1.0, "unit": "accuracy"}],
+}
 LRS = [0.001, 0.003, 0.01]
 SWEPT = {"model.name": ["lstm", "transformer"], "task.n_pairs": [2, 8], "optim.lr": LRS}
 
 
 def claim(expect: list[dict], controls: list[dict] | None = None, goal: str = "maximize", metric: str = "val/acc"):
-    raw = {"question": "q?", "source": SOURCE, "figure": "factors",
-           "base": {"task": {"name": "assoc_recall", "vocab": 20, "length": 24}},
-           "metric": {"name": metric, "goal": goal},
-           "parameters": {k: {"values": v} for k, v in SWEPT.items()}, "seeds": 3,
-           "profiles": {"quick": {}, "paper": {}}, "expect": expect, "controls": controls or []}
+    raw = {
+        "question": "q?",
+        "source": SOURCE,
+        "figure": "factors",
+        "base": {"task": {"name": "assoc_recall", "vocab": 20, "length": 24}},
+        "metric": {"name": metric, "goal": goal},
+        "parameters": {k: {"values": v} for k, v in SWEPT.items()},
+        "seeds": 3,
+        "profiles": {"quick": {}, "paper": {}},
+        "expect": expect,
+        "controls": controls or [],
+    }
     return parse_claim(raw, "c")
 
 
@@ -37,25 +50,58 @@ def table(acc: dict[tuple[str, int], list[list[float]]], metric: str = "val/acc"
         for lr, seeds in zip(LRS, per_lr):
             for seed in range(SEEDS):
                 v = seeds[seed % len(seeds)]
-                rows.append({"trial": len(rows), "state": "COMPLETE", "seed": seed, "run_id": f"r{len(rows)}",
-                             "status": "completed", "param.model.name": model, "param.task.n_pairs": pairs,
-                             "param.optim.lr": lr, f"final.{metric}": v, f"baseline.{metric}": 0.1})
+                rows.append(
+                    {
+                        "trial": len(rows),
+                        "state": "COMPLETE",
+                        "seed": seed,
+                        "run_id": f"r{len(rows)}",
+                        "status": "completed",
+                        "param.model.name": model,
+                        "param.task.n_pairs": pairs,
+                        "param.optim.lr": lr,
+                        f"final.{metric}": v,
+                        f"baseline.{metric}": 0.1,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 LOW = [0.10, 0.12, 0.11]
 HIGH = [0.99, 1.0, 0.995]
-ATTN = {"name": "attention recalls 8 pairs", "where": {"model.name": "transformer", "task.n_pairs": 8},
-        "best_of": "optim.lr", "metric": "val/acc", "above": 0.9}
-LSTM_FEW = {"name": "lstm recalls 2 pairs", "where": {"model.name": "lstm", "task.n_pairs": 2},
-            "best_of": ["optim.lr"], "metric": "val/acc", "above": 0.8}
-LSTM_LOW = {"name": "lstm fails at 8 pairs", "where": {"model.name": "lstm", "task.n_pairs": 8},
-            "best_of": {"params": ["optim.lr"]}, "metric": "val/acc", "below": 0.5, "control": "lstm recalls 2 pairs"}
+ATTN = {
+    "name": "attention recalls 8 pairs",
+    "where": {"model.name": "transformer", "task.n_pairs": 8},
+    "best_of": "optim.lr",
+    "metric": "val/acc",
+    "above": 0.9,
+}
+LSTM_FEW = {
+    "name": "lstm recalls 2 pairs",
+    "where": {"model.name": "lstm", "task.n_pairs": 2},
+    "best_of": ["optim.lr"],
+    "metric": "val/acc",
+    "above": 0.8,
+}
+LSTM_LOW = {
+    "name": "lstm fails at 8 pairs",
+    "where": {"model.name": "lstm", "task.n_pairs": 8},
+    "best_of": {"params": ["optim.lr"]},
+    "metric": "val/acc",
+    "below": 0.5,
+    "control": "lstm recalls 2 pairs",
+}
 
 
 def full(attn8, lstm8, lstm2=None):
-    return table({("transformer", 8): attn8, ("lstm", 8): lstm8, ("lstm", 2): lstm2 or [LOW, HIGH, LOW],
-                  ("transformer", 2): [HIGH, HIGH, HIGH]})
+    return table(
+        {
+            ("transformer", 8): attn8,
+            ("lstm", 8): lstm8,
+            ("lstm", 2): lstm2 or [LOW, HIGH, LOW],
+            ("transformer", 2): [HIGH, HIGH, HIGH],
+        }
+    )
 
 
 def test_best_of_picks_each_seeds_best_rate_and_says_which():
@@ -75,10 +121,16 @@ def test_best_of_picks_each_seeds_best_rate_and_says_which():
 @pytest.mark.parametrize("goal, picked", [("minimize", 0.001), ("maximize", 0.01)])
 def test_best_of_follows_the_goal(goal, picked):
     loss = [[0.5, 0.6, 0.55], [1.0, 1.1, 1.05], [2.0, 2.2, 2.1]]  # lr 0.001 lowest, lr 0.01 highest
-    t = table({("transformer", 8): loss, ("lstm", 8): loss, ("lstm", 2): loss, ("transformer", 2): loss},
-              metric="val/loss")
-    rule = {"name": "loss", "where": {"model.name": "transformer", "task.n_pairs": 8}, "best_of": "optim.lr",
-            "metric": "val/loss", "below": 5.0}
+    t = table(
+        {("transformer", 8): loss, ("lstm", 8): loss, ("lstm", 2): loss, ("transformer", 2): loss}, metric="val/loss"
+    )
+    rule = {
+        "name": "loss",
+        "where": {"model.name": "transformer", "task.n_pairs": 8},
+        "best_of": "optim.lr",
+        "metric": "val/loss",
+        "below": 5.0,
+    }
     # the claim's metric goal by default ...
     _, rules, _, _ = judge_all(claim([rule], goal=goal, metric="val/loss"), t, SWEPT, "quick")
     assert {p["optim.lr"] for p in rules[0].picked.values()} == {picked}
@@ -117,9 +169,15 @@ def test_a_diverged_run_never_wins_and_a_seed_missing_a_rate_is_left_out():
 
 
 def test_a_difference_takes_each_sides_own_best_paired_by_seed():
-    rule = {"name": "lstm falls with pairs", "where": {"model.name": "lstm", "task.n_pairs": 2},
-            "minus": {"model.name": "lstm", "task.n_pairs": 8}, "best_of": "optim.lr", "metric": "val/acc",
-            "above": 0.3, "control": "lstm recalls 2 pairs"}
+    rule = {
+        "name": "lstm falls with pairs",
+        "where": {"model.name": "lstm", "task.n_pairs": 2},
+        "minus": {"model.name": "lstm", "task.n_pairs": 8},
+        "best_of": "optim.lr",
+        "metric": "val/acc",
+        "above": 0.3,
+        "control": "lstm recalls 2 pairs",
+    }
     t = full([HIGH] * 3, [LOW, [0.3, 0.35, 0.32], LOW], lstm2=[LOW, LOW, HIGH])
     _, rules, controls, _ = judge_all(claim([rule], [LSTM_FEW]), t, SWEPT, "quick")
     r = rules[0]
@@ -129,21 +187,30 @@ def test_a_difference_takes_each_sides_own_best_paired_by_seed():
     assert [len(v) for _, v in r.sides] == [8, 8]
 
 
-@pytest.mark.parametrize("rule, message", [
-    ({**ATTN, "where": {"model.name": "transformer", "task.n_pairs": 8, "optim.lr": 0.01}}, "chosen per seed"),
-    ({**ATTN, "best_of": ["optim.lr", "model.d_model"]}, "model.d_model must be swept over 2 or more values"),
-    ({**ATTN, "metric": "val/loss", "above": None, "below": 1.0}, "best_of: needs goal"),
-    ({**ATTN, "best_of": None}, r"must fix optim.lr .* best_of"),
-])
+@pytest.mark.parametrize(
+    "rule, message",
+    [
+        ({**ATTN, "where": {"model.name": "transformer", "task.n_pairs": 8, "optim.lr": 0.01}}, "chosen per seed"),
+        ({**ATTN, "best_of": ["optim.lr", "model.d_model"]}, "model.d_model must be swept over 2 or more values"),
+        ({**ATTN, "metric": "val/loss", "above": None, "below": 1.0}, "best_of: needs goal"),
+        ({**ATTN, "best_of": None}, r"must fix optim.lr .* best_of"),
+    ],
+)
 def test_best_of_mistakes_are_refused_at_load(rule, message):
     with pytest.raises(UserError, match=message):
         claim([rule])
 
 
 def test_the_terminal_line_names_the_rates_picked():
-    rule = {"name": "lstm falls with pairs", "where": {"model.name": "lstm", "task.n_pairs": 2},
-            "minus": {"model.name": "lstm", "task.n_pairs": 8}, "best_of": "optim.lr", "metric": "val/acc",
-            "above": 0.3, "no_control": "test"}
+    rule = {
+        "name": "lstm falls with pairs",
+        "where": {"model.name": "lstm", "task.n_pairs": 2},
+        "minus": {"model.name": "lstm", "task.n_pairs": 8},
+        "best_of": "optim.lr",
+        "metric": "val/acc",
+        "above": 0.3,
+        "no_control": "test",
+    }
     t = full([HIGH] * 3, [LOW, [0.3, 0.35, 0.32], LOW], lstm2=[LOW, LOW, HIGH])
     _, rules, _, _ = judge_all(claim([rule]), t, SWEPT, "quick")
     text = rules[0].measured()

@@ -9,6 +9,7 @@ imputed diverged seed) and a mean t-test read seeds that click or stay on a plat
 interval (bimodal accuracy and loss); the rates it measured are in the README's table. A judge that
 never decides would pass calibration, so the last test asks for power where the effect is plain.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -17,8 +18,8 @@ import sys
 
 import pytest
 
-from tests.helpers import REPO
 from seqbench.sweeps.claims.schema import ALPHA
+from tests.helpers import REPO
 
 
 def _load():
@@ -57,8 +58,7 @@ def test_a_claims_holm_procedure_over_every_look_wrongs_no_member_more_than_alph
     assert r.fails <= bound(REPS_PROCEDURE), f"{name}: some member failed in {r.fails:.3f} of studies"
 
 
-@pytest.mark.parametrize("kind", [k for k in CAL.KINDS if not k.name.startswith("discrete ties")],
-                         ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", [k for k in CAL.KINDS if not k.name.startswith("discrete ties")], ids=lambda k: k.name)
 def test_where_the_effect_is_plain_a_rule_kind_holds_on_most_studies(kind):
     """Every seed passes (per-seed kinds) or the mean is 2 sd past the threshold: by the last look of
     [3, 5, 8] the rule holds in most studies (a judge that never decides is calibrated, and useless).

@@ -1,4 +1,5 @@
 """Every config field reaches the code it names (a knob that does nothing is a bug)."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,14 +29,16 @@ def test_recurrent_width_depth_dropout_direction(model):
     drop = module_for(f"model={model}", "model.d_model=8", "model.n_layers=2", "model.dropout=0.3")
     assert drop.net.backbone.rnn.dropout == 0.3 and drop.net.backbone.drop.p == 0.3
     # causal synthetic tasks refuse bidirectional models (test_config), so build one directly
-    from seqbench.models.base import build_model
     from seqbench.bench.core.contract import OutputKind, TaskSpec
+    from seqbench.models.base import build_model
+
     spec = TaskSpec(OutputKind.CLASS, n_classes=3, causal=False, vocab_size=5)
     cfg = base.cfg.model.model_validate({**base.cfg.model.model_dump(), "bidirectional": True})
     net = build_model(cfg, spec)
     assert net.backbone.d_out == 16 and net.backbone.rnn.bidirectional
     x = torch.randint(0, 5, (2, 7))
     from seqbench.bench.core.contract import Batch
+
     out, _ = net(Batch(x=x, y=torch.zeros(2, dtype=torch.long)))
     assert out.shape == (2, 3)
     x2 = x.clone()
@@ -130,8 +133,10 @@ def test_decay_from_makes_a_no_warmup_arm_differ_by_the_warmup_only():
     assert cos[:3] == pytest.approx([0.1] * 3) and cos[4] == pytest.approx(0.05)
 
 
-@pytest.mark.parametrize("name, cls", [("adam", torch.optim.Adam), ("adamw", torch.optim.AdamW),
-                                       ("sgd", torch.optim.SGD), ("radam", torch.optim.RAdam)])
+@pytest.mark.parametrize(
+    "name, cls",
+    [("adam", torch.optim.Adam), ("adamw", torch.optim.AdamW), ("sgd", torch.optim.SGD), ("radam", torch.optim.RAdam)],
+)
 def test_optimizer_choice_and_hyperparameters(name, cls):
     m = module_for(f"optim.optimizer={name}", "optim.weight_decay=0.01", "optim.momentum=0.5")
     opt = m.configure_optimizers()["optimizer"]
@@ -169,12 +174,14 @@ def test_beta2_changes_the_update():
 @pytest.mark.parametrize("bad", ["[0.9, 1.0]", "[-0.1, 0.9]", "[0.9]", "[0.9, 0.98, 0.9]", "[false, 0.98]", "0.9"])
 def test_betas_refused_out_of_range(bad):
     from seqbench.bench.core.errors import UserError
+
     with pytest.raises(UserError, match="optim.betas"):
         module_for(f"optim.betas={bad}")
 
 
 def test_betas_refused_for_sgd():
     from seqbench.bench.core.errors import UserError
+
     with pytest.raises(UserError, match="optim.betas.*sgd"):
         module_for("optim.optimizer=sgd", "optim.betas=[0.9, 0.98]")
     module_for("optim.optimizer=sgd")  # the default betas are not the user's

@@ -4,6 +4,7 @@ A field counts as reaching the model when changing it changes the parameter shap
 module structure (repr), or the outputs for a fixed input and seed. New models are covered
 the day they land; a field that does nothing fails here.
 """
+
 from __future__ import annotations
 
 import typing
@@ -49,8 +50,11 @@ def _alternative(field, default):
 
 def _task_for(model_name: str) -> str:
     kinds = MODELS.get(model_name).config_cls.supported_kinds
-    return next(t.name for t in TASKS if t.config_cls.facts.output_kind in kinds and t.name in TINY_TASK
-                and "text" not in t.cls.__module__)
+    return next(
+        t.name
+        for t in TASKS
+        if t.config_cls.facts.output_kind in kinds and t.name in TINY_TASK and "text" not in t.cls.__module__
+    )
 
 
 def _fingerprint(cfg, task, seed=0):
@@ -76,8 +80,9 @@ EXEMPT = {
     "teacher_forcing_decay_steps": "tests/test_seq2seq.py",
     "decode": "tests/test_seq2seq.py (beam width spied on the beam call)",
 }
-CASES = [(m.name, f) for m in MODELS for f in m.config_cls.model_fields
-         if f not in ("name", "embedding") and f not in EXEMPT]
+CASES = [
+    (m.name, f) for m in MODELS for f in m.config_cls.model_fields if f not in ("name", "embedding") and f not in EXEMPT
+]
 
 
 @pytest.mark.parametrize("model_name, field", CASES)
@@ -103,15 +108,17 @@ def test_every_model_field_reaches_the_model(model_name, field, tmp_path):
     assert a[0] != b[0] or a[1] != b[1] or not same_out, f"model.{field}: {default!r} -> {alt!r} changed nothing"
 
 
-SYNTHETIC_CASES = [(t.name, f) for t in TASKS if "synthetic" in t.cls.__module__
-                   for f in t.config_cls.model_fields if f != "name"]
+SYNTHETIC_CASES = [
+    (t.name, f) for t in TASKS if "synthetic" in t.cls.__module__ for f in t.config_cls.model_fields if f != "name"
+]
 
 
 @pytest.mark.parametrize("task_name, field", SYNTHETIC_CASES)
 def test_every_synthetic_task_field_changes_the_data(task_name, field, tmp_path):
     """(Text tasks' fields are covered in tests/test_sentiment.py, test_lm.py, test_text_data.py.)"""
-    fields = TASKS.get(task_name).config_cls.model_fields
-    model = next(m.name for m in MODELS if TASKS.get(task_name).config_cls.facts.output_kind in m.config_cls.supported_kinds)
+    model = next(
+        m.name for m in MODELS if TASKS.get(task_name).config_cls.facts.output_kind in m.config_cls.supported_kinds
+    )
     base = tiny_overrides(task_name, model, tmp_path)
     cfg_a = build_config({}, base)
     current = getattr(cfg_a.task, field)
@@ -131,6 +138,7 @@ def test_every_synthetic_task_field_changes_the_data(task_name, field, tmp_path)
         return task.spec, batch.x, batch.y
 
     (sa, xa, ya), (sb, xb, yb) = data(a), data(b)
-    changed = sa != sb or xa.shape != xb.shape or ya.shape != yb.shape or not (torch.equal(xa, xb)
-                                                                              and torch.equal(ya, yb))
+    changed = (
+        sa != sb or xa.shape != xb.shape or ya.shape != yb.shape or not (torch.equal(xa, xb) and torch.equal(ya, yb))
+    )
     assert changed, f"task.{field}: {current} -> {alt} changed neither the spec nor the data"

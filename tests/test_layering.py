@@ -9,33 +9,28 @@ import no torch, which keeps ``seqbench list`` and ``--print-config`` light.
 import-linter finds a package by walking its folder, and seqbench's folders install under one name
 through pyproject's package-dir, so the check runs over a copy of the source laid out as it installs.
 """
+
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-FOLDERS = ("bench", "models", "tasks", "sweeps", "reports")
-
-
-def installed_layout(dest: Path) -> Path:
-    """``dest/seqbench/{__init__.py, bench/, models/, ...}``: the tree as site-packages would hold it."""
-    pkg = dest / "seqbench"
-    shutil.copytree(REPO / "seqbench", pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    for folder in FOLDERS:
-        shutil.copytree(REPO / folder, pkg / folder, ignore=shutil.ignore_patterns("__pycache__", "*.yaml"))
-    return pkg
+from tests.installed import REPO, installed_layout
 
 
 def lint(root: Path) -> subprocess.CompletedProcess:
     exe = Path(sys.executable).with_name("lint-imports")
-    return subprocess.run([str(exe), "--config", str(REPO / "pyproject.toml"), "--no-cache", "--no-logo"],
-                          cwd=root, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [str(exe), "--config", str(REPO / "pyproject.toml"), "--no-cache", "--no-logo"],
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_floors_hold(tmp_path):
@@ -45,13 +40,16 @@ def test_the_floors_hold(tmp_path):
     assert "0 broken" in r.stdout
 
 
-@pytest.mark.parametrize("module, line, broken", [
-    ("models/tcn.py", "from seqbench.tasks.base import Task  # noqa", "Floors"),
-    ("bench/core/stats.py", "import torch  # noqa", "-> torch"),
-    ("models/configs/tcn.py", "import torch  # noqa", "-> torch"),
-    ("tasks/text/configs/lm.py", "from seqbench.tasks.text import data  # noqa", "Config modules"),
-    ("sweeps/spec.py", "def _f():\n    from seqbench.bench.commands import sweep  # noqa\n", "Floors"),
-])
+@pytest.mark.parametrize(
+    "module, line, broken",
+    [
+        ("models/tcn.py", "from seqbench.tasks.base import Task  # noqa", "Floors"),
+        ("bench/core/stats.py", "import torch  # noqa", "-> torch"),
+        ("models/configs/tcn.py", "import torch  # noqa", "-> torch"),
+        ("tasks/text/configs/lm.py", "from seqbench.tasks.text import data  # noqa", "Config modules"),
+        ("sweeps/spec.py", "def _f():\n    from seqbench.bench.commands import sweep  # noqa\n", "Floors"),
+    ],
+)
 def test_a_wrong_import_breaks_a_contract(tmp_path, module, line, broken):
     """The check can fail: an upward, sideways or torch import (a lazy one too) is reported."""
     pkg = installed_layout(tmp_path)

@@ -4,6 +4,7 @@ textbooks say they should, and fail where they say they fail.
 Settings were measured on a 2-core CPU (see the issue notes): copy with 3 symbols from an
 alphabet of 4, d_model 64, Adam lr 1e-2, batch 64. Runs stop early at val/acc 0.99.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -11,14 +12,27 @@ import pytest
 from seqbench.bench.config import build_config
 from seqbench.bench.training.train import train_run
 
-COPY = ["task=copy", "task.n_symbols=3", "task.alphabet=4", "model.d_model=64", "optim.lr=0.01",
-        "train.batch_size=64", "train.val_every=100", "train.val_batches=6", "eval.test=false",
-        "tracking.wandb=off", "train.early_stop={metric: val/acc, threshold: 0.99}"]
+COPY = [
+    "task=copy",
+    "task.n_symbols=3",
+    "task.alphabet=4",
+    "model.d_model=64",
+    "optim.lr=0.01",
+    "train.batch_size=64",
+    "train.val_every=100",
+    "train.val_batches=6",
+    "eval.test=false",
+    "tracking.wandb=off",
+    "train.early_stop={metric: val/acc, threshold: 0.99}",
+]
 
 
 def copy_run(out_dir, model: str, delay: int, steps: int, seed: int = 0) -> dict:
-    cfg = build_config({}, COPY + [f"model={model}", f"task.delay={delay}", f"train.max_steps={steps}",
-                                   f"seed={seed}", f"out_dir={out_dir}"])
+    cfg = build_config(
+        {},
+        COPY
+        + [f"model={model}", f"task.delay={delay}", f"train.max_steps={steps}", f"seed={seed}", f"out_dir={out_dir}"],
+    )
     return train_run(cfg, progress=False)
 
 

@@ -1,9 +1,9 @@
 """The lm task: splits without leakage, streams, batch layout, bpc, sampling, a run, and learning."""
+
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -13,8 +13,12 @@ from seqbench.bench.training.train import build_task, train_run
 from seqbench.models.base import build_model
 from seqbench.tasks.text.lm import strip_markdown
 
-LINES = ["Now is the winter of our discontent", "Made glorious summer by this sun of York;",
-         "And all the clouds that lour'd upon our house", "In the deep bosom of the ocean buried."]
+LINES = [
+    "Now is the winter of our discontent",
+    "Made glorious summer by this sun of York;",
+    "And all the clouds that lour'd upon our house",
+    "In the deep bosom of the ocean buried.",
+]
 
 
 def write_docs(tmp_path, n=5):
@@ -26,8 +30,9 @@ def write_docs(tmp_path, n=5):
 
 
 def make(tmp_path, *ov):
-    cfg = build_config({}, ["task=lm", f"task.cache_dir={tmp_path / 'cache'}", "tracking.wandb=off",
-                            f"out_dir={tmp_path}", *ov])
+    cfg = build_config(
+        {}, ["task=lm", f"task.cache_dir={tmp_path / 'cache'}", "tracking.wandb=off", f"out_dir={tmp_path}", *ov]
+    )
     return build_task(cfg)
 
 
@@ -126,8 +131,16 @@ def test_generation_with_and_without_state(tmp_path):
     net = PrefixOnly(V, 16)
     out = task.generate(net, torch.device("cpu"), [5, 6, 7], 40, temperature=1.0)
     assert len(out) == 40 and net.calls == 41 and all(0 <= t < V for t in out)
-    cfg = build_config({}, ["task=lm", f"task.source={write_docs(tmp_path)}", f"task.cache_dir={tmp_path / 'cache'}",
-                            "task.length=16", "model.d_model=8"])
+    cfg = build_config(
+        {},
+        [
+            "task=lm",
+            f"task.source={write_docs(tmp_path)}",
+            f"task.cache_dir={tmp_path / 'cache'}",
+            "task.length=16",
+            "model.d_model=8",
+        ],
+    )
     lstm = build_model(cfg.model, task.spec)
     lstm.train()
     report = task.final_report(lstm, torch.device("cpu"))
@@ -137,10 +150,26 @@ def test_generation_with_and_without_state(tmp_path):
 
 
 def test_run_writes_sample_and_metrics(tmp_path):
-    cfg = build_config({}, ["task=lm", f"task.source={write_docs(tmp_path)}", f"task.cache_dir={tmp_path / 'c'}",
-                            "task.tokenizer=bpe", "task.vocab_size=300", "task.stateful=true", "task.length=8",
-                            "model.d_model=16", "train.max_steps=4", "train.val_every=2", "train.batch_size=4",
-                            "eval.lengths=[16]", "task.sample_tokens=10", "tracking.wandb=off", f"out_dir={tmp_path}"])
+    cfg = build_config(
+        {},
+        [
+            "task=lm",
+            f"task.source={write_docs(tmp_path)}",
+            f"task.cache_dir={tmp_path / 'c'}",
+            "task.tokenizer=bpe",
+            "task.vocab_size=300",
+            "task.stateful=true",
+            "task.length=8",
+            "model.d_model=16",
+            "train.max_steps=4",
+            "train.val_every=2",
+            "train.batch_size=4",
+            "eval.lengths=[16]",
+            "task.sample_tokens=10",
+            "tracking.wandb=off",
+            f"out_dir={tmp_path}",
+        ],
+    )
     r = train_run(cfg, progress=False)
     assert r["status"] == "completed" and {"val/loss", "val/ppl", "val/bpc", "test@16/bpc"} <= set(r["final"])
     assert r["extras"]["sample"]["tokens"] == 10 and set(r["baseline"]) == {"val/loss", "val/ppl", "val/bpc"}
@@ -148,9 +177,25 @@ def test_run_writes_sample_and_metrics(tmp_path):
 
 @pytest.mark.slow
 def test_small_lstm_beats_unigram_bpc_on_shakespeare(tmp_path, plays):
-    cfg = build_config({}, ["task=lm", f"task.cache_dir={plays.cfg.cache_dir}", "model=lstm", "model.d_model=64",
-                            "task.length=64", "task.stateful=true", "train.batch_size=16", "optim.lr=5e-3",
-                            "train.max_steps=150", "train.val_every=150", "train.val_batches=8", "eval.test=false",
-                            "task.sample_tokens=0", "tracking.wandb=off", f"out_dir={tmp_path}"])
+    cfg = build_config(
+        {},
+        [
+            "task=lm",
+            f"task.cache_dir={plays.cfg.cache_dir}",
+            "model=lstm",
+            "model.d_model=64",
+            "task.length=64",
+            "task.stateful=true",
+            "train.batch_size=16",
+            "optim.lr=5e-3",
+            "train.max_steps=150",
+            "train.val_every=150",
+            "train.val_batches=8",
+            "eval.test=false",
+            "task.sample_tokens=0",
+            "tracking.wandb=off",
+            f"out_dir={tmp_path}",
+        ],
+    )
     r = train_run(cfg, progress=False)  # ~16 s of training; reached 3.35 vs the unigram's 4.82 bits/char
     assert r["final"]["val/bpc"] < r["baseline"]["val/bpc"] - 1.0, (r["final"], r["baseline"])

@@ -1,6 +1,7 @@
 """Load: four local workers on one journal study, and two on PostgreSQL, run a 24-point grid to the
 end: no duplicate or missing grid point, no trial left RUNNING or WAITING, every COMPLETE trial has
 its runs' files. Two steps per trial, so process start-up and the storage are what is exercised."""
+
 from __future__ import annotations
 
 import itertools
@@ -70,8 +71,16 @@ def test_sigkilled_sweep_rerun_continues_the_trial_from_its_checkpoint(tmp_path,
 
     from seqbench.bench.cli import main
 
-    base = {**TINY_BASE, "train": {**TINY_BASE["train"], "max_steps": 300, "val_every": 20,
-                                   "checkpoint_every": 20, "deterministic": True}}
+    base = {
+        **TINY_BASE,
+        "train": {
+            **TINY_BASE["train"],
+            "max_steps": 300,
+            "val_every": 20,
+            "checkpoint_every": 20,
+            "deterministic": True,
+        },
+    }
     p = write_spec(tmp_path, name="kill", base=base, parameters={"task.delay": {"values": [3]}})
     out = tmp_path / "out"
     args = (str(p), "--out-dir", str(out), "--heartbeat", "0.5")
@@ -109,5 +118,6 @@ def test_sigkilled_sweep_rerun_continues_the_trial_from_its_checkpoint(tmp_path,
     assert again[0].value == trials[1].value
     final = json.loads((run / "results.json").read_text())["final"]
     ref = json.loads((whole / "runs" / again[0].user_attrs["run_ids"][0] / "results.json").read_text())["final"]
-    assert {k: v for k, v in final.items() if k != "time/train_s"} == \
-        {k: v for k, v in ref.items() if k != "time/train_s"}
+    assert {k: v for k, v in final.items() if k != "time/train_s"} == {
+        k: v for k, v in ref.items() if k != "time/train_s"
+    }

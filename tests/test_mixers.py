@@ -1,6 +1,7 @@
 """The sequence mixers (mamba, s4d, linear_attention, hyena): shapes at any length, finite gradients,
 causality, every knob doing something, MAC counts against torch's FlopCounterMode, the known answers
 of each formulation, and a small learning check each (previous-token recall)."""
+
 from __future__ import annotations
 
 import inspect
@@ -12,9 +13,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-import seqbench.models.configs.hyena  # noqa: F401  (each config module registers itself in MIXERS)
-import seqbench.models.configs.linear_attention  # noqa: F401
-import seqbench.models.configs.mamba  # noqa: F401
+import seqbench.models.configs.hyena  # each config module registers itself in MIXERS
+import seqbench.models.configs.linear_attention
+import seqbench.models.configs.mamba
 import seqbench.models.configs.s4d  # noqa: F401
 from seqbench.bench.core.registry import MIXERS
 from seqbench.models import hyena as hyena_module
@@ -41,7 +42,11 @@ def build(name: str, d: int = D, seed: int = 0, **args) -> nn.Module:
 
 def test_registry_binds_each_config_to_its_module():
     assert {n: MIXERS.get(n).cls for n in NAMES} == {
-        "mamba": Mamba, "s4d": S4D, "linear_attention": LinearAttention, "hyena": Hyena}
+        "mamba": Mamba,
+        "s4d": S4D,
+        "linear_attention": LinearAttention,
+        "hyena": Hyena,
+    }
     assert all(MIXERS.get(n).doc for n in NAMES)
     assert [n for n in NAMES if MIXERS.get(n).config_cls.needs_positions] == ["linear_attention"]
 
@@ -76,11 +81,11 @@ def test_outputs_up_to_t_ignore_later_inputs(name, t):
     mixer, T = build(name), 50  # one chunk for linear attention; several in the test below
     x = torch.randn(1, T, D)
     x2 = x.clone()
-    x2[:, t + 1:] += torch.randn(1, T - t - 1, D)
+    x2[:, t + 1 :] += torch.randn(1, T - t - 1, D)
     with torch.no_grad():
         y, y2 = mixer(x), mixer(x2)
-    torch.testing.assert_close(y2[:, :t + 1], y[:, :t + 1], atol=1e-5, rtol=0)
-    assert (y2[:, t + 1:] - y[:, t + 1:]).abs().amax() > 1e-3
+    torch.testing.assert_close(y2[:, : t + 1], y[:, : t + 1], atol=1e-5, rtol=0)
+    assert (y2[:, t + 1 :] - y[:, t + 1 :]).abs().amax() > 1e-3
 
 
 def test_linear_attention_causality_across_chunks_and_its_bidirectional_form():
@@ -96,18 +101,29 @@ def test_linear_attention_causality_across_chunks_and_its_bidirectional_form():
 
 # One change per knob, from the default; each must change the parameters' shapes or the output.
 FIELD_CHANGES = [
-    ("mamba", "d_state", 4), ("mamba", "expand", 1), ("mamba", "d_conv", 2), ("mamba", "dt_rank", 3),
-    ("s4d", "d_state", 8), ("s4d", "dt_min", 0.01), ("s4d", "dt_max", 0.5),
-    ("linear_attention", "n_heads", 2), ("linear_attention", "feature_map", "elu"),
-    ("linear_attention", "feature_dim", 4), ("linear_attention", "short_conv", 0),
-    ("hyena", "order", 3), ("hyena", "filter_order", 8), ("hyena", "short_filter", 2), ("hyena", "emb_dim", 5),
+    ("mamba", "d_state", 4),
+    ("mamba", "expand", 1),
+    ("mamba", "d_conv", 2),
+    ("mamba", "dt_rank", 3),
+    ("s4d", "d_state", 8),
+    ("s4d", "dt_min", 0.01),
+    ("s4d", "dt_max", 0.5),
+    ("linear_attention", "n_heads", 2),
+    ("linear_attention", "feature_map", "elu"),
+    ("linear_attention", "feature_dim", 4),
+    ("linear_attention", "short_conv", 0),
+    ("hyena", "order", 3),
+    ("hyena", "filter_order", 8),
+    ("hyena", "short_filter", 2),
+    ("hyena", "emb_dim", 5),
     ("hyena", "l_max", 64),
 ]
 
 
 def test_field_changes_cover_every_field():
     assert {(n, f) for n, f, _ in FIELD_CHANGES} == {
-        (n, f) for n in NAMES for f in MIXERS.get(n).config_cls.model_fields if f != "name"}
+        (n, f) for n in NAMES for f in MIXERS.get(n).config_cls.model_fields if f != "name"
+    }
 
 
 @pytest.mark.parametrize("name, field, value", FIELD_CHANGES)
@@ -122,17 +138,25 @@ def test_every_field_changes_the_mixer(name, field, value):
 
 
 def test_configs_refuse_what_the_modules_cannot_build():
-    for name, args in [("s4d", {"d_state": 7}), ("s4d", {"dt_min": 0.5, "dt_max": 0.1}),
-                       ("hyena", {"emb_dim": 4}), ("hyena", {"order": 1}), ("mamba", {"dt_rank": 0}),
-                       ("linear_attention", {"feature_map": "softmax"})]:
+    for name, args in [
+        ("s4d", {"d_state": 7}),
+        ("s4d", {"dt_min": 0.5, "dt_max": 0.1}),
+        ("hyena", {"emb_dim": 4}),
+        ("hyena", {"order": 1}),
+        ("mamba", {"dt_rank": 0}),
+        ("linear_attention", {"feature_map": "softmax"}),
+    ]:
         with pytest.raises(ValueError):
             config(name, **args)
     assert config("mamba", dt_rank=3).rank(64) == 3 and config("mamba").rank(65) == 5
 
 
 def test_linear_attention_heads_must_divide_d_model_and_the_message_says_which():
-    with pytest.raises(ValueError, match=r"model\.mixer_args\.n_heads: 3 does not divide model\.d_model=16; "
-                                         r"choose from \[1, 2, 4, 8, 16\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"model\.mixer_args\.n_heads: 3 does not divide model\.d_model=16; "
+        r"choose from \[1, 2, 4, 8, 16\]",
+    ):
         LinearAttention(16, n_heads=3)
     with pytest.raises(ValueError, match="n_heads"):
         config("linear_attention", n_heads=3).forward_macs(16, 12)
@@ -144,16 +168,26 @@ def test_linear_attention_heads_must_divide_d_model_and_the_message_says_which()
 # ``fft_macs`` is that part of ``forward_macs``. Work done once per batch (s4d's kernel, hyena's filter
 # FFN: ``shared_macs``) is counted once per sequence by forward_macs and once per batch by the counter.
 
+
 def test_fft_convention():
     assert rfft_macs(8) == 24 and rfft_macs(24) == round(24 * math.log2(24)) == 110 and rfft_macs(1) == 0
     assert config("s4d").fft_macs(16, 12) == 3 * 16 * 110
     assert config("hyena", order=3).fft_macs(16, 12) == 2 * 3 * 16 * 110
 
 
-@pytest.mark.parametrize("name, args", [("mamba", {}), ("mamba", {"dt_rank": 3, "d_conv": 2}), ("s4d", {}),
-                                        ("linear_attention", {}), ("linear_attention", {"feature_map": "elu"}),
-                                        ("linear_attention", {"short_conv": 0}),
-                                        ("hyena", {}), ("hyena", {"order": 3})])
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("mamba", {}),
+        ("mamba", {"dt_rank": 3, "d_conv": 2}),
+        ("s4d", {}),
+        ("linear_attention", {}),
+        ("linear_attention", {"feature_map": "elu"}),
+        ("linear_attention", {"short_conv": 0}),
+        ("hyena", {}),
+        ("hyena", {"order": 3}),
+    ],
+)
 @pytest.mark.parametrize("B", [1, 3])
 def test_forward_macs_match_flop_counter_mode(name, args, B):
     T, cfg, mixer = 12, config(name, **args), build(name, **args)
@@ -175,15 +209,16 @@ def test_linear_attention_macs_count_whole_chunks():
 
 # -- known answers ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("T", [7, 13, 50])
 def test_mamba_parallel_scan_equals_the_sequential_scan_at_lengths_not_powers_of_two(T):
     mixer = build("mamba")
     x = torch.randn(2, T, D, requires_grad=True)
     y = mixer(x)
-    gx, = torch.autograd.grad(y.square().sum(), x)
+    (gx,) = torch.autograd.grad(y.square().sum(), x)
     mixer.block.config.pscan = False  # mambapy's step-by-step loop: h_t = exp(ΔA) h_{t-1} + ΔB x_t
     y_seq = mixer(x)
-    gx_seq, = torch.autograd.grad(y_seq.square().sum(), x)
+    (gx_seq,) = torch.autograd.grad(y_seq.square().sum(), x)
     torch.testing.assert_close(y, y_seq, atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(gx, gx_seq, atol=1e-4, rtol=1e-3)
 
@@ -214,7 +249,7 @@ def quadratic_linear_attention(mixer: LinearAttention, x: torch.Tensor, causal: 
     if mixer.short is not None:  # the short convolution as a sum of shifted copies: x_t' = Σ_i w_i x_{t-taps+1+i}
         w, k = mixer.short.weight[:, 0], mixer.short_taps  # (d, taps)
         padded = torch.cat([x.new_zeros(B, k - 1, d), x], dim=1)
-        x = sum(padded[:, i:i + T] * w[:, i] for i in range(k))
+        x = sum(padded[:, i : i + T] * w[:, i] for i in range(k))
     q = mixer.phi(mixer.q(x).view(B, T, H, f).transpose(1, 2)).double()  # (B, H, T, F)
     k = mixer.phi(mixer.k(x).view(B, T, H, f).transpose(1, 2)).double()
     v = mixer.v(x).view(B, T, H, d // H).transpose(1, 2).double()  # (B, H, T, Dh)
@@ -246,7 +281,7 @@ def test_taylor_features_approximate_exp_to_second_order():
 def direct_causal_conv(u: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """y_t = Σ_{j≤t} k_j u_{t-j}, one position at a time: u (B, C, T), k (C, T)."""
     T = u.shape[-1]
-    return torch.stack([(u[..., :t + 1].flip(-1) * k[:, :t + 1]).sum(-1) for t in range(T)], dim=-1)
+    return torch.stack([(u[..., : t + 1].flip(-1) * k[:, : t + 1]).sum(-1) for t in range(T)], dim=-1)
 
 
 @pytest.mark.parametrize("T", [1, 5, 37])
@@ -276,6 +311,7 @@ def test_hyena_filters_do_not_depend_on_the_sequence_length():
 
 
 # -- learning ------------------------------------------------------------------------------------
+
 
 def previous_token_accuracy(name: str, steps: int = 150, V: int = 8, T: int = 16, d: int = 32) -> float:
     """Embedding -> mixer -> Linear trained to output the token one position back; accuracy on fresh data.
@@ -308,6 +344,7 @@ def test_mixer_learns_to_recall_the_previous_token(name):
 
 
 # -- GPU -----------------------------------------------------------------------------------------
+
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

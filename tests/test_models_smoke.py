@@ -2,15 +2,16 @@
 
 Parametrized over the registries, so a new task or model is covered the day it lands.
 """
+
 from __future__ import annotations
 
 import pytest
 import torch
 
 from seqbench.bench.config import build_config
+from seqbench.bench.core.contract import OutputKind
 from seqbench.bench.training.module import SeqModule
 from seqbench.bench.training.train import build_task
-from seqbench.bench.core.contract import OutputKind
 from tests.helpers import compatible_pairs, tiny_overrides
 
 PAIRS = compatible_pairs()

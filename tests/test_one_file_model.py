@@ -5,6 +5,7 @@ accounting and works in ``compare``, with nothing in seqbench edited.
 The registries are filled at import time (``RunConfig``'s model union is built from them), so the
 toy module is imported first, in a fresh interpreter that then calls the CLI entry for each command.
 """
+
 from __future__ import annotations
 
 import json
@@ -61,10 +62,16 @@ class Toy(Backbone):
 
 # copy with n_symbols=2, alphabet=3, delay=4: T = 4 + 2 * 2 = 8 positions, 3 + 1 = 4 classes
 COPY = ["task=copy", "task.n_symbols=2", "task.alphabet=3", "task.delay=4"]
-SHORT = ["train.max_steps=2", "train.val_every=2", "train.val_batches=1", "train.batch_size=4",
-         "eval.test_batches=1", "tracking.wandb=off"]
+SHORT = [
+    "train.max_steps=2",
+    "train.val_every=2",
+    "train.val_batches=1",
+    "train.batch_size=4",
+    "eval.test_batches=1",
+    "tracking.wandb=off",
+]
 
-DRIVER = '''
+DRIVER = """
 import contextlib, io, json, sys
 from pathlib import Path
 
@@ -81,7 +88,7 @@ for name, argv in commands.items():
 from seqbench.bench.training.cost_config import CostConfig
 report["cost_default_models"] = CostConfig().models
 print("REPORT " + json.dumps(report))
-'''
+"""
 
 
 def test_a_model_in_one_file_works_in_list_run_cost_flops_and_compare(tmp_path: Path):
@@ -94,15 +101,43 @@ def test_a_model_in_one_file_works_in_list_run_cost_flops_and_compare(tmp_path: 
         "list": ["list"],
         "run": ["run", *COPY, "model=toy", "model.d_model=8", *SHORT, f"out_dir={out / 'run'}"],
         "refused": ["run", *COPY, "model=toy", "model.n_layers=2", f"out_dir={out / 'run'}"],
-        "cost": ["cost", "models=toy", "lengths=8,16", "d_model=8", "batch_size=2", "repeats=1", "warmup=0",
-                 "device=cpu", "isolate=false", f"out_dir={out / 'cost'}"],
-        "compare": ["compare", *COPY, "model=toy", "model.hidden=8,16", "model.d_model=8", "seeds=1", *SHORT,
-                    "--out-dir", str(out / "compare")],
+        "cost": [
+            "cost",
+            "models=toy",
+            "lengths=8,16",
+            "d_model=8",
+            "batch_size=2",
+            "repeats=1",
+            "warmup=0",
+            "device=cpu",
+            "isolate=false",
+            f"out_dir={out / 'cost'}",
+        ],
+        "compare": [
+            "compare",
+            *COPY,
+            "model=toy",
+            "model.hidden=8,16",
+            "model.d_model=8",
+            "seeds=1",
+            *SHORT,
+            "--out-dir",
+            str(out / "compare"),
+        ],
     }
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "pkg"), os.environ.get("PYTHONPATH", "")]),
-           "WANDB_MODE": "disabled"}
-    p = subprocess.run([sys.executable, "-c", textwrap.dedent(DRIVER), str(out), json.dumps(commands)],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path / "pkg"), os.environ.get("PYTHONPATH", "")]),
+        "WANDB_MODE": "disabled",
+    }
+    p = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(DRIVER), str(out), json.dumps(commands)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     report = json.loads(p.stdout.split("REPORT ", 1)[1])
 

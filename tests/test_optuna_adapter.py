@@ -1,5 +1,6 @@
 """Every function of ``sweeps/optuna_adapter.py`` against the installed Optuna: the private attributes
 and internal keys seqbench relies on. An Optuna upgrade that renames one fails here, by name."""
+
 from __future__ import annotations
 
 import optuna

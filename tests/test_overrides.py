@@ -1,5 +1,6 @@
 """Overrides compose the same whatever their order (task=/model= choices first, then values), a
 value the chosen task/model lacks is refused by name, and sweeps compose their base the same way."""
+
 from __future__ import annotations
 
 import itertools
@@ -16,15 +17,31 @@ from seqbench.bench.core.settings import leaves, parse_pairs
 from seqbench.sweeps.spec import load_spec
 
 # valid values per key; every combination below builds (d_model is divisible by every n_heads)
-COMMON = {"model.d_model": [16, 32], "model.n_layers": [1, 2], "model.dropout": [0.0, 0.1],
-          "train.max_steps": [50, 100], "train.batch_size": [8, 16], "optim.lr": [0.001, 0.003],
-          "optim.warmup_steps": [0, 10], "optim.schedule": ["constant", "cosine"], "seed": [0, 1],
-          "eval.lengths": [[24, 48], []], "tracking.wandb": ["off", "offline"]}
+COMMON = {
+    "model.d_model": [16, 32],
+    "model.n_layers": [1, 2],
+    "model.dropout": [0.0, 0.1],
+    "train.max_steps": [50, 100],
+    "train.batch_size": [8, 16],
+    "optim.lr": [0.001, 0.003],
+    "optim.warmup_steps": [0, 10],
+    "optim.schedule": ["constant", "cosine"],
+    "seed": [0, 1],
+    "eval.lengths": [[24, 48], []],
+    "tracking.wandb": ["off", "offline"],
+}
 PER_TASK = {"copy": {"task.delay": [5, 9], "task.n_symbols": [2, 3]}, "adding": {"task.length": [20, 30]}}
-PER_MODEL = {"rnn": {}, "gru": {}, "lstm": {"model.forget_bias": [0.5, 2.0]},
-             "transformer": {"model.n_heads": [2, 4], "model.norm_position": ["pre", "post"]}}
-BASES = [{}, build_config({}, ["model=lstm", "model.forget_bias=3.0", "task.delay=7"]).to_dict(),
-         {"task": "adding", "model": {"d_model": 24}}]
+PER_MODEL = {
+    "rnn": {},
+    "gru": {},
+    "lstm": {"model.forget_bias": [0.5, 2.0]},
+    "transformer": {"model.n_heads": [2, 4], "model.norm_position": ["pre", "post"]},
+}
+BASES = [
+    {},
+    build_config({}, ["model=lstm", "model.forget_bias=3.0", "task.delay=7"]).to_dict(),
+    {"task": "adding", "model": {"d_model": 24}},
+]
 
 
 def _text(value) -> str:
@@ -70,7 +87,9 @@ def _foreign(reg, chosen: str) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("chosen", MODELS.names())
 def test_a_field_of_a_model_not_chosen_is_refused_in_either_order(chosen):
-    task = next(t.name for t in TASKS if t.config_cls.facts.output_kind in MODELS.get(chosen).config_cls.supported_kinds)
+    task = next(
+        t.name for t in TASKS if t.config_cls.facts.output_kind in MODELS.get(chosen).config_cls.supported_kinds
+    )
     for field, owner in _foreign(MODELS, chosen)[:3]:
         default = MODELS.get(owner).config_cls.model_fields[field].default
         typed = f"model.{field}={_text(default)}"
@@ -98,16 +117,23 @@ def test_a_repeated_key_keeps_its_last_value_and_is_reported():
 
 
 def test_mappings_and_dotted_keys_are_the_same_setting():
-    assert leaves(parse_pairs(["train={max_steps: 5, early_stop: {threshold: 0.9}}"])) == \
-        leaves(parse_pairs(["train.early_stop.threshold=0.9", "train.max_steps=5"]))
+    assert leaves(parse_pairs(["train={max_steps: 5, early_stop: {threshold: 0.9}}"])) == leaves(
+        parse_pairs(["train.early_stop.threshold=0.9", "train.max_steps=5"])
+    )
     a = build_config({}, ["model={name: gru, d_model: 8}"])
     assert a == build_config({}, ["model.d_model=8", "model=gru"])
 
 
 def test_sweep_overrides_compose_into_the_base_in_any_order(tmp_path):
     p = tmp_path / "s.yaml"
-    p.write_text(yaml.safe_dump({"base": {"task": {"name": "copy", "delay": 4}, "model": {"d_model": 16}},
-                                 "parameters": {"train.max_steps": {"values": [2, 3]}}}))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "base": {"task": {"name": "copy", "delay": 4}, "model": {"d_model": 16}},
+                "parameters": {"train.max_steps": {"values": [2, 3]}},
+            }
+        )
+    )
     ovs = ["model.d_model=8", "model=gru", "task=adding", "task.length=9"]
     specs = {yaml.safe_dump(load_spec(p, list(perm)).to_dict()) for perm in itertools.permutations(ovs)}
     assert len(specs) == 1
@@ -115,16 +141,26 @@ def test_sweep_overrides_compose_into_the_base_in_any_order(tmp_path):
     assert base["model"] == {"name": "gru", "d_model": 8} and base["task"] == {"name": "adding", "length": 9}
 
 
-@pytest.mark.parametrize("override, block", [("train.max_steps=5", "parameters.train.max_steps"),
-                                             ("model.name=rnn", "parameters.model.name"),
-                                             ("model=rnn", "parameters.model.name"),
-                                             ("model.forget_bias=0.5", "per_model.lstm")])
+@pytest.mark.parametrize(
+    "override, block",
+    [
+        ("train.max_steps=5", "parameters.train.max_steps"),
+        ("model.name=rnn", "parameters.model.name"),
+        ("model=rnn", "parameters.model.name"),
+        ("model.forget_bias=0.5", "per_model.lstm"),
+    ],
+)
 def test_a_sweep_override_the_spec_sets_per_trial_is_refused(tmp_path, override, block):
     p = tmp_path / "s.yaml"
-    p.write_text(yaml.safe_dump({"base": {"task": {"name": "copy", "delay": 4}, "model": {"d_model": 16}},
-                                 "parameters": {"train.max_steps": {"values": [2, 3]},
-                                                "model.name": {"values": ["gru", "lstm"]}},
-                                 "per_model": {"lstm": {"model.forget_bias": 2.0}}}))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "base": {"task": {"name": "copy", "delay": 4}, "model": {"d_model": 16}},
+                "parameters": {"train.max_steps": {"values": [2, 3]}, "model.name": {"values": ["gru", "lstm"]}},
+                "per_model": {"lstm": {"model.forget_bias": 2.0}},
+            }
+        )
+    )
     key = override.split("=")[0] if override != "model=rnn" else "model.name"
     with pytest.raises(UserError, match=rf"^{key}: .*{block}"):
         load_spec(p, [override])
@@ -136,14 +172,23 @@ def test_a_sweep_trial_is_composed_like_a_run_with_the_same_settings():
     into the base's section leaf by leaf."""
     from seqbench.sweeps.spec import parse_spec, trial_config
 
-    base = {"task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 4}, "model": {"d_model": 16},
-            "train": {"max_steps": 8, "early_stop": {"metric": "val/acc", "threshold": 0.5}}}
-    spec = parse_spec({"base": base, "parameters": {"model.name": {"values": ["gru", "lstm"]}},
-                       "per_model": {"lstm": {"model.forget_bias": 2.0, "train": {"early_stop": {"threshold": 0.9}}}},
-                       "per_task": {"copy": {"task.delay": 5, "train.early_stop.threshold": 0.7}}})
+    base = {
+        "task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 4},
+        "model": {"d_model": 16},
+        "train": {"max_steps": 8, "early_stop": {"metric": "val/acc", "threshold": 0.5}},
+    }
+    spec = parse_spec(
+        {
+            "base": base,
+            "parameters": {"model.name": {"values": ["gru", "lstm"]}},
+            "per_model": {"lstm": {"model.forget_bias": 2.0, "train": {"early_stop": {"threshold": 0.9}}}},
+            "per_task": {"copy": {"task.delay": 5, "train.early_stop.threshold": 0.7}},
+        }
+    )
     lstm = trial_config(spec, {"model.name": "lstm"}, seed=3, extra={})
-    assert lstm == build_config(base, ["model=lstm", "model.forget_bias=2.0", "task.delay=5",
-                                       "train.early_stop.threshold=0.9", "seed=3"])
+    assert lstm == build_config(
+        base, ["model=lstm", "model.forget_bias=2.0", "task.delay=5", "train.early_stop.threshold=0.9", "seed=3"]
+    )
     assert lstm.train.early_stop.metric == "val/acc" and lstm.train.max_steps == 8  # merged, not replaced
     gru = trial_config(spec, {"model.name": "gru"}, seed=3, extra={})
     assert gru == build_config(base, ["task.delay=5", "train.early_stop.threshold=0.7", "model=gru", "seed=3"])

@@ -7,6 +7,7 @@ gigabytes; the point is the wheel, not the dependency resolver). A directory add
 line is not itself scanned for ``.pth`` files, so the editable install of this checkout stays
 inactive there: the venv sees only the wheel's seqbench.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,19 @@ import pytest
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parent.parent
-_NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "build", "dist", "outputs", "*.egg-info", "__pycache__",
-                                     ".pytest_cache", ".hypothesis", "wandb", "lightning_logs")
+_NOT_SOURCE = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "build",
+    "dist",
+    "outputs",
+    "*.egg-info",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    "wandb",
+    "lightning_logs",
+)
 HOSTILE = "raise ImportError('the user project package was imported instead of seqbench\\'s')\n"
 
 
@@ -77,9 +89,23 @@ def test_list_and_a_run_from_a_folder_with_its_own_models_and_tasks(installed, p
     assert p.returncode == 0, p.stderr[-2000:]
     assert "lstm" in p.stdout and "copy" in p.stdout and "demo" in p.stdout  # the shipped sweep, by name
     # `python -m` puts the cwd first on sys.path: the strongest test that the user's packages stay out
-    run = [str(installed / "python"), "-m", "seqbench", "run", "task=copy", "model=lstm", "task.delay=4",
-           "task.n_symbols=2", "model.d_model=16", "train.max_steps=20", "train.val_every=10",
-           "train.batch_size=8", "eval.test_batches=1", "tracking.wandb=off", "out_dir=out"]
+    run = [
+        str(installed / "python"),
+        "-m",
+        "seqbench",
+        "run",
+        "task=copy",
+        "model=lstm",
+        "task.delay=4",
+        "task.n_symbols=2",
+        "model.d_model=16",
+        "train.max_steps=20",
+        "train.val_every=10",
+        "train.batch_size=8",
+        "eval.test_batches=1",
+        "tracking.wandb=off",
+        "out_dir=out",
+    ]
     p = sh(run, project)
     assert p.returncode == 0, p.stderr[-3000:]
     (results,) = (project / "out" / "runs").glob("*/results.json")

@@ -1,4 +1,5 @@
 """Sweep workers on GPUs: round-robin CUDA_VISIBLE_DEVICES per worker process; CPU unchanged."""
+
 from __future__ import annotations
 
 import json
@@ -36,15 +37,18 @@ def job(tmp_path) -> runner.Job:
     return runner.Job(spec={}, spec_path="x.yaml", study="s", storage=None, out_dir=str(tmp_path))
 
 
-@pytest.mark.parametrize("n, devices, visible, expected", [
-    (4, None, ["0", "1"], ["0", "1", "0", "1"]),  # every visible GPU, two workers each
-    (3, None, ["0"], ["0", "0", "0"]),  # three workers share one GPU
-    (3, [1], ["0", "1"], ["1", "1", "1"]),
-    (5, [2, 0], ["0", "1", "2"], ["2", "0", "2", "0", "2"]),  # the order given is the order used
-    # an inherited CUDA_VISIBLE_DEVICES: index i means this process's cuda:i, i.e. the i-th entry
-    (2, [0, 1], ["5", "GPU-8f3c"], ["5", "GPU-8f3c"]),
-    (1, [1], ["0", "1"], ["1"]),
-])
+@pytest.mark.parametrize(
+    "n, devices, visible, expected",
+    [
+        (4, None, ["0", "1"], ["0", "1", "0", "1"]),  # every visible GPU, two workers each
+        (3, None, ["0"], ["0", "0", "0"]),  # three workers share one GPU
+        (3, [1], ["0", "1"], ["1", "1", "1"]),
+        (5, [2, 0], ["0", "1", "2"], ["2", "0", "2", "0", "2"]),  # the order given is the order used
+        # an inherited CUDA_VISIBLE_DEVICES: index i means this process's cuda:i, i.e. the i-th entry
+        (2, [0, 1], ["5", "GPU-8f3c"], ["5", "GPU-8f3c"]),
+        (1, [1], ["0", "1"], ["1"]),
+    ],
+)
 def test_round_robin_placement(n, devices, visible, expected):
     assert runner.placement(n, devices, visible) == expected
 
@@ -53,12 +57,15 @@ def test_cpu_placement_leaves_workers_alone():
     assert runner.placement(3, None, []) == [None, None, None]
 
 
-@pytest.mark.parametrize("devices, visible, message", [
-    ([0], [], r"--devices: no CUDA device is visible here \(torch.cuda.device_count\(\) is 0\); drop --devices"),
-    ([2], ["0", "1"], r"--devices: 2 is not a visible CUDA device; choose from 0..1"),
-    ([-1], ["0", "1"], r"--devices: -1 is not a visible CUDA device; choose from 0..1"),
-    ([0, 0], ["0", "1"], r"--devices: 0 is listed twice"),
-])
+@pytest.mark.parametrize(
+    "devices, visible, message",
+    [
+        ([0], [], r"--devices: no CUDA device is visible here \(torch.cuda.device_count\(\) is 0\); drop --devices"),
+        ([2], ["0", "1"], r"--devices: 2 is not a visible CUDA device; choose from 0..1"),
+        ([-1], ["0", "1"], r"--devices: -1 is not a visible CUDA device; choose from 0..1"),
+        ([0, 0], ["0", "1"], r"--devices: 0 is listed twice"),
+    ],
+)
 def test_bad_devices_are_refused(devices, visible, message):
     with pytest.raises(UserError, match=message):
         runner.placement(2, devices, visible)
@@ -106,8 +113,7 @@ def test_visible_devices_keep_inherited_entries(monkeypatch):
 
 def test_malformed_devices_flag_is_one_line(capsys):
     assert main(["sweep", "sweeps/demo.yaml", "--devices", "0,x"]) == 2
-    assert capsys.readouterr().err.strip() == ("error: --devices: '0,x' is not a list of device indices; "
-                                               "give e.g. 0,1")
+    assert capsys.readouterr().err.strip() == ("error: --devices: '0,x' is not a list of device indices; give e.g. 0,1")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
@@ -116,7 +122,8 @@ def test_devices_without_cuda_exits_2_before_any_work(tmp_path):
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip().splitlines() == [
         "error: --devices: no CUDA device is visible here (torch.cuda.device_count() is 0); "
-        "drop --devices to run the workers on the CPU"]
+        "drop --devices to run the workers on the CPU"
+    ]
     assert not (tmp_path / "optuna.journal").exists()
 
 
@@ -125,10 +132,12 @@ def test_devices_without_cuda_exits_2_before_any_work(tmp_path):
 def test_worker_sees_only_its_gpu(tmp_path):
     """On a real GPU: a sweep with --devices 0 runs its worker on cuda with one visible device."""
     spec = tmp_path / "s.yaml"
-    spec.write_text("base: {task: {name: copy, n_symbols: 2, alphabet: 3, delay: 4}, model: {name: lstm, "
-                    "d_model: 16}, train: {max_steps: 2, val_every: 2, val_batches: 1, batch_size: 4}, "
-                    "eval: {test: false}, tracking: {wandb: 'off'}}\nmethod: grid\n"
-                    "metric: {name: val/acc, goal: maximize}\nparameters: {optim.lr: {values: [0.001, 0.002]}}\n")
+    spec.write_text(
+        "base: {task: {name: copy, n_symbols: 2, alphabet: 3, delay: 4}, model: {name: lstm, "
+        "d_model: 16}, train: {max_steps: 2, val_every: 2, val_batches: 1, batch_size: 4}, "
+        "eval: {test: false}, tracking: {wandb: 'off'}}\nmethod: grid\n"
+        "metric: {name: val/acc, goal: maximize}\nparameters: {optim.lr: {values: [0.001, 0.002]}}\n"
+    )
     r = run_cli("sweep", str(spec), "--workers", "2", "--devices", "0", "--out-dir", str(tmp_path / "o"))
     assert r.returncode == 0, r.stderr
     assert "CUDA_VISIBLE_DEVICES per worker: " in r.stdout

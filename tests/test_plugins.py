@@ -5,6 +5,7 @@ each bad plug-in is refused with one line and exit 2, never a traceback.
 
 Entry points are read at start-up, so one fresh interpreter runs every command through the CLI entry.
 """
+
 from __future__ import annotations
 
 import json
@@ -112,7 +113,7 @@ class MyCopy(CopyTask):
     Config = CopyConfig
 '''
 
-ENTRY_POINTS = '''
+ENTRY_POINTS = """
 [seqbench.mixers]
 shift = myseq.layers:ShiftMixer
 broken = myseq.nothere:Mixer
@@ -122,9 +123,9 @@ bag = myseq.models:Bag
 
 [seqbench.tasks]
 mycopy = myseq.tasks:MyCopy
-'''
+"""
 
-SPEC = '''
+SPEC = """
 question: Does the plug-in's token shift carry copy symbols as far as attention?
 base:
   task: {name: copy, n_symbols: 2, alphabet: 3, delay: 4}
@@ -136,13 +137,19 @@ method: grid
 parameters:
   model.mixer: {values: [shift, "myseq.layers:ShiftMixer"]}
 seeds: 1
-'''
+"""
 
 COPY = ["task=copy", "task.n_symbols=2", "task.alphabet=3", "task.delay=4"]
-SHORT = ["train.max_steps=2", "train.val_every=2", "train.val_batches=1", "train.batch_size=4",
-         "eval.test_batches=1", "tracking.wandb=off"]
+SHORT = [
+    "train.max_steps=2",
+    "train.val_every=2",
+    "train.val_batches=1",
+    "train.batch_size=4",
+    "eval.test_batches=1",
+    "tracking.wandb=off",
+]
 
-DRIVER = '''
+DRIVER = """
 import contextlib, io, json, sys
 from seqbench.bench.cli import main
 
@@ -153,7 +160,7 @@ for name, argv in json.loads(sys.argv[1]).items():
         code = main(argv)
     report[name] = {"code": code, "stdout": buf.getvalue(), "stderr": err.getvalue()}
 print("REPORT " + json.dumps(report))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -174,34 +181,97 @@ def plugin(tmp_path_factory) -> tuple[Path, dict]:
     commands = {
         "list": ["list"],
         "list_mixer": ["list", "shift"],
-        "run": ["run", *run, "model=stack", "model.mixer=shift", "model.mixer_args.shift=2", "model.d_model=8",
-                "model.n_layers=1", f"out_dir={out / 'run'}"],
-        "run_path": ["run", *run, "model=stack", "model.mixer=myseq.layers:ShiftMixer", "model.d_model=8",
-                     f"out_dir={out / 'run_path'}"],
+        "run": [
+            "run",
+            *run,
+            "model=stack",
+            "model.mixer=shift",
+            "model.mixer_args.shift=2",
+            "model.d_model=8",
+            "model.n_layers=1",
+            f"out_dir={out / 'run'}",
+        ],
+        "run_path": [
+            "run",
+            *run,
+            "model=stack",
+            "model.mixer=myseq.layers:ShiftMixer",
+            "model.d_model=8",
+            f"out_dir={out / 'run_path'}",
+        ],
         "run_model": ["run", *run, "model=bag", "model.hidden=6", "model.d_model=8", f"out_dir={out / 'run_model'}"],
         "run_model_path": ["run", *run, "model=myseq.models:Bag", "model.d_model=8", f"out_dir={out / 'run_mp'}"],
-        "run_task": ["run", "task=mycopy", "task.n_symbols=2", "task.alphabet=3", "task.delay=4", *SHORT,
-                     "model=lstm", "model.d_model=8", f"out_dir={out / 'run_task'}"],
+        "run_task": [
+            "run",
+            "task=mycopy",
+            "task.n_symbols=2",
+            "task.alphabet=3",
+            "task.delay=4",
+            *SHORT,
+            "model=lstm",
+            "model.d_model=8",
+            f"out_dir={out / 'run_task'}",
+        ],
         "sweep": ["sweep", str(root / "spec.yaml"), "--out-dir", str(out / "sweep"), "--study", "plug"],
         "report": ["report", "plug", "--out-dir", str(out / "sweep")],
-        "compare": ["compare", *run, "model=stack", "model.mixer=shift,attention", "model.d_model=8",
-                    "model.n_layers=1", "seeds=1", "--out-dir", str(out / "compare")],
-        "cost": ["cost", "models=shift,lstm", "lengths=8,16", "d_model=8", "batch_size=2", "repeats=1", "warmup=0",
-                 "device=cpu", "isolate=false", f"out_dir={out / 'cost'}"],
+        "compare": [
+            "compare",
+            *run,
+            "model=stack",
+            "model.mixer=shift,attention",
+            "model.d_model=8",
+            "model.n_layers=1",
+            "seeds=1",
+            "--out-dir",
+            str(out / "compare"),
+        ],
+        "cost": [
+            "cost",
+            "models=shift,lstm",
+            "lengths=8,16",
+            "d_model=8",
+            "batch_size=2",
+            "repeats=1",
+            "warmup=0",
+            "device=cpu",
+            "isolate=false",
+            f"out_dir={out / 'cost'}",
+        ],
         "bad_broken": ["run", *run, "model=stack", "model.mixer=broken"],
-        "bad_leak": ["run", *run, "model=stack", "model.mixer=myseq.layers:LeakyMixer", "model.d_model=8",
-                     f"out_dir={out / 'bad'}"],
-        "bad_shape": ["run", *run, "model=stack", "model.mixer=myseq.layers:WrongShape", "model.d_model=8",
-                      f"out_dir={out / 'bad'}"],
+        "bad_leak": [
+            "run",
+            *run,
+            "model=stack",
+            "model.mixer=myseq.layers:LeakyMixer",
+            "model.d_model=8",
+            f"out_dir={out / 'bad'}",
+        ],
+        "bad_shape": [
+            "run",
+            *run,
+            "model=stack",
+            "model.mixer=myseq.layers:WrongShape",
+            "model.d_model=8",
+            f"out_dir={out / 'bad'}",
+        ],
         "bad_signature": ["run", *run, "model=stack", "model.mixer=myseq.layers:NoWidth"],
         "bad_function": ["run", *run, "model=stack", "model.mixer=myseq.layers:not_a_class"],
         "bad_import": ["run", *run, "model=stack", "model.mixer=myseq.nope:Mixer"],
         "bad_arg": ["run", *run, "model=stack", "model.mixer=shift", "model.mixer_args.shfit=2"],
     }
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "site"), os.environ.get("PYTHONPATH", "")]),
-           "WANDB_MODE": "disabled"}
-    p = subprocess.run([sys.executable, "-c", textwrap.dedent(DRIVER), json.dumps(commands)], cwd=root, env=env,
-                       capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root / "site"), os.environ.get("PYTHONPATH", "")]),
+        "WANDB_MODE": "disabled",
+    }
+    p = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(DRIVER), json.dumps(commands)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     return out, json.loads(p.stdout.split("REPORT ", 1)[1])
 
@@ -233,7 +303,9 @@ def test_a_plugin_mixer_trains_and_is_counted(plugin):
     assert r["model_flops_per_token"] == 3 * 2 * macs / T
     assert report["run_path"]["code"] == 0, report["run_path"]["stderr"]
     (p,) = _results(out / "run_path")
-    assert p["config"]["model"]["mixer"] == "myseq.layers:ShiftMixer" and p["config"]["model"]["mixer_args"] == {"shift": 1}
+    assert p["config"]["model"]["mixer"] == "myseq.layers:ShiftMixer" and p["config"]["model"]["mixer_args"] == {
+        "shift": 1
+    }
 
 
 def test_a_plugin_model_and_task_train(plugin):
@@ -242,16 +314,22 @@ def test_a_plugin_model_and_task_train(plugin):
         assert report[name]["code"] == 0, report[name]["stderr"]
         (r,) = _results(out / folder)
         assert r["status"] == "completed"
-    assert _results(out / "run_model")[0]["config"]["model"] == {"name": "bag", "d_model": 8, "embedding": "learned",
-                                                                "hidden": 6}
+    assert _results(out / "run_model")[0]["config"]["model"] == {
+        "name": "bag",
+        "d_model": 8,
+        "embedding": "learned",
+        "hidden": 6,
+    }
     assert _results(out / "run_task")[0]["config"]["task"]["name"] == "mycopy"
 
 
 def test_a_plugin_goes_through_sweep_report_compare_and_cost(plugin):
     out, report = plugin
     assert report["sweep"]["code"] == 0, report["sweep"]["stderr"]
-    assert sorted(r["config"]["model"]["mixer"] for r in _results(out / "sweep")) == ["myseq.layers:ShiftMixer",
-                                                                                      "shift"]
+    assert sorted(r["config"]["model"]["mixer"] for r in _results(out / "sweep")) == [
+        "myseq.layers:ShiftMixer",
+        "shift",
+    ]
     assert report["report"]["code"] == 0, report["report"]["stderr"]
     page = next((out / "sweep" / "reports").glob("*/index.html")).read_text()
     assert "myseq.layers:ShiftMixer" in page
@@ -263,16 +341,22 @@ def test_a_plugin_goes_through_sweep_report_compare_and_cost(plugin):
     assert cost["summary"]["shift"]["complexity"] == "O(T·d²)"
 
 
-@pytest.mark.parametrize("case, words", [
-    ("bad_broken", "error: model.mixer: mixer 'broken': the plug-in could not be loaded (entry point broken = "
-                   "myseq.nothere:Mixer of myseq: ModuleNotFoundError"),
-    ("bad_leak", "reads the future: its output at position 3 changes when only later inputs change"),
-    ("bad_shape", "forward maps (2, 8, 8) to (2, 8, 16); a mixer returns (B, T, d_model)"),
-    ("bad_signature", "NoWidth.__init__ takes no arguments; the mixer contract is Cls(d_model, **mixer_args)"),
-    ("bad_function", "import path myseq.layers:not_a_class is a function, not a class"),
-    ("bad_import", "cannot import myseq.nope: ModuleNotFoundError: No module named 'myseq.nope'"),
-    ("bad_arg", "model.mixer_args.shfit: unknown field; allowed: shift; did you mean model.mixer_args.shift?"),
-])
+@pytest.mark.parametrize(
+    "case, words",
+    [
+        (
+            "bad_broken",
+            "error: model.mixer: mixer 'broken': the plug-in could not be loaded (entry point broken = "
+            "myseq.nothere:Mixer of myseq: ModuleNotFoundError",
+        ),
+        ("bad_leak", "reads the future: its output at position 3 changes when only later inputs change"),
+        ("bad_shape", "forward maps (2, 8, 8) to (2, 8, 16); a mixer returns (B, T, d_model)"),
+        ("bad_signature", "NoWidth.__init__ takes no arguments; the mixer contract is Cls(d_model, **mixer_args)"),
+        ("bad_function", "import path myseq.layers:not_a_class is a function, not a class"),
+        ("bad_import", "cannot import myseq.nope: ModuleNotFoundError: No module named 'myseq.nope'"),
+        ("bad_arg", "model.mixer_args.shfit: unknown field; allowed: shift; did you mean model.mixer_args.shift?"),
+    ],
+)
 def test_a_bad_plugin_gets_one_line(plugin, case, words):
     _, report = plugin
     r = report[case]

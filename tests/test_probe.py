@@ -1,5 +1,6 @@
 """``seqbench probe``: model groups from the command line, one study per probe x model through the sweep
 runner, the card (terminal, card.json, card.md, index.html), resume, and a model that learns nothing."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,13 +18,31 @@ from tests.helpers import run_cli
 NO_MIXING = "tests.probe_plugins:NoMixing"
 # Memorization of 4 facts takes an LSTM of width 16 about 50 steps at lr 0.03; a memoryless stack never
 # gets past the map's value entropy. One rung of compression is there to be added later (resume).
-MEMORIZE = Probe("memorization", "memorization", "facts", Ladder("n_keys", (4, 32), "facts", 4),
-                 {"n_values": 4, "length": 8}, steps=80)
-COMPRESS = Probe("compression", "compression", "summary", Ladder("length", (2,), "symbols", 2),
-                 {"alphabet": 2}, steps=20)
-TINY = Profile("tiny", seeds=2, lrs=(0.03,), model={"d_model": 16, "n_layers": 1},
-               run={"train.batch_size": 16, "train.val_every": 20, "train.val_batches": 2, "eval.test": False,
-                    "tracking.wandb": "off"}, probes=(MEMORIZE, COMPRESS))
+MEMORIZE = Probe(
+    "memorization",
+    "memorization",
+    "facts",
+    Ladder("n_keys", (4, 32), "facts", 4),
+    {"n_values": 4, "length": 8},
+    steps=80,
+)
+COMPRESS = Probe(
+    "compression", "compression", "summary", Ladder("length", (2,), "symbols", 2), {"alphabet": 2}, steps=20
+)
+TINY = Profile(
+    "tiny",
+    seeds=2,
+    lrs=(0.03,),
+    model={"d_model": 16, "n_layers": 1},
+    run={
+        "train.batch_size": 16,
+        "train.val_every": 20,
+        "train.val_batches": 2,
+        "eval.test": False,
+        "tracking.wandb": "off",
+    },
+    probes=(MEMORIZE, COMPRESS),
+)
 MODELS = ["model=lstm", "model=stack", f"model.mixer={NO_MIXING}"]
 
 
@@ -43,8 +62,7 @@ def runs(out: Path) -> set[str]:
 
 
 @pytest.mark.slow  # 12 tiny runs, and the LSTM must learn
-def test_a_card_of_two_models_says_where_each_stops_and_a_second_call_trains_nothing(tmp_path, capsys,
-                                                                                      shipped_mixers):
+def test_a_card_of_two_models_says_where_each_stops_and_a_second_call_trains_nothing(tmp_path, capsys, shipped_mixers):
     out = tmp_path / "outputs"
     r = probe(MODELS, profile=TINY, probes=["memorization"], out_dir=out, name="tiny")
     card = read_card(r.folder / "card.json")
@@ -59,8 +77,10 @@ def test_a_card_of_two_models_says_where_each_stops_and_a_second_call_trains_not
     assert card["answer"][1].startswith("NoMixing: fails memorization from the first rung (4 facts) (below lstm's")
     for f in ("card.md", "index.html", "plotly.min.js"):
         assert (r.folder / f).is_file()
-    assert "Plotly.newPlot" in (r.folder / "index.html").read_text() and "# seqbench capability card" in \
-        (r.folder / "card.md").read_text()
+    assert (
+        "Plotly.newPlot" in (r.folder / "index.html").read_text()
+        and "# seqbench capability card" in (r.folder / "card.md").read_text()
+    )
     before = runs(out)
     assert len(before) == 2 * 2 * 2  # models x rungs x seeds, one rate
     capsys.readouterr()
@@ -73,21 +93,34 @@ def test_a_card_of_two_models_says_where_each_stops_and_a_second_call_trains_not
 
 
 def test_model_groups_expand_like_compare_comma_lists():
-    p = plan(["model=lstm,gru", "model.forget_bias=2", "model=stack", "model.mixer=attention,mamba",
-              "train.max_steps=50", "seeds=2", "optim.lr=0.001,0.01"], QUICK)
+    p = plan(
+        [
+            "model=lstm,gru",
+            "model.forget_bias=2",
+            "model=stack",
+            "model.mixer=attention,mamba",
+            "train.max_steps=50",
+            "seeds=2",
+            "optim.lr=0.001,0.01",
+        ],
+        QUICK,
+    )
     assert [m.label for m in p.models] == ["lstm[forget_bias=2]", "gru", "attention", "mamba"]
     assert p.notes == ["note: model.forget_bias left out for model=gru (no such field)"]
     assert p.common == {"train.max_steps": 50} and p.seeds == [0, 1] and p.lrs == [0.001, 0.01]
 
 
-@pytest.mark.parametrize("settings, message", [
-    (["train.max_steps=5"], "name a model to probe"),
-    (["model.d_model=8", "model=lstm"], "comes before any model=NAME"),
-    (["model=lstm", "task=copy"], "probe sets the tasks"),
-    (["model=lstm", "model.widht=8"], "no field 'widht' in lstm"),
-    (["model=lstm", "train.batch_size=8,16"], "probe sweeps only models"),
-    (["model=lstm", "seed=3"], "set by probe"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (["train.max_steps=5"], "name a model to probe"),
+        (["model.d_model=8", "model=lstm"], "comes before any model=NAME"),
+        (["model=lstm", "task=copy"], "probe sets the tasks"),
+        (["model=lstm", "model.widht=8"], "no field 'widht' in lstm"),
+        (["model=lstm", "train.batch_size=8,16"], "probe sweeps only models"),
+        (["model=lstm", "seed=3"], "set by probe"),
+    ],
+)
 def test_bad_settings_are_one_line_errors(settings, message):
     with pytest.raises(UserError, match=message):
         plan(settings, QUICK)

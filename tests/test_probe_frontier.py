@@ -1,5 +1,6 @@
 """The frontier of a probe from its study table (``sweeps/frontier.py``), the median's order-statistic
 interval (``bench/core/stats.py``) and card.json (``bench/core/artifacts.py``): pure, no training."""
+
 from __future__ import annotations
 
 import json
@@ -19,16 +20,37 @@ PROBE = Probe("recall", "assoc_recall", "recall", Ladder("n_pairs", (2, 4, 8), "
 
 def table(solved: dict[tuple[int, int, float], bool], acc: float = 0.5) -> pd.DataFrame:
     """A study table: (seed, rung, lr) -> solved; the solved runs at acc 1.0, the others at ``acc``."""
-    rows = [{"run_id": f"r{s}-{r}-{lr}", "seed": s, "param.task.n_pairs": r, "param.optim.lr": lr,
-             "status": "completed", "solved": ok, "final.val/acc": 1.0 if ok else acc, "baseline.val/acc": 0.06,
-             "steps": 100, "train_time_s": 0.5, "n_params": 1000 * r, "model_flops_per_token": 1e4}
-            for (s, r, lr), ok in solved.items()]
+    rows = [
+        {
+            "run_id": f"r{s}-{r}-{lr}",
+            "seed": s,
+            "param.task.n_pairs": r,
+            "param.optim.lr": lr,
+            "status": "completed",
+            "solved": ok,
+            "final.val/acc": 1.0 if ok else acc,
+            "baseline.val/acc": 0.06,
+            "steps": 100,
+            "train_time_s": 0.5,
+            "n_params": 1000 * r,
+            "model_flops_per_token": 1e4,
+        }
+        for (s, r, lr), ok in solved.items()
+    ]
     return pd.DataFrame(rows)
 
 
 def entry(solved, seeds=(0, 1, 2), per_seed=2):
-    return probe_entry(table(solved), PROBE, model="m", study="s", seeds=list(seeds), per_seed=per_seed,
-                       metric="val/acc", maximize=True)
+    return probe_entry(
+        table(solved),
+        PROBE,
+        model="m",
+        study="s",
+        seeds=list(seeds),
+        per_seed=per_seed,
+        metric="val/acc",
+        maximize=True,
+    )
 
 
 def grid(fn, seeds=(0, 1, 2), rungs=(2, 4, 8), lrs=(1e-3, 1e-2)):
@@ -103,8 +125,15 @@ def test_card_json_round_trips_and_refuses_what_it_does_not_declare(tmp_path):
 
 
 def test_the_quick_battery_holds_mads_six_tasks_and_the_copy_delay_on_rising_ladders():
-    assert {p.task for p in QUICK.probes} == {"assoc_recall", "fuzzy_recall", "noisy_recall", "selective_copy",
-                                               "compression", "memorization", "copy"}
+    assert {p.task for p in QUICK.probes} == {
+        "assoc_recall",
+        "fuzzy_recall",
+        "noisy_recall",
+        "selective_copy",
+        "compression",
+        "memorization",
+        "copy",
+    }
     for p in QUICK.probes:
         assert list(p.ladder.rungs) == sorted(set(p.ladder.rungs)) and p.ladder.reference in p.ladder.rungs
     cut = select(QUICK, ["recall"], 1)[0]
@@ -112,5 +141,8 @@ def test_the_quick_battery_holds_mads_six_tasks_and_the_copy_delay_on_rising_lad
 
 
 def test_a_rung_of_one_reads_singular():
-    assert [rung_phrase("pairs", 1), rung_phrase("pairs", 4), rung_phrase("noise ", 0.5)] == \
-        ["1 pair", "4 pairs", "noise 0.5"]
+    assert [rung_phrase("pairs", 1), rung_phrase("pairs", 4), rung_phrase("noise ", 0.5)] == [
+        "1 pair",
+        "4 pairs",
+        "noise 0.5",
+    ]

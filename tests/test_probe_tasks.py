@@ -1,6 +1,7 @@
 """The MAD probe tasks (fuzzy_recall, noisy_recall, compression, memorization): worked examples, memoryless
 baselines checked against the label distribution, and learning by learning on an easy rung.
 (Determinism, splits, lengths and facts are covered for every synthetic task by tests/test_tasks.py.)"""
+
 from __future__ import annotations
 
 import math
@@ -106,12 +107,14 @@ def test_memorization_map_is_the_tasks_not_the_runs():
     assert own.spec.n_classes == 16 and own.map.max() < 16
 
 
-
-@pytest.mark.parametrize("name, fields", [
-    ("fuzzy_recall", {"vocab": 8, "n_pairs": 3, "key_len": 2, "value_len": 3}),
-    ("noisy_recall", {"vocab": 12, "noise_vocab": 3, "n_pairs": 4, "noise": 0.5}),
-    ("memorization", {"n_keys": 12, "n_values": 5}),  # a many-to-one map: its entropy, not ln(5)
-])
+@pytest.mark.parametrize(
+    "name, fields",
+    [
+        ("fuzzy_recall", {"vocab": 8, "n_pairs": 3, "key_len": 2, "value_len": 3}),
+        ("noisy_recall", {"vocab": 12, "noise_vocab": 3, "n_pairs": 4, "noise": 0.5}),
+        ("memorization", {"n_keys": 12, "n_values": 5}),  # a many-to-one map: its entropy, not ln(5)
+    ],
+)
 def test_baseline_is_what_a_memoryless_model_reaches(name, fields):
     task = make(name, **fields)
     b = first(task, "val", bs=4000)
@@ -128,19 +131,39 @@ def test_compression_baseline_is_the_symbols_entropy():
     assert float(-(freq * freq.log()).sum(1).mean()) == pytest.approx(task.baseline()["loss"], rel=0.01)
 
 
-LEARN = ["train.batch_size=32", "train.val_every=50", "train.val_batches=4", "eval.test=false",
-         "tracking.wandb=off", "optim.lr=0.01", "model.d_model=32",
-         "train.early_stop={metric: val/acc, threshold: 0.97}"]
+LEARN = [
+    "train.batch_size=32",
+    "train.val_every=50",
+    "train.val_batches=4",
+    "eval.test=false",
+    "tracking.wandb=off",
+    "optim.lr=0.01",
+    "model.d_model=32",
+    "train.early_stop={metric: val/acc, threshold: 0.97}",
+]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("settings", [
-    ["task=memorization", "task.n_keys=8", "task.n_values=8", "task.length=8", "model=lstm"],
-    ["task=compression", "task.length=3", "task.alphabet=3", "model=lstm"],
-    ["task=fuzzy_recall", "task.vocab=8", "task.n_pairs=1", "task.key_len=2", "task.value_len=2", "model=lstm"],
-    ["task=noisy_recall", "task.vocab=8", "task.noise_vocab=4", "task.n_pairs=2", "task.noise=0.25",
-     "model=stack", "model.mixer=attention", "model.n_layers=2", "optim.lr=0.003"],
-], ids=["memorization", "compression", "fuzzy_recall", "noisy_recall"])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        ["task=memorization", "task.n_keys=8", "task.n_values=8", "task.length=8", "model=lstm"],
+        ["task=compression", "task.length=3", "task.alphabet=3", "model=lstm"],
+        ["task=fuzzy_recall", "task.vocab=8", "task.n_pairs=1", "task.key_len=2", "task.value_len=2", "model=lstm"],
+        [
+            "task=noisy_recall",
+            "task.vocab=8",
+            "task.noise_vocab=4",
+            "task.n_pairs=2",
+            "task.noise=0.25",
+            "model=stack",
+            "model.mixer=attention",
+            "model.n_layers=2",
+            "optim.lr=0.003",
+        ],
+    ],
+    ids=["memorization", "compression", "fuzzy_recall", "noisy_recall"],
+)
 def test_a_tiny_model_solves_an_easy_rung(settings, out_dir):
     r = train_run(build_config({}, LEARN + settings + ["train.max_steps=400", f"out_dir={out_dir}"]), progress=False)
     assert r["solved"] and r["final"]["val/loss"] < r["baseline"]["val/loss"] / 4, r["final"]

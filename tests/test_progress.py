@@ -1,4 +1,5 @@
 """A run's progress: a live status line in a terminal, plain lines elsewhere (logs, pipes, sweeps)."""
+
 from __future__ import annotations
 
 import io

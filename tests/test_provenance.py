@@ -1,4 +1,5 @@
 """Provenance: a git SHA only for a git checkout of seqbench itself, else the installed version."""
+
 from __future__ import annotations
 
 import shutil

@@ -2,15 +2,16 @@
 
 Skips only when no Chromium is installed (Debian: ``apt-get install -y chromium``).
 """
+
 from __future__ import annotations
 
 import io
 
 import pytest
 
+from seqbench.reports.build import build_report
 from tests import chromium
 from tests.report_support import demo_study, journal_storage
-from seqbench.reports.build import build_report
 
 BROWSER = chromium.find()
 pytestmark = pytest.mark.skipif(BROWSER is None, reason="chromium is not installed (apt-get install -y chromium)")
@@ -23,8 +24,10 @@ def page(tmp_path_factory):
     study = demo_study(journal_storage(out_dir / "optuna.journal"), out_dir)
     rep = build_report(study, str(out_dir / "optuna.journal"), out_dir / "reports" / "ld_demo", out_dir)
     broken = rep.folder.parent / "broken.html"  # proves the checks below can fail
-    broken.write_text("<html><head><script src='missing.js'></script></head><body>"
-                      "<script>console.error('bad thing'); undefined_fn();</script></body></html>")
+    broken.write_text(
+        "<html><head><script src='missing.js'></script></head><body>"
+        "<script>console.error('bad thing'); undefined_fn();</script></body></html>"
+    )
     with chromium.Chromium(BROWSER) as browser:
         result = browser.load(chromium.file_url(rep.index))
         bad = browser.load(chromium.file_url(broken), settle_s=1)
@@ -47,8 +50,17 @@ def test_every_figure_container_rendered(page):
         assert f["rendered"] and f["svgs"] >= 1 and f["traces"] >= 1, f
         assert f["width"] > 300 and f["height"] > 200 and f["marks"] > 20, f
     titles = " | ".join(f["title"] for f in result.figures)
-    for part in ("val/acc over", "vs task.delay", "Length generalisation", "Learning curves", "Optimization History",
-                 "Importances", "Parallel Coordinate", "Gradient through time", "W_hh"):
+    for part in (
+        "val/acc over",
+        "vs task.delay",
+        "Length generalisation",
+        "Learning curves",
+        "Optimization History",
+        "Importances",
+        "Parallel Coordinate",
+        "Gradient through time",
+        "W_hh",
+    ):
         assert part in titles
 
 

@@ -1,4 +1,5 @@
 """Figures and tables are pure functions of the tidy table: built here with known values, read back."""
+
 from __future__ import annotations
 
 import math
@@ -29,13 +30,25 @@ def factorial_table() -> pd.DataFrame:
             for d in DEPTH:
                 for s in SEEDS:
                     div = (w, n, d, s) == (0, "post", 8, 2)
-                    rows.append({"trial": trial, "state": "COMPLETE", "seed": s, "run_id": f"r{trial}-{s}",
-                                 "status": "diverged" if div else "completed", "diverged": div,
-                                 "param.optim.warmup_steps": w, "param.model.norm_position": n,
-                                 "param.model.n_layers": d, "objective:val/loss": math.nan if div else known_loss(w, n, d, s),
-                                 "trial_value:val/loss": np.mean([known_loss(w, n, d, x) for x in SEEDS if not
-                                                                  (div and x == 2)]),
-                                 "model": "transformer", "baseline.val/loss": 2.0})
+                    rows.append(
+                        {
+                            "trial": trial,
+                            "state": "COMPLETE",
+                            "seed": s,
+                            "run_id": f"r{trial}-{s}",
+                            "status": "diverged" if div else "completed",
+                            "diverged": div,
+                            "param.optim.warmup_steps": w,
+                            "param.model.norm_position": n,
+                            "param.model.n_layers": d,
+                            "objective:val/loss": math.nan if div else known_loss(w, n, d, s),
+                            "trial_value:val/loss": np.mean(
+                                [known_loss(w, n, d, x) for x in SEEDS if not (div and x == 2)]
+                            ),
+                            "model": "transformer",
+                            "baseline.val/loss": 2.0,
+                        }
+                    )
                 trial += 1
     return pd.DataFrame(rows)
 
@@ -67,7 +80,11 @@ def test_summary_table_best_per_level_and_diverged_counts():
     best = [known_loss(500, "post", 2, s) for s in SEEDS]  # lowest loss with post-LN: warmup on, shallow
     assert row["best mean"] == pytest.approx(np.mean(best))
     assert row["best std"] == pytest.approx(np.std(best, ddof=1))
-    assert row["seeds"] == 3 and "optim.warmup_steps=500" in row["best config"] and "model.n_layers=2" in row["best config"]
+    assert (
+        row["seeds"] == 3
+        and "optim.warmup_steps=500" in row["best config"]
+        and "model.n_layers=2" in row["best config"]
+    )
     assert row["diverged"] == 1 and row["runs"] == 12
     assert t[(t["factor"] == "model.norm_position") & (t["level"] == "pre")].iloc[0]["diverged"] == 0
     top = F.top_trials(df, LOSS, k=3)
@@ -79,11 +96,23 @@ def long_dep_table() -> pd.DataFrame:
     for arch, accs in {"rnn": (0.9, 0.5, 0.25), "lstm": (0.99, 0.98, 0.95)}.items():
         for delay, a in zip((10, 50, 100), accs):
             for s in (0, 1):
-                rows.append({"trial": trial, "state": "COMPLETE", "seed": s, "run_id": f"{arch}{delay}-{s}",
-                             "status": "completed", "diverged": False, "param.model.name": arch,
-                             "param.task.delay": delay, "objective:val/acc": a + 0.01 * s,
-                             "baseline.val/acc": 1 / 8 + delay / 1000, "final.test@200/acc": a / 2,
-                             "final.test@400/acc": a / 4, "model": arch})
+                rows.append(
+                    {
+                        "trial": trial,
+                        "state": "COMPLETE",
+                        "seed": s,
+                        "run_id": f"{arch}{delay}-{s}",
+                        "status": "completed",
+                        "diverged": False,
+                        "param.model.name": arch,
+                        "param.task.delay": delay,
+                        "objective:val/acc": a + 0.01 * s,
+                        "baseline.val/acc": 1 / 8 + delay / 1000,
+                        "final.test@200/acc": a / 2,
+                        "final.test@400/acc": a / 4,
+                        "model": arch,
+                    }
+                )
             trial += 1
     return pd.DataFrame(rows)
 
@@ -109,8 +138,9 @@ def test_length_generalisation_from_test_at_columns():
 
 def test_learning_curves_one_trace_per_run_coloured_by_level():
     df = long_dep_table()
-    curves = pd.DataFrame([{"run_id": r, "step": st, "metric": "val/acc", "value": st / 100}
-                           for r in df["run_id"] for st in (50, 100)])
+    curves = pd.DataFrame(
+        [{"run_id": r, "step": st, "metric": "val/acc", "value": st / 100} for r in df["run_id"] for st in (50, 100)]
+    )
     fig = F.fig_learning_curves(curves, df, "val/acc", "param.model.name")
     assert len(fig.data) == len(df)
     colours = {t.name: t.line.color for t in fig.data}

@@ -1,6 +1,7 @@
 """The answer a report opens with (``reports.headline``), from fabricated run tables whose numbers
 are known: the winner, the configurations at the memoryless baseline, the paired differences, a
 winner below the baseline, one seed, and ties."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -19,27 +20,48 @@ def table(values: dict[tuple[str, int], list[float]], baseline: float = 0.25, me
     rows = []
     for trial, ((model, delay), vals) in enumerate(values.items()):
         for seed, v in enumerate(vals):
-            rows.append({"trial": trial, "state": "COMPLETE", "seed": seed, "run_id": f"t{trial}-s{seed}",
-                         "status": "completed", "diverged": False, "param.model.name": model,
-                         "param.task.delay": delay, f"objective:{metric}": v, f"baseline.{metric}": baseline})
+            rows.append(
+                {
+                    "trial": trial,
+                    "state": "COMPLETE",
+                    "seed": seed,
+                    "run_id": f"t{trial}-s{seed}",
+                    "status": "completed",
+                    "diverged": False,
+                    "param.model.name": model,
+                    "param.task.delay": delay,
+                    f"objective:{metric}": v,
+                    f"baseline.{metric}": baseline,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-DEMO = {("rnn", 12): [0.24, 0.25, 0.23], ("rnn", 40): [0.26, 0.26, 0.27],
-        ("lstm", 12): [0.97, 0.98, 0.99], ("lstm", 40): [0.90, 0.94, 0.92],
-        ("transformer", 12): [0.99, 1.0, 0.98], ("transformer", 40): [1.0, 1.0, 0.99]}
+DEMO = {
+    ("rnn", 12): [0.24, 0.25, 0.23],
+    ("rnn", 40): [0.26, 0.26, 0.27],
+    ("lstm", 12): [0.97, 0.98, 0.99],
+    ("lstm", 40): [0.90, 0.94, 0.92],
+    ("transformer", 12): [0.99, 1.0, 0.98],
+    ("transformer", 40): [1.0, 1.0, 0.99],
+}
 
 
 def test_the_demo_answer_names_the_winner_the_baseline_model_and_the_paired_gaps():
     lines = headline(table(DEMO), ACC)
     assert lines[0] == "Best: transformer at task.delay=40, val/acc 0.997 [0.982, 1] n=3."  # an accuracy stays <= 1
-    assert lines[1] == ("rnn stays at the memoryless baseline at every task.delay "
-                        "(0.24 at task.delay=12, 0.263 at task.delay=40 vs 0.25).")
-    assert lines[2] == ("Above the baseline: transformer 0.99 at task.delay=12, 0.997 at task.delay=40; "
-                        "lstm 0.98 at task.delay=12, 0.92 at task.delay=40.")
+    assert lines[1] == (
+        "rnn stays at the memoryless baseline at every task.delay "
+        "(0.24 at task.delay=12, 0.263 at task.delay=40 vs 0.25)."
+    )
+    assert lines[2] == (
+        "Above the baseline: transformer 0.99 at task.delay=12, 0.997 at task.delay=40; "
+        "lstm 0.98 at task.delay=12, 0.92 at task.delay=40."
+    )
     paired = lines[3]
-    assert paired.startswith("Paired on the same seeds (val/acc, winner minus rival): transformer vs lstm at "
-                             "task.delay=12 +0.01 [")
+    assert paired.startswith(
+        "Paired on the same seeds (val/acc, winner minus rival): transformer vs lstm at task.delay=12 +0.01 ["
+    )
     # transformer vs rnn at delay 40: differences 0.74, 0.74, 0.72 -> mean 0.733
     assert "transformer vs rnn at task.delay=40 +0.733 [" in paired and "n=3" in paired
     assert "transformer vs lstm at task.delay=40 +0.0767 [" in paired
@@ -49,17 +71,21 @@ def test_the_demo_answer_names_the_winner_the_baseline_model_and_the_paired_gaps
 
 def test_a_winner_below_the_baseline_is_not_called_a_winner():
     lines = headline(table({("lstm", 5): [0.107], ("gru", 5): [0.09]}, baseline=0.125), ACC)
-    assert lines[0] == ("No configuration beats the memoryless baseline of val/acc 0.125: the best, lstm, "
-                        "reaches 0.107 (n=1, no interval).")
+    assert lines[0] == (
+        "No configuration beats the memoryless baseline of val/acc 0.125: the best, lstm, "
+        "reaches 0.107 (n=1, no interval)."
+    )
     assert lines[1] == "Paired on the same seeds (val/acc, winner minus rival): lstm vs gru +0.017 (n=1: no interval)."
 
 
 def test_one_seed_states_no_interval_and_every_configuration_above_the_baseline():
     lines = headline(table({("lstm", 5): [0.9], ("gru", 5): [0.8]}), ACC)
-    assert lines == ["Best: lstm, val/acc 0.9 (n=1, no interval).",
-                     "Every configuration is above the memoryless baseline (val/acc 0.25).",
-                     "Above the baseline: gru 0.8.",
-                     "Paired on the same seeds (val/acc, winner minus rival): lstm vs gru +0.1 (n=1: no interval)."]
+    assert lines == [
+        "Best: lstm, val/acc 0.9 (n=1, no interval).",
+        "Every configuration is above the memoryless baseline (val/acc 0.25).",
+        "Above the baseline: gru 0.8.",
+        "Paired on the same seeds (val/acc, winner minus rival): lstm vs gru +0.1 (n=1: no interval).",
+    ]
 
 
 def test_ties_are_named_together_and_their_difference_is_exactly_zero():
@@ -70,29 +96,40 @@ def test_ties_are_named_together_and_their_difference_is_exactly_zero():
 
 
 def test_a_minimised_metric_reads_lower_as_better():
-    lines = headline(table({("lstm", 5): [0.1, 0.2], ("rnn", 5): [1.38, 1.39]}, baseline=1.386, metric="val/loss"),
-                     LOSS)
+    lines = headline(
+        table({("lstm", 5): [0.1, 0.2], ("rnn", 5): [1.38, 1.39]}, baseline=1.386, metric="val/loss"), LOSS
+    )
     assert lines[0].startswith("Best: lstm, val/loss 0.15 [")
     assert lines[1] == "rnn stays at the memoryless baseline (1.38 vs 1.39)."
     assert "lstm vs rnn -1.2" in lines[2]
 
 
 def test_part_of_an_architecture_at_the_baseline_and_none_without_a_baseline():
-    t = table({("rnn", 12): [0.9, 0.92], ("rnn", 40): [0.25, 0.26], ("lstm", 12): [0.95, 0.96],
-               ("lstm", 40): [0.9, 0.91]})
-    assert headline(t, ACC)[1] == ("rnn is at the memoryless baseline (0.255 at task.delay=40 vs 0.25) "
-                                   "and above it elsewhere.")
+    t = table(
+        {("rnn", 12): [0.9, 0.92], ("rnn", 40): [0.25, 0.26], ("lstm", 12): [0.95, 0.96], ("lstm", 40): [0.9, 0.91]}
+    )
+    assert headline(t, ACC)[1] == (
+        "rnn is at the memoryless baseline (0.255 at task.delay=40 vs 0.25) and above it elsewhere."
+    )
     no_base = headline(t.drop(columns=["baseline.val/acc"]), ACC)
     assert not any("baseline" in line for line in no_base)
-    assert no_base[1] == ("The others: lstm 0.955 at task.delay=12, 0.905 at task.delay=40; "
-                          "rnn 0.91 at task.delay=12, 0.255 at task.delay=40.")
+    assert no_base[1] == (
+        "The others: lstm 0.955 at task.delay=12, 0.905 at task.delay=40; "
+        "rnn 0.91 at task.delay=12, 0.255 at task.delay=40."
+    )
     assert headline(t.iloc[0:0], ACC) == []
 
 
-@pytest.mark.parametrize("mean, lo, hi, expected", [
-    (0.26, 0.255, 0.265, "at"),  # within 5% of the baseline
-    (0.30, 0.20, 0.40, "at"),  # the interval reaches it
-    (0.30, 0.29, 0.31, "above"), (0.10, 0.09, 0.11, "below"), (float("nan"), 0, 0, None)])
+@pytest.mark.parametrize(
+    "mean, lo, hi, expected",
+    [
+        (0.26, 0.255, 0.265, "at"),  # within 5% of the baseline
+        (0.30, 0.20, 0.40, "at"),  # the interval reaches it
+        (0.30, 0.29, 0.31, "above"),
+        (0.10, 0.09, 0.11, "below"),
+        (float("nan"), 0, 0, None),
+    ],
+)
 def test_versus_baseline(mean, lo, hi, expected):
     assert versus_baseline(mean, lo, hi, 0.25, maximize=True) == expected
 

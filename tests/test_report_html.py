@@ -1,4 +1,5 @@
 """The report folder (index.html, plotly.min.js, summary.md, trials.csv), the CLI and --publish-wandb."""
+
 from __future__ import annotations
 
 import re
@@ -10,10 +11,10 @@ import pandas as pd
 import pytest
 
 from seqbench.bench.core.errors import UserError
-from tests.helpers import run_cli
-from tests.report_support import demo_study, journal_storage
 from seqbench.reports import wandb_report
 from seqbench.reports.build import build_report
+from tests.helpers import run_cli
+from tests.report_support import demo_study, journal_storage
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,7 @@ def test_folder_is_self_contained(report):
     scripts = re.findall(r"<script[^>]*\bsrc=['\"]([^'\"]+)", html)
     assert scripts == ["plotly.min.js"]  # the only external file, relative: works from file://
     assert not re.search(r"(src|href)=['\"]https?://", html)
-    assert "Plotly.newPlot" in html and html.count("class=\"plotly-graph-div\"") >= 8
+    assert "Plotly.newPlot" in html and html.count('class="plotly-graph-div"') >= 8
     assert (report.folder / "plotly.min.js").stat().st_size > 1_000_000
 
 
@@ -71,8 +72,15 @@ def test_publish_preflight_fails_fast_with_one_line(monkeypatch, tmp_path):
 
 def test_cli_publish_wandb_offline_exits_2_fast(tmp_path):
     t0 = time.perf_counter()
-    r = run_cli("report", "anything", "--out-dir", str(tmp_path), "--publish-wandb",
-                env={"WANDB_MODE": "offline", "WANDB_API_KEY": ""}, timeout=120)
+    r = run_cli(
+        "report",
+        "anything",
+        "--out-dir",
+        str(tmp_path),
+        "--publish-wandb",
+        env={"WANDB_MODE": "offline", "WANDB_API_KEY": ""},
+        timeout=120,
+    )
     took = time.perf_counter() - t0
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
@@ -91,8 +99,10 @@ def test_cli_end_to_end(tmp_path, capsys):
     assert "12 trials, 24 runs" in capsys.readouterr().out
     assert (out_dir / "reports" / "ld_demo" / "index.html").is_file()
     assert "by optim.warmup_steps" in (out_dir / "reports" / "ld_demo" / "index.html").read_text()
-    for args, msg in ((["ld_demo", "--color-by", "model.d_model"], "--color-by: 'model.d_model' is not a swept key"),
-                      (["nope"], "no study named 'nope'")):
+    for args, msg in (
+        (["ld_demo", "--color-by", "model.d_model"], "--color-by: 'model.d_model' is not a swept key"),
+        (["nope"], "no study named 'nope'"),
+    ):
         assert main(["report", *args, "--out-dir", str(out_dir)]) == 2
         assert msg in capsys.readouterr().err
     assert main(["report", "ld_demo", "--out-dir", str(tmp_path / "empty")]) == 2
@@ -124,7 +134,12 @@ def test_wandb_report_builds_offline_with_the_study_group_step_axis_and_seeds_ag
     runset = grid.runsets[0]
     assert (r.entity, r.project, runset.entity, runset.project) == ("my-team", "proj", "my-team", "proj")
     f = expr.expr_to_filters(runset.filters)  # what the saved report will send
-    assert (f.key.section, f.key.name, f.op, f.value) == ("run", "group", "=", wandb_group("ld_demo", report.info.storage))
+    assert (f.key.section, f.key.name, f.op, f.value) == (
+        "run",
+        "group",
+        "=",
+        wandb_group("ld_demo", report.info.storage),
+    )
     assert runset.groupby == ["config.config_hash"]  # one line per configuration: its seeds aggregated
     lines = [p for p in grid.panels if isinstance(p, wr.LinePlot)]
     assert [p.y for p in lines] == [["val/acc"], ["train/loss"]]

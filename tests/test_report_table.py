@@ -1,4 +1,5 @@
 """Study + run folders -> the tidy table: one row per run, every trial state counted."""
+
 from __future__ import annotations
 
 import math
@@ -6,11 +7,20 @@ import math
 import pandas as pd
 import pytest
 
-from tests.report_support import (DELAYS, MODELS, SEEDS, WARMUPS, demo_acc, demo_study, is_diverged, journal_storage,
-                            new_study)
+from seqbench.bench.core.errors import UserError
 from seqbench.reports.table import compute_seconds, load_curves, state_counts, study_info
 from seqbench.sweeps.table import build_table, load_study, runs_root
-from seqbench.bench.core.errors import UserError
+from tests.report_support import (
+    DELAYS,
+    MODELS,
+    SEEDS,
+    WARMUPS,
+    demo_acc,
+    demo_study,
+    is_diverged,
+    journal_storage,
+    new_study,
+)
 
 
 @pytest.fixture
@@ -26,8 +36,12 @@ def test_one_row_per_run_with_known_values(demo, out_dir):
     grid = df[df["trial"] < 12]
     assert len(grid) == len(MODELS) * len(DELAYS) * len(WARMUPS) * len(SEEDS)
     for r in grid.itertuples(index=False):
-        m, d, w, s = r[df.columns.get_loc("param.model.name")], r[df.columns.get_loc("param.task.delay")], \
-            r[df.columns.get_loc("param.optim.warmup_steps")], r.seed
+        m, d, w, s = (
+            r[df.columns.get_loc("param.model.name")],
+            r[df.columns.get_loc("param.task.delay")],
+            r[df.columns.get_loc("param.optim.warmup_steps")],
+            r.seed,
+        )
         got = r[df.columns.get_loc("objective:val/acc")]
         if is_diverged(m, d, w, s):
             assert math.isnan(got) and r.status == "diverged" and r.diverged and r.state == "FAIL"
@@ -82,13 +96,13 @@ def test_runs_found_under_fallback_out_dir_and_empty_study(out_dir, tmp_path):
 
 
 def test_real_run_folder_from_bench_train(out_dir):
-    """A trial whose run folder was written by bench.train.run itself (tiny config)."""
-    from tests.helpers import tiny_overrides
+    """A trial whose run folder was written by bench.training.train.run itself (tiny config)."""
     from optuna.distributions import CategoricalDistribution
     from optuna.trial import TrialState
 
     from seqbench.bench.config import build_config
     from seqbench.bench.training.train import train_run
+    from tests.helpers import tiny_overrides
     from tests.report_support import add_trial
 
     out_dir.mkdir(parents=True)
@@ -96,9 +110,14 @@ def test_real_run_folder_from_bench_train(out_dir):
     r = train_run(cfg, progress=False)
     storage = journal_storage(out_dir / "optuna.journal")
     study = new_study(storage, "real", out_dir, {"model.name": {"values": ["lstm"]}}, "real run")
-    add_trial(study, {"model.name": "lstm"}, {"model.name": CategoricalDistribution(["lstm"])},
-              state=TrialState.COMPLETE, values=[r["final"]["val/acc"]],
-              attrs={"run_ids": [r["run_id"]], "seeds": [0], "per_seed": [r["final"]["val/acc"]]})
+    add_trial(
+        study,
+        {"model.name": "lstm"},
+        {"model.name": CategoricalDistribution(["lstm"])},
+        state=TrialState.COMPLETE,
+        values=[r["final"]["val/acc"]],
+        attrs={"run_ids": [r["run_id"]], "seeds": [0], "per_seed": [r["final"]["val/acc"]]},
+    )
     df = build_table(study, runs_root(study, out_dir))
     row = df.iloc[0]
     assert row["run_id"] == r["run_id"] and row["status"] == r["status"]

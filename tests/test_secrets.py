@@ -1,6 +1,7 @@
 """No secret in any output: with ``WANDB_API_KEY`` set and a storage URL with a password, a sweep
 (W&B offline, so its files are written too) and its report leave neither in any file under
 out_dir, in the terminal output, or in the study's and trials' attributes."""
+
 from __future__ import annotations
 
 import json
@@ -28,14 +29,19 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> 
     """``python -m bench ARGS`` with the fake key in the environment and W&B free to run offline."""
     e = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
     e.update({"PYTHONPATH": str(REPO), "WANDB_API_KEY": KEY, **(env or {})})
-    return subprocess.run([sys.executable, "-m", "seqbench", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, env=e)
+    return subprocess.run(
+        [sys.executable, "-m", "seqbench", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, env=e
+    )
 
 
 def write_spec(tmp_path: Path) -> Path:
     base = {**TINY_BASE, "tracking": {"wandb": "offline"}}
-    spec = {"question": "are secrets kept?", "base": base, "metric": {"name": "val/acc", "goal": "maximize"},
-            "parameters": {"model.name": {"values": ["rnn", "gru"]}}}
+    spec = {
+        "question": "are secrets kept?",
+        "base": base,
+        "metric": {"name": "val/acc", "goal": "maximize"},
+        "parameters": {"model.name": {"values": ["rnn", "gru"]}},
+    }
     p = tmp_path / "secret.yaml"
     p.write_text(yaml.safe_dump(spec, sort_keys=False))
     return p
@@ -54,8 +60,9 @@ def leaks(out: Path, texts: list[str], study: optuna.Study, secrets: list[str]) 
         found += [f"{p.relative_to(out)}: {s}" for s in secrets if s.encode() in data]
     for i, text in enumerate(texts):
         found += [f"output {i}: {s}" for s in secrets if s in text]
-    attrs = [study.user_attrs, storage_of(study).get_study_system_attrs(study_id(study))] + [a for t in study.get_trials()
-                                                      for a in (t.user_attrs, t.system_attrs)]
+    attrs = [study.user_attrs, storage_of(study).get_study_system_attrs(study_id(study))] + [
+        a for t in study.get_trials() for a in (t.user_attrs, t.system_attrs)
+    ]
     blob = json.dumps(attrs, default=str)
     found += [f"study/trial attrs: {s}" for s in secrets if s in blob]
     return found
@@ -130,8 +137,14 @@ def test_worker_processes_do_not_carry_the_storage_url_on_their_command_line(tmp
             return 0
 
     monkeypatch.setattr(runner.subprocess, "Popen", FakePopen)
-    job = runner.Job(spec={}, spec_path="x.yaml", study="s", storage=f"postgresql://u:{PASSWORD}@h/db",
-                     out_dir=str(tmp_path), argv=["seqbench", "sweep", "--storage", f"postgresql://u:{PASSWORD}@h/db"])
+    job = runner.Job(
+        spec={},
+        spec_path="x.yaml",
+        study="s",
+        storage=f"postgresql://u:{PASSWORD}@h/db",
+        out_dir=str(tmp_path),
+        argv=["seqbench", "sweep", "--storage", f"postgresql://u:{PASSWORD}@h/db"],
+    )
     assert runner.exec_workers(job, [None, None]) == 0  # forked workers (CPU) have no command line at all
     assert len(seen) == 2
     for args, env in seen:

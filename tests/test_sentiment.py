@@ -1,4 +1,5 @@
 """The sentiment task: local files, labels, splits, batches, pooling, a run, and learning on the tweets."""
+
 from __future__ import annotations
 
 import json
@@ -20,16 +21,17 @@ NEG = ["awful and sad", "i hate this so much", "worst day, terrible", "bad bad b
 def write_csv(path, n=10, neutral=True, label_col="label"):
     rows = [f"text,{label_col}"]
     for i in range(n):
-        rows += [f"\"{POS[i % 4]} {i}\",positive", f"\"{NEG[i % 4]} {i}\",negative"]
+        rows += [f'"{POS[i % 4]} {i}",positive', f'"{NEG[i % 4]} {i}",negative']
         if neutral:
-            rows.append(f"\"it is a car {i}\",neutral")
+            rows.append(f'"it is a car {i}",neutral')
     path.write_text("\n".join(rows) + "\n")
     return path
 
 
 def make(tmp_path, *ov):
-    cfg = build_config({}, ["task=sentiment", f"task.cache_dir={tmp_path / 'cache'}", "tracking.wandb=off",
-                            f"out_dir={tmp_path}", *ov])
+    cfg = build_config(
+        {}, ["task=sentiment", f"task.cache_dir={tmp_path / 'cache'}", "tracking.wandb=off", f"out_dir={tmp_path}", *ov]
+    )
     return build_task(cfg)
 
 
@@ -53,12 +55,19 @@ def test_three_classes_and_int_labels(tmp_path):
     assert task.class_counts("train").sum() + task.class_counts("val").sum() + task.class_counts("test").sum() == 30
 
 
-@pytest.mark.parametrize("content, ov, match", [
-    (None, ["task.label_column=stars"], r"d.csv: no column 'stars' \(from task.label_column\); columns are text, label"),
-    ("text,label\nok,1\nbad,7\n", [], r"d.csv \[train\]: label 7 \(row 1\) is outside 0..1"),
-    ("text,label\nok,1\nbad,meh\n", [], r"label 'meh' \(row 1\) is not one of negative, positive"),
-    ("", [], r"d.csv: file is empty"),
-])
+@pytest.mark.parametrize(
+    "content, ov, match",
+    [
+        (
+            None,
+            ["task.label_column=stars"],
+            r"d.csv: no column 'stars' \(from task.label_column\); columns are text, label",
+        ),
+        ("text,label\nok,1\nbad,7\n", [], r"d.csv \[train\]: label 7 \(row 1\) is outside 0..1"),
+        ("text,label\nok,1\nbad,meh\n", [], r"label 'meh' \(row 1\) is not one of negative, positive"),
+        ("", [], r"d.csv: file is empty"),
+    ],
+)
 def test_bad_files_fail_with_the_file_and_problem(tmp_path, content, ov, match):
     f = tmp_path / "d.csv"
     if content is None:
@@ -83,14 +92,16 @@ def test_split_is_reproducible_from_split_seed_not_the_run_seed(tmp_path):
 def test_eval_batches_fixed_and_sharded(tmp_path):
     task = make(tmp_path, f"task.source={write_csv(tmp_path / 'd.csv', n=200)}")
     first = [b["y"] for b in task.loader("val", 8, n_batches=3)]
-    assert len(first) == 3 and all(torch.equal(x, y) for x, y in zip(first, [b["y"] for b in task.loader("val", 8, n_batches=3)]))
+    assert len(first) == 3 and all(
+        torch.equal(x, y) for x, y in zip(first, [b["y"] for b in task.loader("val", 8, n_batches=3)])
+    )
     r0 = [b["x"] for b in task.loader("val", 8, rank=0, world_size=2)]
     r1 = [b["x"] for b in task.loader("val", 8, rank=1, world_size=2)]
     assert sum(len(x) for x in r0 + r1) == len(task.splits["val"][2])
 
 
 def test_bucketing_reduces_padding(tmp_path):
-    lines = ["text,label"] + [f"\"{'word ' * (1 + i % 30)}\",{i % 2}" for i in range(600)]
+    lines = ["text,label"] + [f'"{"word " * (1 + i % 30)}",{i % 2}' for i in range(600)]
     (tmp_path / "v.csv").write_text("\n".join(lines) + "\n")
 
     def pad_fraction(bucket):
@@ -104,9 +115,20 @@ def test_bucketing_reduces_padding(tmp_path):
 @pytest.mark.parametrize("pooling", ["mean", "attention"])
 def test_pooling_reaches_the_model_and_a_run_completes(tmp_path, pooling):
     src = write_csv(tmp_path / "d.csv", n=20)
-    ov = ["task=sentiment", f"task.source={src}", f"task.pooling={pooling}", f"task.cache_dir={tmp_path / 'c'}",
-          "model=gru", "model.d_model=16", "model.bidirectional=true", "train.max_steps=4", "train.val_every=2",
-          "train.batch_size=8", "tracking.wandb=off", f"out_dir={tmp_path}"]
+    ov = [
+        "task=sentiment",
+        f"task.source={src}",
+        f"task.pooling={pooling}",
+        f"task.cache_dir={tmp_path / 'c'}",
+        "model=gru",
+        "model.d_model=16",
+        "model.bidirectional=true",
+        "train.max_steps=4",
+        "train.val_every=2",
+        "train.batch_size=8",
+        "tracking.wandb=off",
+        f"out_dir={tmp_path}",
+    ]
     cfg = build_config({}, ov)
     task = build_task(cfg)
     assert task.spec.pooling == pooling and build_model(cfg.model, task.spec).pool.mode == pooling
@@ -131,8 +153,22 @@ def test_shipped_tweets_corpus(tmp_path, tweets_cache):
 
 @pytest.mark.slow
 def test_small_classifier_beats_majority_class_on_tweets(tmp_path, tweets_cache):
-    cfg = build_config({}, ["task=sentiment", f"task.cache_dir={tweets_cache}", "model=lstm", "model.d_model=64",
-                            "train.max_steps=250", "train.val_every=250", "train.val_batches=16", "optim.lr=3e-3",
-                            "task.pooling=mean", "eval.test=false", "tracking.wandb=off", f"out_dir={tmp_path}"])
+    cfg = build_config(
+        {},
+        [
+            "task=sentiment",
+            f"task.cache_dir={tweets_cache}",
+            "model=lstm",
+            "model.d_model=64",
+            "train.max_steps=250",
+            "train.val_every=250",
+            "train.val_batches=16",
+            "optim.lr=3e-3",
+            "task.pooling=mean",
+            "eval.test=false",
+            "tracking.wandb=off",
+            f"out_dir={tmp_path}",
+        ],
+    )
     r = train_run(cfg, progress=False)
     assert r["final"]["val/acc"] > r["baseline"]["val/acc"] + 0.05, r["final"]

@@ -1,5 +1,6 @@
 """Seq2seq tasks (reverse, sort) and encoder-decoders (seq2seq, transformer_seq2seq):
 batch layout, baselines, decoded metrics, decoding, teacher forcing, knobs, learning."""
+
 from __future__ import annotations
 
 import itertools
@@ -10,12 +11,12 @@ import torch
 from sacrebleu.metrics import BLEU
 
 from seqbench.bench.config import build_config
+from seqbench.bench.core.contract import Batch, Goal
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.training.train import build_task, train_run
-from tests.model_probe import VOCAB, build, fingerprint, same, seq2seq_batch, seq2seq_spec, tiny_config
-from seqbench.bench.core.contract import Batch, Goal
 from seqbench.tasks.synthetic.seq2seq import EOS, SOS, CorpusBLEU, to_text
 from seqbench.tasks.synthetic.sort import order_statistic_pmfs
+from tests.model_probe import VOCAB, build, fingerprint, same, seq2seq_batch, seq2seq_spec, tiny_config
 
 torch.set_num_threads(1)
 CPU = torch.device("cpu")
@@ -62,7 +63,7 @@ def test_reverse_baseline():
     base = task_of("reverse", length=4, vocab=3).baseline()
     assert base["loss"] == pytest.approx(4 * math.log(3) / 5)
     assert base["token_acc"] == pytest.approx((4 / 3 + 1) / 5)
-    assert base["exact_match"] == pytest.approx(3 ** -4)
+    assert base["exact_match"] == pytest.approx(3**-4)
 
 
 def test_sort_baseline_matches_sampled_order_statistics():
@@ -78,7 +79,7 @@ def test_sort_baseline_matches_sampled_order_statistics():
     for src in itertools.product(range(V), repeat=T):
         key = tuple(sorted(src))
         counts[key] = counts.get(key, 0) + 1
-    assert base["exact_match"] == pytest.approx(max(counts.values()) / V ** T)
+    assert base["exact_match"] == pytest.approx(max(counts.values()) / V**T)
     assert base["token_acc"] == pytest.approx((float(pmfs.max(1).values.sum()) + 1) / (T + 1))
 
 
@@ -131,8 +132,11 @@ def test_corpus_bleu_accumulates_to_sacrebleus_corpus_score():
 
 # -- models ------------------------------------------------------------------------------------
 VARIANTS = [("seq2seq", {"attention": a, "cell": c}) for a in ("none", "bahdanau", "dot") for c in ("lstm", "gru")]
-VARIANTS += [("seq2seq", {"n_layers": 2, "attention": "bahdanau"}),
-             ("transformer_seq2seq", {}), ("transformer_seq2seq", {"norm_position": "post", "n_layers": 2})]
+VARIANTS += [
+    ("seq2seq", {"n_layers": 2, "attention": "bahdanau"}),
+    ("transformer_seq2seq", {}),
+    ("transformer_seq2seq", {"norm_position": "post", "n_layers": 2}),
+]
 VIDS = [f"{n}-" + "-".join(f"{k}={v}" for k, v in o.items()) for n, o in VARIANTS]
 
 
@@ -172,13 +176,13 @@ def test_exhaustive_beam_finds_the_most_likely_output(name):
     every = torch.tensor(list(itertools.product(range(VOCAB), repeat=L)))  # (343, L)
     best = []
     for i in range(3):
-        row = Batch(x=b.x[i:i + 1].expand(len(every), -1), y=every, aux={})
+        row = Batch(x=b.x[i : i + 1].expand(len(every), -1), y=every, aux={})
         cut = net.live_mask(every)
         scores = net.score(row, every)
         # one score per distinct output: drop tokens after <eos> by requiring pads there
         canonical = ((every * cut.long()) == every).all(1)
         best.append(float(scores.masked_fill(~canonical, float("-inf")).max()))
-    beam = net.generate(b, max_len=L, beam_width=VOCAB ** L)
+    beam = net.generate(b, max_len=L, beam_width=VOCAB**L)
     torch.testing.assert_close(net.score(b, beam), torch.tensor(best), atol=1e-4, rtol=0)
     assert (net.score(b, net.generate(b, max_len=L)) <= net.score(b, beam) + 1e-5).all()
 
@@ -189,8 +193,10 @@ def test_teacher_forcing_ratio_feeds_own_predictions_and_decays():
     none = build(tiny_config("seq2seq", teacher_forcing=0.0), seq2seq_spec())
     torch.testing.assert_close(full.eval()(b)[0], none.eval()(b)[0])  # evaluation is always teacher forced
     assert not torch.allclose(full.train()(b)[0], none.train()(b)[0])
-    decay = build(tiny_config("seq2seq", teacher_forcing=1.0, teacher_forcing_end=0.2,
-                              teacher_forcing_decay_steps=4), seq2seq_spec()).train()
+    decay = build(
+        tiny_config("seq2seq", teacher_forcing=1.0, teacher_forcing_end=0.2, teacher_forcing_decay_steps=4),
+        seq2seq_spec(),
+    ).train()
     ratios = []
     for _ in range(6):
         ratios.append(round(decay.teacher_forcing_ratio(), 6))
@@ -211,14 +217,37 @@ def test_decode_config_reaches_generate(monkeypatch):
     assert widths == [3]
 
 
-KNOBS = [("seq2seq", f, v) for f, v in [("d_model", 8), ("n_layers", 2), ("dropout", 0.5), ("embedding", "onehot"),
-                                        ("cell", "gru"), ("attention", "none"), ("attention", "bahdanau"),
-                                        ("teacher_forcing", 0.0), ("teacher_forcing_end", 0.0),
-                                        ("decode", {"max_len": 3})]]  # beam_width: see the test above
-KNOBS += [("transformer_seq2seq", f, v) for f, v in [
-    ("d_model", 8), ("n_heads", 4), ("n_layers", 2), ("d_ff", 8), ("dropout", 0.5), ("norm_position", "post"),
-    ("norm_position", "rezero"), ("norm", "rmsnorm"), ("pos_encoding", "none"), ("embedding", "onehot"),
-    ("decode", {"max_len": 1})]]  # the untrained tiny model stops after 2 tokens: a cap must be shorter to show
+KNOBS = [
+    ("seq2seq", f, v)
+    for f, v in [
+        ("d_model", 8),
+        ("n_layers", 2),
+        ("dropout", 0.5),
+        ("embedding", "onehot"),
+        ("cell", "gru"),
+        ("attention", "none"),
+        ("attention", "bahdanau"),
+        ("teacher_forcing", 0.0),
+        ("teacher_forcing_end", 0.0),
+        ("decode", {"max_len": 3}),
+    ]
+]  # beam_width: see the test above
+KNOBS += [
+    ("transformer_seq2seq", f, v)
+    for f, v in [
+        ("d_model", 8),
+        ("n_heads", 4),
+        ("n_layers", 2),
+        ("d_ff", 8),
+        ("dropout", 0.5),
+        ("norm_position", "post"),
+        ("norm_position", "rezero"),
+        ("norm", "rmsnorm"),
+        ("pos_encoding", "none"),
+        ("embedding", "onehot"),
+        ("decode", {"max_len": 1}),
+    ]
+]  # the untrained tiny model stops after 2 tokens: a cap must be shorter to show
 
 
 @pytest.mark.parametrize("name,field,value", KNOBS, ids=[f"{n}-{f}={v}" for n, f, v in KNOBS])
@@ -232,10 +261,24 @@ def test_every_seq2seq_knob_reaches_the_model(name, field, value):
 
 @pytest.mark.parametrize("task,model", [("reverse", "seq2seq"), ("sort", "transformer_seq2seq")])
 def test_runs_end_to_end(task, model, tmp_path):
-    cfg = build_config({}, [f"task={task}", f"model={model}", "task.length=5", "model.d_model=16", "model.n_layers=1",
-                            "train.max_steps=2", "train.batch_size=4", "train.val_batches=1", "eval.test_batches=1",
-                            "eval.lengths=[7]", "model.decode.beam_width=2", "tracking.wandb=off",
-                            f"out_dir={tmp_path}"])
+    cfg = build_config(
+        {},
+        [
+            f"task={task}",
+            f"model={model}",
+            "task.length=5",
+            "model.d_model=16",
+            "model.n_layers=1",
+            "train.max_steps=2",
+            "train.batch_size=4",
+            "train.val_batches=1",
+            "eval.test_batches=1",
+            "eval.lengths=[7]",
+            "model.decode.beam_width=2",
+            "tracking.wandb=off",
+            f"out_dir={tmp_path}",
+        ],
+    )
     r = train_run(cfg, progress=False)
     assert r["status"] == "completed"
     assert {"val/token_acc", "val/exact_match", "val/bleu", "test@7/exact_match"} <= set(r["final"])
@@ -243,11 +286,26 @@ def test_runs_end_to_end(task, model, tmp_path):
 
 # -- learning -----------------------------------------------------------------------------------
 def _learn(tmp_path, length, attention, steps):
-    cfg = build_config({}, [
-        "task=reverse", f"task.length={length}", "task.vocab=8", "model=seq2seq", f"model.attention={attention}",
-        "model.d_model=64", "optim.lr=3e-3", "train.batch_size=64", f"train.max_steps={steps}",
-        f"train.val_every={steps}", "train.val_batches=4", "eval.test=false", "tracking.wandb=off",
-        f"out_dir={tmp_path}", f"run_id={attention}{length}"])
+    cfg = build_config(
+        {},
+        [
+            "task=reverse",
+            f"task.length={length}",
+            "task.vocab=8",
+            "model=seq2seq",
+            f"model.attention={attention}",
+            "model.d_model=64",
+            "optim.lr=3e-3",
+            "train.batch_size=64",
+            f"train.max_steps={steps}",
+            f"train.val_every={steps}",
+            "train.val_batches=4",
+            "eval.test=false",
+            "tracking.wandb=off",
+            f"out_dir={tmp_path}",
+            f"run_id={attention}{length}",
+        ],
+    )
     return train_run(cfg, progress=False)
 
 

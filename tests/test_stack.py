@@ -1,6 +1,7 @@
 """The residual ``stack`` around a sequence mixer: with the attention mixer it is the Transformer (the
 same parameters compute the same function), every shipped mixer passes the plug-in property checks
 (``seqbench.testing``), and those checks catch a mixer that reads the future."""
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """Intervals and paired tests against scipy on known data; a study with 1 and with 5 seeds in the report."""
+
 from __future__ import annotations
 
 import math
@@ -9,11 +10,11 @@ from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
 from scipy import stats as st
 
-from tests.report_support import add_trial, journal_storage, new_study, write_run
+from seqbench.bench.core.stats import mean_ci, paired
 from seqbench.reports.build import build_report
 from seqbench.reports.comparisons import comparisons, ranked
-from seqbench.bench.core.stats import mean_ci, paired
 from seqbench.sweeps.table import Objective, build_table
+from tests.report_support import add_trial, journal_storage, new_study, write_run
 
 ACC = Objective("val/acc", "maximize")
 X = [0.61, 0.72, 0.58, 0.69, 0.75]
@@ -70,9 +71,14 @@ def _study(tmp_path, seeds: list[int]):
                 rid = f"{m}-{delay}-s{s}"
                 write_run(out, rid, final={"val/acc": v}, baseline={"val/acc": 0.25}, seed=s, model=m)
                 run_ids.append(rid)
-            add_trial(study, {"model.name": m, "task.delay": delay}, dists, state=TrialState.COMPLETE,
-                      values=[float(np.mean(per_seed))],
-                      attrs={"run_ids": run_ids, "seeds": seeds, "per_seed": per_seed})
+            add_trial(
+                study,
+                {"model.name": m, "task.delay": delay},
+                dists,
+                state=TrialState.COMPLETE,
+                values=[float(np.mean(per_seed))],
+                attrs={"run_ids": run_ids, "seeds": seeds, "per_seed": per_seed},
+            )
     return study, out
 
 
@@ -82,8 +88,10 @@ def test_five_seeds_report_intervals_and_paired_statements(tmp_path):
     md = (rep.folder / "summary.md").read_text()
     assert f"| model.name | lstm | {mean_ci([x + 0.2 for x in X]).fmt()} |" in md
     p = paired(X, Y)
-    want = (f"lstm vs rnn at task.delay=40: {p.diff.mean:+.3g} val/acc, 95% CI [{p.diff.lo:.3g}, {p.diff.hi:.3g}], "
-            f"p={p.p_t:.2g} (Wilcoxon p={p.p_wilcoxon:.2g}), d={p.effect_size:.2g}, n=5")
+    want = (
+        f"lstm vs rnn at task.delay=40: {p.diff.mean:+.3g} val/acc, 95% CI [{p.diff.lo:.3g}, {p.diff.hi:.3g}], "
+        f"p={p.p_t:.2g} (Wilcoxon p={p.p_wilcoxon:.2g}), d={p.effect_size:.2g}, n=5"
+    )
     assert want in md and "task.delay=10 vs 40 at model.name=lstm: +0.2 val/acc on each of n=5" in md
     comps = comparisons(build_table(study, out / "runs"), ACC)
     assert len(comps) == 4  # model at each delay, delay at each model
@@ -113,9 +121,19 @@ def _items(rep):
 def test_many_levels_are_compared_with_the_best_few_levels_pairwise():
     import pandas as pd
 
-    rows = [{"trial": lv, "state": "COMPLETE", "run_id": f"r{lv}-{s}", "seed": s, "diverged": False,
-             "param.task.delay": lv, "objective:val/acc": 0.9 - 0.01 * lv + 0.003 * s * (lv == 30)}
-            for lv in (10, 20, 30, 40) for s in range(3)]
+    rows = [
+        {
+            "trial": lv,
+            "state": "COMPLETE",
+            "run_id": f"r{lv}-{s}",
+            "seed": s,
+            "diverged": False,
+            "param.task.delay": lv,
+            "objective:val/acc": 0.9 - 0.01 * lv + 0.003 * s * (lv == 30),
+        }
+        for lv in (10, 20, 30, 40)
+        for s in range(3)
+    ]
     df = pd.DataFrame(rows)
     four = comparisons(df, ACC)
     assert [(c.a, c.b) for c in four] == [(10, 20), (10, 30), (10, 40)]  # each level against the best
@@ -135,7 +153,8 @@ def test_estimates_match_scipy_on_their_scale():
     lo, hi = st.t.interval(0.95, 2, loc=np.mean(np.log(mse)), scale=st.sem(np.log(mse)))
     assert (log.lo, log.hi) == (pytest.approx(math.exp(lo)), pytest.approx(math.exp(hi))) and log.lo > 0
     assert Estimate(tuple(mse), "log").p_value(0.3, "below") == pytest.approx(
-        st.ttest_1samp(np.log(mse), math.log(0.3), alternative="less").pvalue)
+        st.ttest_1samp(np.log(mse), math.log(0.3), alternative="less").pvalue
+    )
     clipped = Estimate(tuple(mse), "linear", (0.0, math.inf)).interval()
     assert clipped.lo == 0.0 and clipped.hi == pytest.approx(mean_ci(mse).hi)  # t reaches below 0: clipped
     rate = Estimate((1.0, 1.0, 0.0, 1.0), "rate")

@@ -1,5 +1,6 @@
 """A fault leaves the study resumable: a torn journal is repaired when opened, and trials that
 failed for a reason outside the experiment run again with ``--retry-failed`` (diverged ones stay)."""
+
 from __future__ import annotations
 
 import errno
@@ -31,16 +32,23 @@ def test_repaired_cuts_a_torn_tail_and_keeps_a_record_glued_onto_one():
     assert repaired(a + b"\n" + b) == a + b"\n" + b + b"\n"  # whole, only its newline missing
 
 
-@pytest.mark.parametrize("reason, attrs, outside", [
-    ("OSError: [Errno 28] No space left on device: '/out/runs/x'", {}, True),
-    ("OSError: [Errno 27] File too large", {}, True),
-    ("OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", {}, True),
-    ("RuntimeError: [enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory", {}, True),
-    ("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.", {}, True),
-    ("1/2 seeds diverged; seed 0 diverged: loss 1e9 > 5; OSError: [Errno 28] No space left", {"n_diverged": 1}, False),
-    ("RuntimeError: boom in the model", {}, False),
-    ("UserError: metric.name: val/acc is missing from the run's results", {}, False),
-])
+@pytest.mark.parametrize(
+    "reason, attrs, outside",
+    [
+        ("OSError: [Errno 28] No space left on device: '/out/runs/x'", {}, True),
+        ("OSError: [Errno 27] File too large", {}, True),
+        ("OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", {}, True),
+        ("RuntimeError: [enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory", {}, True),
+        ("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.", {}, True),
+        (
+            "1/2 seeds diverged; seed 0 diverged: loss 1e9 > 5; OSError: [Errno 28] No space left",
+            {"n_diverged": 1},
+            False,
+        ),
+        ("RuntimeError: boom in the model", {}, False),
+        ("UserError: metric.name: val/acc is missing from the run's results", {}, False),
+    ],
+)
 def test_failures_outside_the_experiment_are_told_from_results(reason, attrs, outside):
     t = optuna.trial.create_trial(state=TrialState.FAIL, user_attrs={"fail_reason": reason, **attrs})
     assert failed_outside(t) is outside
@@ -96,9 +104,12 @@ def test_retry_failed_reruns_a_trial_failed_by_a_full_disk_and_not_a_diverged_on
 
     assert main(["sweep", str(p), "--out-dir", str(out)]) == 1  # without the flag: nothing runs again
     text = capsys.readouterr().out
-    assert "4 done, 3 of them failed: 2 outside the experiment (no space, memory, a kill), which --retry-failed " \
-        "runs again" in text and len(load(out).get_trials()) == 4
-    failed = text[text.index("best configurations and failed ones:"):].splitlines()
+    assert (
+        "4 done, 3 of them failed: 2 outside the experiment (no space, memory, a kill), which --retry-failed runs again"
+        in text
+        and len(load(out).get_trials()) == 4
+    )
+    failed = text[text.index("best configurations and failed ones:") :].splitlines()
     assert sum(" FAIL " in line for line in failed) == 3  # listed as failed, never left out
     assert "run the same command with --retry-failed" in text
     assert main(["sweep", str(p), "--out-dir", str(out), "--retry-failed"]) == 0

@@ -1,5 +1,6 @@
 """What a sweep prints: trial starts, [done/total, ETA] on finished trials, one best table, and a
 report hint that finds the study again (its --out-dir and --storage, password redacted)."""
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,10 @@ def test_progress_tag_counts_and_estimates():
 def test_report_hint_repeats_out_dir_and_redacted_storage():
     assert report_hint("s", "outputs", None) == "seqbench report s"
     assert report_hint("s", "/tmp/x y", None) == "seqbench report s --out-dir '/tmp/x y'"
-    assert report_hint("s", "outputs", "postgresql://bob:s3cret@db/optuna") == \
-        "seqbench report s --storage 'postgresql://bob:***@db/optuna'"
+    assert (
+        report_hint("s", "outputs", "postgresql://bob:s3cret@db/optuna")
+        == "seqbench report s --storage 'postgresql://bob:***@db/optuna'"
+    )
 
 
 def test_sweep_prints_starts_progress_one_table_and_a_hint_that_finds_it(tmp_path, capsys):

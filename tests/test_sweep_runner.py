@@ -1,5 +1,6 @@
 """The sweep runner: the study contract, resume, parallel workers, SIGKILL recovery, divergence,
 exceptions and pruning. Tiny configs, a few steps per trial."""
+
 from __future__ import annotations
 
 import json
@@ -23,14 +24,22 @@ from seqbench.sweeps.optuna_adapter import set_trial_flag
 from seqbench.sweeps.storage import open_storage
 from tests.helpers import REPO, TINY_TASK
 
-TINY_BASE = {"task": {"name": "copy", **TINY_TASK["copy"]}, "model": {"d_model": 16},
-             "train": {"max_steps": 4, "val_every": 2, "val_batches": 1, "batch_size": 4, "threads": 1},
-             "eval": {"test_batches": 1}, "tracking": {"wandb": "off"}}
+TINY_BASE = {
+    "task": {"name": "copy", **TINY_TASK["copy"]},
+    "model": {"d_model": 16},
+    "train": {"max_steps": 4, "val_every": 2, "val_batches": 1, "batch_size": 4, "threads": 1},
+    "eval": {"test_batches": 1},
+    "tracking": {"wandb": "off"},
+}
 
 
 def write_spec(tmp_path: Path, name: str = "tiny", **kw) -> Path:
-    body = {"question": "does the runner work?", "base": TINY_BASE,
-            "metric": {"name": "val/acc", "goal": "maximize"}, **kw}
+    body = {
+        "question": "does the runner work?",
+        "base": TINY_BASE,
+        "metric": {"name": "val/acc", "goal": "maximize"},
+        **kw,
+    }
     p = tmp_path / f"{name}.yaml"
     p.write_text(yaml.safe_dump(body, sort_keys=False))
     return p
@@ -42,20 +51,34 @@ def load(out: Path, name: str, storage: str | None = None) -> optuna.Study:
 
 def grid_points(study: optuna.Study) -> list[str]:
     """Params of the trials that count (not the ones a dead worker left and that were retried)."""
-    return sorted(json.dumps(t.params, sort_keys=True) for t in study.get_trials()
-                  if t.state != TrialState.FAIL or not t.user_attrs.get("retried"))
+    return sorted(
+        json.dumps(t.params, sort_keys=True)
+        for t in study.get_trials()
+        if t.state != TrialState.FAIL or not t.user_attrs.get("retried")
+    )
 
 
 def sweep_cli(*args: str, **popen) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled"}
-    return subprocess.Popen([sys.executable, "-m", "seqbench", "sweep", *args], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+    return subprocess.Popen(
+        [sys.executable, "-m", "seqbench", "sweep", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **popen,
+    )
 
 
 def test_grid_study_keeps_the_report_contract_and_resume_reruns_nothing(tmp_path, capsys):
     out = tmp_path / "out"
-    p = write_spec(tmp_path, parameters={"model.name": {"values": ["rnn", "lstm"]}, "task.delay": {"values": [3, 5]}},
-                   per_model={"lstm": {"model.forget_bias": 2.0}}, seeds=[0, 1])
+    p = write_spec(
+        tmp_path,
+        parameters={"model.name": {"values": ["rnn", "lstm"]}, "task.delay": {"values": [3, 5]}},
+        per_model={"lstm": {"model.forget_bias": 2.0}},
+        seeds=[0, 1],
+    )
     assert main(["sweep", str(p), "--out-dir", str(out)]) == 0
     text = capsys.readouterr().out
     assert text.count("COMPLETE") >= 4 and "best configurations:" in text and "model.name=lstm task.delay=5" in text
@@ -64,11 +87,15 @@ def test_grid_study_keeps_the_report_contract_and_resume_reruns_nothing(tmp_path
     a = study.user_attrs
     assert a["question"] == "does the runner work?" and a["spec_path"] == str(p) and a["out_dir"] == str(out)
     assert a["metrics"] == [{"name": "val/acc", "goal": "maximize"}] and a["spec"]["seeds"] == [0, 1]
-    assert {"seqbench_version", "git_sha"} <= set(a) and a["spec"]["parameters"]["model.name"]["values"] == ["rnn", "lstm"]
+    assert {"seqbench_version", "git_sha"} <= set(a) and a["spec"]["parameters"]["model.name"]["values"] == [
+        "rnn",
+        "lstm",
+    ]
     trials = study.get_trials()
     assert [t.state for t in trials] == [TrialState.COMPLETE] * 4
-    assert grid_points(study) == sorted(json.dumps({"model.name": m, "task.delay": d}, sort_keys=True)
-                                        for m in ("rnn", "lstm") for d in (3, 5))
+    assert grid_points(study) == sorted(
+        json.dumps({"model.name": m, "task.delay": d}, sort_keys=True) for m in ("rnn", "lstm") for d in (3, 5)
+    )
     for t in trials:
         u = t.user_attrs
         assert u["seeds"] == [0, 1] and len(u["run_ids"]) == 2 and len(u["per_seed"]) == 2 and u["n_diverged"] == 0
@@ -98,11 +125,19 @@ def test_grid_study_keeps_the_report_contract_and_resume_reruns_nothing(tmp_path
 def lr_by_width_spec(tmp_path, max_steps: int):
     """A 2x2 grid on adding with an SGD IRNN and no clipping: lr 1e4 diverges (a result), and d_model 12 is
     the configuration a test makes fail for a reason outside the experiment."""
-    base = {**TINY_BASE, "task": {"name": "adding", "length": 8}, "model": {"name": "irnn", "d_model": 16},
-            "optim": {"optimizer": "sgd", "grad_clip": None},
-            "train": {**TINY_BASE["train"], "max_steps": max_steps, "val_every": 10, "diverge_loss": 5}}
-    return write_spec(tmp_path, base=base, metric={"name": "val/mse", "goal": "minimize"},
-                      parameters={"optim.lr": {"values": [1e4, 1e-3]}, "model.d_model": {"values": [16, 12]}})
+    base = {
+        **TINY_BASE,
+        "task": {"name": "adding", "length": 8},
+        "model": {"name": "irnn", "d_model": 16},
+        "optim": {"optimizer": "sgd", "grad_clip": None},
+        "train": {**TINY_BASE["train"], "max_steps": max_steps, "val_every": 10, "diverge_loss": 5},
+    }
+    return write_spec(
+        tmp_path,
+        base=base,
+        metric={"name": "val/mse", "goal": "minimize"},
+        parameters={"optim.lr": {"values": [1e4, 1e-3]}, "model.d_model": {"values": [16, 12]}},
+    )
 
 
 def test_divergence_and_exceptions_fail_their_trial_and_the_study_goes_on(tmp_path, monkeypatch, capsys):
@@ -134,11 +169,18 @@ def test_divergence_and_exceptions_fail_their_trial_and_the_study_goes_on(tmp_pa
 
 def test_pruning_stops_a_hopeless_trial_and_its_run_says_pruned(tmp_path):
     out = tmp_path / "out"
-    base = {**TINY_BASE, "model": {"name": "lstm", "d_model": 16},
-            "train": {**TINY_BASE["train"], "max_steps": 40, "val_every": 5}}
-    p = write_spec(tmp_path, base=base, metric={"name": "val/loss", "goal": "minimize"},
-                   parameters={"optim.lr": {"values": [0.05, 1e-7]}},
-                   pruner={"name": "median", "startup_trials": 1, "warmup_steps": 0})
+    base = {
+        **TINY_BASE,
+        "model": {"name": "lstm", "d_model": 16},
+        "train": {**TINY_BASE["train"], "max_steps": 40, "val_every": 5},
+    }
+    p = write_spec(
+        tmp_path,
+        base=base,
+        metric={"name": "val/loss", "goal": "minimize"},
+        parameters={"optim.lr": {"values": [0.05, 1e-7]}},
+        pruner={"name": "median", "startup_trials": 1, "warmup_steps": 0},
+    )
     assert main(["sweep", str(p), "--out-dir", str(out)]) == 0
     good, hopeless = load(out, "tiny").get_trials()
     assert good.state == TrialState.COMPLETE and hopeless.state == TrialState.PRUNED
@@ -151,15 +193,19 @@ def test_pruning_stops_a_hopeless_trial_and_its_run_says_pruned(tmp_path):
 @pytest.mark.slow  # three process start-ups
 def test_two_workers_share_a_grid_without_duplicates_or_gaps(tmp_path):
     out = tmp_path / "out"
-    p = write_spec(tmp_path, parameters={"model.name": {"values": ["rnn", "gru"]}, "task.delay": {"values": [2, 3, 4]}},
-                   base={**TINY_BASE, "train": {**TINY_BASE["train"], "max_steps": 60, "val_every": 30}})
+    p = write_spec(
+        tmp_path,
+        parameters={"model.name": {"values": ["rnn", "gru"]}, "task.delay": {"values": [2, 3, 4]}},
+        base={**TINY_BASE, "train": {**TINY_BASE["train"], "max_steps": 60, "val_every": 30}},
+    )
     proc = sweep_cli(str(p), "--out-dir", str(out), "--workers", "2", "--study", "pair")
     text, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, text
     study = load(out, "pair")
     assert [t.state for t in study.get_trials()] == [TrialState.COMPLETE] * 6, text
-    assert grid_points(study) == sorted(json.dumps({"model.name": m, "task.delay": d}, sort_keys=True)
-                                        for m in ("rnn", "gru") for d in (2, 3, 4))
+    assert grid_points(study) == sorted(
+        json.dumps({"model.name": m, "task.delay": d}, sort_keys=True) for m in ("rnn", "gru") for d in (2, 3, 4)
+    )
     workers = {t.system_attrs["worker"] for t in study.get_trials()}
     assert len(workers) == 2  # both worked, and one was the command's own process (the other a copy of it)
     assert any(w.endswith(f":{proc.pid}") for w in workers), (workers, proc.pid)
@@ -170,8 +216,11 @@ def test_two_workers_share_a_grid_without_duplicates_or_gaps(tmp_path):
 def test_sigkill_mid_study_then_rerun_retries_the_stuck_trial_and_meets_the_budget(tmp_path, capsys):
     out = tmp_path / "out"
     # the middle grid point trains long enough to be caught running
-    p = write_spec(tmp_path, parameters={"train.max_steps": {"values": [4, 1000, 6]}},
-                   base={**TINY_BASE, "train": {**TINY_BASE["train"], "val_every": 50}})
+    p = write_spec(
+        tmp_path,
+        parameters={"train.max_steps": {"values": [4, 1000, 6]}},
+        base={**TINY_BASE, "train": {**TINY_BASE["train"], "val_every": 50}},
+    )
     args = (str(p), "--out-dir", str(out), "--heartbeat", "0.5")
     proc = sweep_cli(*args, start_new_session=True)
     try:

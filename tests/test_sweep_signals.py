@@ -2,6 +2,7 @@
 step and records its trial, as a single run does); a ``kill -9`` of the command leaves no worker behind;
 a re-run retries the trials of dead workers on this machine at once and says what it waits for when
 a worker on another machine may still be running."""
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,6 @@ from seqbench.sweeps.liveness import gone_here, this_worker
 from seqbench.sweeps.optuna_adapter import set_trial_flag
 from seqbench.sweeps.storage import open_storage
 from tests.test_sweep_runner import TINY_BASE, sweep_cli, write_spec
-
 
 
 def trials(out: Path) -> list:
@@ -108,15 +108,17 @@ def test_a_worker_on_another_machine_is_waited_for_with_a_line_then_retried(tmp_
     from seqbench.sweeps.study import Job, study_attrs
 
     spec = load_spec(p)
-    for k, v in study_attrs(Job(spec=spec.to_dict(), spec_path=str(p), study="tiny", storage=None,
-                                out_dir=str(out)), spec).items():
+    for k, v in study_attrs(
+        Job(spec=spec.to_dict(), spec_path=str(p), study="tiny", storage=None, out_dir=str(out)), spec
+    ).items():
         study.set_user_attr(k, v)
     study.enqueue_trial({"task.delay": 3})
     t = study.ask()
     t.set_user_attr("worker", {"host": "elsewhere", "boot": "x", "pid": 1, "started": 1.0})
     set_trial_flag(study, t, "heartbeat", time.time())
-    from seqbench.sweeps.study import READY_ATTR
     from seqbench.sweeps.optuna_adapter import set_study_flag
+    from seqbench.sweeps.study import READY_ATTR
+
     set_study_flag(study, READY_ATTR, True)
 
     assert main(["sweep", str(p), "--out-dir", str(out), "--heartbeat", "0.3"]) == 0

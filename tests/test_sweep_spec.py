@@ -1,4 +1,5 @@
 """Sweep specs: shipped specs load, per-model blocks, grid order, and one-line errors for each mistake."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,8 +11,11 @@ from seqbench.bench.core.errors import UserError
 from seqbench.sweeps import shipped_sweeps, spec_path
 from seqbench.sweeps.spec import load_spec, parse_spec, trial_config
 
-BASE = {"task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 4},
-        "model": {"d_model": 16}, "train": {"max_steps": 8}}
+BASE = {
+    "task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 4},
+    "model": {"d_model": 16},
+    "train": {"max_steps": 8},
+}
 MODELS_SWEPT = {"model.name": {"values": ["rnn", "lstm"]}}
 
 
@@ -51,17 +55,28 @@ def test_shipped_sweeps_are_package_data_found_by_name(tmp_path, monkeypatch, ca
 
 
 def test_grid_order_size_and_shorthands():
-    s = spec(parameters={**MODELS_SWEPT, "task.delay": {"values": [3, 5, 7]}}, seeds=3,
-             metric={"name": "val/acc", "goal": "maximize"}, pruner="median")
+    s = spec(
+        parameters={**MODELS_SWEPT, "task.delay": {"values": [3, 5, 7]}},
+        seeds=3,
+        metric={"name": "val/acc", "goal": "maximize"},
+        pruner="median",
+    )
     assert s.grid_size() == 6 and s.seeds == [0, 1, 2] and s.pruner.name == "median"
-    assert s.grid()[:4] == [{"model.name": "rnn", "task.delay": 3}, {"model.name": "rnn", "task.delay": 5},
-                            {"model.name": "rnn", "task.delay": 7}, {"model.name": "lstm", "task.delay": 3}]
+    assert s.grid()[:4] == [
+        {"model.name": "rnn", "task.delay": 3},
+        {"model.name": "rnn", "task.delay": 5},
+        {"model.name": "rnn", "task.delay": 7},
+        {"model.name": "lstm", "task.delay": 3},
+    ]
     assert spec(parameters=MODELS_SWEPT, trials=1).grid() == [{"model.name": "rnn"}]
 
 
 def test_per_model_block_reaches_only_its_model():
-    s = spec(parameters=MODELS_SWEPT, per_model={"lstm": {"model.forget_bias": 3.0, "optim.lr": 0.02}},
-             per_task={"copy": {"task.alphabet": 5}})
+    s = spec(
+        parameters=MODELS_SWEPT,
+        per_model={"lstm": {"model.forget_bias": 3.0, "optim.lr": 0.02}},
+        per_task={"copy": {"task.alphabet": 5}},
+    )
     lstm = trial_config(s, {"model.name": "lstm"}, seed=4, extra={"tracking.group": "g"})
     rnn = trial_config(s, {"model.name": "rnn"}, seed=4, extra={})
     assert (lstm.model.forget_bias, lstm.optim.lr, lstm.seed, lstm.tracking.group) == (3.0, 0.02, 4, "g")
@@ -78,42 +93,80 @@ def test_default_metric_is_the_tasks_primary():
 def test_a_metric_without_goal_gets_the_declared_direction():
     s = spec(metric=[{"name": "test/loss"}, {"name": "val/acc"}, {"name": "time/train_s"}])
     assert [m.goal for m in s.metrics()] == ["minimize", "maximize", "minimize"]
-    with pytest.raises(UserError, match=r"metric.name: 'val/bleu' is not reported by task 'copy'; choose from val/loss"):
+    with pytest.raises(
+        UserError, match=r"metric.name: 'val/bleu' is not reported by task 'copy'; choose from val/loss"
+    ):
         spec(metric={"name": "val/bleu"})
 
 
-@pytest.mark.parametrize("kw, where, says", [
-    ({"bogus": 1}, "bogus:", "allowed: question, base"),
-    ({"method": "bayes"}, "method:", "'grid', 'tpe', 'random' or 'nsga2'"),
-    ({"parameters": {"optim.lr": {"values": [1e-3], "distribution": "uniform", "min": 0, "max": 1}}},
-     "parameters.optim.lr:", "either values"),
-    ({"parameters": {"optim.lr": {"distribution": "uniform", "min": 0.1, "max": 1}}},
-     "parameters.optim.lr:", "method grid needs values"),
-    ({"parameters": {"model.nope": {"values": [1]}}}, "model.nope:", "unknown field; allowed: name, d_model"),
-    ({"parameters": {"model.name": {"values": ["rnn", "nosuch"]}}}, "parameters.model.name:",
-     "unknown model 'nosuch'; choose from rnn"),
-    ({"parameters": MODELS_SWEPT, "per_model": {"nosuch": {"model.d_model": 8}}}, "per_model.nosuch:",
-     "unknown model; choose from"),
-    ({"parameters": MODELS_SWEPT, "per_model": {"gru": {"model.d_model": 8}}}, "per_model.gru:",
-     "never chosen"),
-    ({"base": {**BASE, "model": {"forget_bias": 1.0}}, "parameters": MODELS_SWEPT}, "model.forget_bias:",
-     "go under per_model.<name>"),
-    ({"metric": {"name": "val/mse", "goal": "minimize"}}, "metric.name:", "choose from val/loss, val/acc"),
-    ({"metric": [{"name": "val/acc", "goal": "maximize"}, {"name": "time/train_s", "goal": "minimize"}],
-      "pruner": "median"}, "pruner:", "multi-objective"),
-    ({"method": "tpe", "parameters": {"optim.lr": {"distribution": "log_uniform", "min": 1e-4, "max": 1e-2}}},
-     "trials:", "needs a budget"),
-    ({"parameters": {"task.delay": {"values": [3, 4]}}, "trials": 3}, "trials:", "grid's 2 points"),
-    ({"seeds": [0, 0]}, "seeds:", "distinct"),
-    ({"parameters": {"seed": {"values": [1, 2]}}}, "parameters.seed:", "not sweepable"),
-    ({"parameters": {"model.d_model": {"values": [16, 0]}}}, "model.d_model:", "greater than or equal to 1"),
-    ({"parameters": {"optim.warmup_steps": {"values": [0, 10]}}}, "optim.warmup_steps:", ">= train.max_steps"),
-    ({"method": "random", "trials": 2, "parameters": {"optim.lr": {"distribution": "uniform", "min": -1,
-                                                                    "max": 1}}}, "optim.lr:", "greater than 0"),
-    ({"pruner": "asha"}, "pruner.name:", "'none', 'median' or 'hyperband'"),
-    ({"parameters": MODELS_SWEPT, "per_model": {"lstm": {"model.name": "gru"}}}, "per_model.lstm.model.name:",
-     "cannot switch"),
-])
+@pytest.mark.parametrize(
+    "kw, where, says",
+    [
+        ({"bogus": 1}, "bogus:", "allowed: question, base"),
+        ({"method": "bayes"}, "method:", "'grid', 'tpe', 'random' or 'nsga2'"),
+        (
+            {"parameters": {"optim.lr": {"values": [1e-3], "distribution": "uniform", "min": 0, "max": 1}}},
+            "parameters.optim.lr:",
+            "either values",
+        ),
+        (
+            {"parameters": {"optim.lr": {"distribution": "uniform", "min": 0.1, "max": 1}}},
+            "parameters.optim.lr:",
+            "method grid needs values",
+        ),
+        ({"parameters": {"model.nope": {"values": [1]}}}, "model.nope:", "unknown field; allowed: name, d_model"),
+        (
+            {"parameters": {"model.name": {"values": ["rnn", "nosuch"]}}},
+            "parameters.model.name:",
+            "unknown model 'nosuch'; choose from rnn",
+        ),
+        (
+            {"parameters": MODELS_SWEPT, "per_model": {"nosuch": {"model.d_model": 8}}},
+            "per_model.nosuch:",
+            "unknown model; choose from",
+        ),
+        ({"parameters": MODELS_SWEPT, "per_model": {"gru": {"model.d_model": 8}}}, "per_model.gru:", "never chosen"),
+        (
+            {"base": {**BASE, "model": {"forget_bias": 1.0}}, "parameters": MODELS_SWEPT},
+            "model.forget_bias:",
+            "go under per_model.<name>",
+        ),
+        ({"metric": {"name": "val/mse", "goal": "minimize"}}, "metric.name:", "choose from val/loss, val/acc"),
+        (
+            {
+                "metric": [{"name": "val/acc", "goal": "maximize"}, {"name": "time/train_s", "goal": "minimize"}],
+                "pruner": "median",
+            },
+            "pruner:",
+            "multi-objective",
+        ),
+        (
+            {"method": "tpe", "parameters": {"optim.lr": {"distribution": "log_uniform", "min": 1e-4, "max": 1e-2}}},
+            "trials:",
+            "needs a budget",
+        ),
+        ({"parameters": {"task.delay": {"values": [3, 4]}}, "trials": 3}, "trials:", "grid's 2 points"),
+        ({"seeds": [0, 0]}, "seeds:", "distinct"),
+        ({"parameters": {"seed": {"values": [1, 2]}}}, "parameters.seed:", "not sweepable"),
+        ({"parameters": {"model.d_model": {"values": [16, 0]}}}, "model.d_model:", "greater than or equal to 1"),
+        ({"parameters": {"optim.warmup_steps": {"values": [0, 10]}}}, "optim.warmup_steps:", ">= train.max_steps"),
+        (
+            {
+                "method": "random",
+                "trials": 2,
+                "parameters": {"optim.lr": {"distribution": "uniform", "min": -1, "max": 1}},
+            },
+            "optim.lr:",
+            "greater than 0",
+        ),
+        ({"pruner": "asha"}, "pruner.name:", "'none', 'median' or 'hyperband'"),
+        (
+            {"parameters": MODELS_SWEPT, "per_model": {"lstm": {"model.name": "gru"}}},
+            "per_model.lstm.model.name:",
+            "cannot switch",
+        ),
+    ],
+)
 def test_each_mistake_gets_one_line_naming_the_field(kw, where, says):
     with pytest.raises(UserError) as e:
         spec(**kw)

@@ -1,4 +1,5 @@
 """Synthetic tasks: determinism, disjoint splits, worked examples, memoryless baselines."""
+
 from __future__ import annotations
 
 import math
@@ -8,9 +9,9 @@ import torch
 import torch.nn.functional as F
 
 from seqbench.bench.config import build_config
+from seqbench.bench.core.contract import IGNORE, Goal, OutputKind
 from seqbench.bench.core.registry import TASKS
 from seqbench.bench.training.train import build_task
-from seqbench.bench.core.contract import IGNORE, Goal, OutputKind
 from seqbench.tasks.synthetic.base import SyntheticTask
 from tests.helpers import TINY_TASK
 
@@ -22,6 +23,7 @@ def make(name: str, seed: int = 0, **fields):
     ovs = [f"task={name}"] + [f"task.{k}={v}" for k, v in {**TINY_TASK.get(name, {}), **fields}.items()]
     if TASKS.get(name).config_cls.facts.output_kind is OutputKind.SEQ2SEQ:
         from tests.test_config import _seq2seq_model
+
         ovs.append(f"model={_seq2seq_model()}")
     return build_task(build_config({}, ovs + [f"seed={seed}"]))
 

@@ -1,4 +1,5 @@
 """Temporal convolutional network: measured receptive field, the dependency warning, knobs."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -7,9 +8,9 @@ import warnings
 import pytest
 import torch
 
-from tests.model_probe import build, fingerprint, same, tiny_config, token_spec
-from seqbench.models.configs.tcn import ReceptiveFieldWarning, receptive_field
 from seqbench.bench.core.contract import Batch
+from seqbench.models.configs.tcn import ReceptiveFieldWarning, receptive_field
+from tests.model_probe import build, fingerprint, same, tiny_config, token_spec
 
 torch.set_num_threads(1)
 
@@ -48,8 +49,14 @@ def test_variable_lengths_leave_valid_steps_alone():
     torch.testing.assert_close(a[1, :5], b[1, :5])
 
 
-KNOBS = [("d_model", 8), ("kernel_size", 3), ("n_levels", 3), ("dropout", 0.5), ("weight_norm", False),
-         ("embedding", "onehot")]
+KNOBS = [
+    ("d_model", 8),
+    ("kernel_size", 3),
+    ("n_levels", 3),
+    ("dropout", 0.5),
+    ("weight_norm", False),
+    ("embedding", "onehot"),
+]
 
 
 @pytest.mark.parametrize("field,value", KNOBS, ids=[f"{f}={v}" for f, v in KNOBS])
@@ -69,9 +76,11 @@ def test_n_layers_is_refused_naming_the_depth_knob_and_the_fields():
 
     with pytest.raises(UserError) as e:
         build_config({}, ["model=tcn", "model.n_layers=4"])
-    assert str(e.value) == ("model.n_layers: a tcn has no n_layers; its depth is model.n_levels (block i has "
-                            "dilation 2^i); allowed: name, d_model, embedding, dropout, kernel_size, n_levels, "
-                            "weight_norm")
+    assert str(e.value) == (
+        "model.n_layers: a tcn has no n_layers; its depth is model.n_levels (block i has "
+        "dilation 2^i); allowed: name, d_model, embedding, dropout, kernel_size, n_levels, "
+        "weight_norm"
+    )
     with pytest.raises(UserError, match="^model.n_layers: a tcn has no n_layers"):
         build_config({}, ["model=tcn", "model.n_layers=true"])  # not the number 1
 

@@ -1,5 +1,6 @@
 """The one table writer and the one duration formatter (``bench.core.text``) every command and
 report prints through."""
+
 from __future__ import annotations
 
 import doctest
@@ -16,23 +17,38 @@ def test_the_module_examples_hold():
 
 
 def test_terminal_table_pads_aligns_rules_cuts_and_strips():
-    out = text_table(["a", "long head", "n"], [["xyz", "1", 3], [None, math.nan, 2.5]], align="llr", indent="  ",
-                     sep=" | ", rule=True)
-    assert out.splitlines() == ["  a   | long head |   n",
-                                "  ----+-----------+----",
-                                "  xyz | 1         |   3",
-                                "  –   | –         | 2.5"]
+    out = text_table(
+        ["a", "long head", "n"],
+        [["xyz", "1", 3], [None, math.nan, 2.5]],
+        align="llr",
+        indent="  ",
+        sep=" | ",
+        rule=True,
+    )
+    assert out.splitlines() == [
+        "  a   | long head |   n",
+        "  ----+-----------+----",
+        "  xyz | 1         |   3",
+        "  –   | –         | 2.5",
+    ]
     assert text_table(["c"], [["x" * 80]], max_width=10).splitlines()[1] == "xxxxxxx..."
 
 
 def test_terminal_table_wraps_long_cells_onto_the_rows_next_lines():
-    out = text_table(["rule", "v"], [["best of optim.lr per seed: 0.001 x2, 0.003 x1", "holds"], ["short", "fails"]],
-                     sep=" | ", max_width=20, wrap=True)
-    assert out.splitlines() == ["rule                 | v",
-                                "best of optim.lr per | holds",
-                                "seed: 0.001 x2,      |",
-                                "0.003 x1             |",
-                                "short                | fails"]
+    out = text_table(
+        ["rule", "v"],
+        [["best of optim.lr per seed: 0.001 x2, 0.003 x1", "holds"], ["short", "fails"]],
+        sep=" | ",
+        max_width=20,
+        wrap=True,
+    )
+    assert out.splitlines() == [
+        "rule                 | v",
+        "best of optim.lr per | holds",
+        "seed: 0.001 x2,      |",
+        "0.003 x1             |",
+        "short                | fails",
+    ]
 
 
 def test_markdown_table_escapes_pipes_and_right_aligns():
@@ -41,9 +57,20 @@ def test_markdown_table_escapes_pipes_and_right_aligns():
         markdown_table(["k"], [], align="c")
 
 
-@pytest.mark.parametrize("seconds, shown", [(0.04, "0.0s"), (4.25, "4.2s"), (9.96, "10s"), (59.4, "59s"),
-                                            (59.6, "1m00s"), (61, "1m01s"), (3599.6, "1h00m"), (7322, "2h02m"),
-                                            (math.nan, "–")])
+@pytest.mark.parametrize(
+    "seconds, shown",
+    [
+        (0.04, "0.0s"),
+        (4.25, "4.2s"),
+        (9.96, "10s"),
+        (59.4, "59s"),
+        (59.6, "1m00s"),
+        (61, "1m01s"),
+        (3599.6, "1h00m"),
+        (7322, "2h02m"),
+        (math.nan, "–"),
+    ],
+)
 def test_duration(seconds, shown):
     assert duration(seconds) == shown
 
@@ -52,9 +79,11 @@ def test_a_notice_is_one_line_on_stderr_other_warnings_keep_their_format():
     import subprocess
     import sys
 
-    code = ("import warnings\nfrom seqbench.bench.core.text import Notice\n"
-            "warnings.warn('tcn: receptive field 7 < task dependency 50', Notice)\n"
-            "warnings.warn('plain', UserWarning)\n")
+    code = (
+        "import warnings\nfrom seqbench.bench.core.text import Notice\n"
+        "warnings.warn('tcn: receptive field 7 < task dependency 50', Notice)\n"
+        "warnings.warn('plain', UserWarning)\n"
+    )
     err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
     lines = err.splitlines()
     assert lines[0] == "warning: tcn: receptive field 7 < task dependency 50"

@@ -1,4 +1,5 @@
 """Text loading and tokenizers: local files, bad files, hub names offline, cache, splits."""
+
 from __future__ import annotations
 
 import os
@@ -89,12 +90,14 @@ def test_cache_roundtrip_and_key(tmp_path):
 
 def test_offline_is_set_by_loading_text_not_by_importing_the_config():
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    code = ("import os, sys, seqbench.bench.config\n"
-            "print(os.environ.get('HF_HUB_OFFLINE'), 'datasets' in sys.modules)\n"
-            "from seqbench.tasks.text import data\n"
-            "data.import_datasets()\n"
-            "import huggingface_hub.constants as c\n"
-            "print(os.environ.get('HF_HUB_OFFLINE'), c.HF_HUB_OFFLINE)")
+    code = (
+        "import os, sys, seqbench.bench.config\n"
+        "print(os.environ.get('HF_HUB_OFFLINE'), 'datasets' in sys.modules)\n"
+        "from seqbench.tasks.text import data\n"
+        "data.import_datasets()\n"
+        "import huggingface_hub.constants as c\n"
+        "print(os.environ.get('HF_HUB_OFFLINE'), c.HF_HUB_OFFLINE)"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert out.stdout.splitlines()[-2:] == ["None False", "1 True"], out.stderr[-1000:]
 
@@ -110,8 +113,16 @@ def test_offline_hub_name_fails_fast():
 def test_offline_hub_name_exit_code_2_through_the_cli(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
     env["HF_HOME"] = str(tmp_path / "hf")
-    cmd = [sys.executable, "-m", "seqbench", "run", "task=sentiment", "task.source=some/hubname",
-           "tracking.wandb=off", f"out_dir={tmp_path}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "seqbench",
+        "run",
+        "task=sentiment",
+        "task.source=some/hubname",
+        "tracking.wandb=off",
+        f"out_dir={tmp_path}",
+    ]
     p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 2, p.stderr[-2000:]
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
@@ -119,14 +130,24 @@ def test_offline_hub_name_exit_code_2_through_the_cli(tmp_path):
     assert "Traceback" not in p.stderr
 
 
-@pytest.mark.parametrize("task, name, body", [("sentiment", "latin.csv", b"text,label\ncaf\xe9,1\n"),
-                                              ("lm", "latin.txt", b"hello w\xf6rld\n")])
+@pytest.mark.parametrize(
+    "task, name, body",
+    [("sentiment", "latin.csv", b"text,label\ncaf\xe9,1\n"), ("lm", "latin.txt", b"hello w\xf6rld\n")],
+)
 def test_non_utf8_file_through_the_cli_names_the_file(tmp_path, capsys, task, name, body):
     from seqbench.bench.cli import main
 
     f = tmp_path / name
     f.write_bytes(body)
-    code = main(["run", f"task={task}", f"task.source={f}", f"task.cache_dir={tmp_path / 'cache'}",
-                 f"out_dir={tmp_path / 'out'}", "tracking.wandb=off"])
+    code = main(
+        [
+            "run",
+            f"task={task}",
+            f"task.source={f}",
+            f"task.cache_dir={tmp_path / 'cache'}",
+            f"out_dir={tmp_path / 'out'}",
+            "tracking.wandb=off",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and f"{f}: not valid UTF-8" in err[0], err

@@ -2,6 +2,7 @@
 where seqbench's fields were left unset, mirrors metrics.csv at the trainer step, and can never
 stop a run. Offline runs are read back from their ``.wandb`` log (W&B writes no readable summary
 file offline)."""
+
 from __future__ import annotations
 
 import csv
@@ -32,8 +33,8 @@ def records(run_dir: Path) -> list:
         if block - pos % block < 7:  # a block's tail too short for a header is padding
             pos += block - pos % block
             continue
-        _, n, kind = struct.unpack("<IHB", raw[pos:pos + 7])
-        chunk, pos = raw[pos + 7:pos + 7 + n], pos + 7 + n
+        _, n, kind = struct.unpack("<IHB", raw[pos : pos + 7])
+        chunk, pos = raw[pos + 7 : pos + 7 + n], pos + 7 + n
         if kind in (1, 2):
             buf = chunk
         elif kind in (3, 4):
@@ -67,8 +68,11 @@ def the_run_record(recs: list):
 
 
 def history(recs: list) -> list[dict]:
-    return [{i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in r.history.item}
-            for r in recs if r.WhichOneof("record_type") == "history"]
+    return [
+        {i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in r.history.item}
+        for r in recs
+        if r.WhichOneof("record_type") == "history"
+    ]
 
 
 def summary(recs: list) -> dict:

@@ -1,4 +1,5 @@
 """The run path end to end: files written, determinism, divergence, early stop, eval lengths."""
+
 from __future__ import annotations
 
 import csv
@@ -29,8 +30,22 @@ def test_run_writes_config_results_and_metrics(out_dir):
     d = out_dir / "runs" / r["run_id"]
     assert yaml.safe_load((d / "config.yaml").read_text()) == cfg.to_dict()
     res = json.loads((d / "results.json").read_text())
-    for key in ("final", "best", "baseline", "solved", "steps", "wall_time_s", "samples_per_s", "n_params",
-                "seed", "config_hash", "git_sha", "versions", "argv", "status"):
+    for key in (
+        "final",
+        "best",
+        "baseline",
+        "solved",
+        "steps",
+        "wall_time_s",
+        "samples_per_s",
+        "n_params",
+        "seed",
+        "config_hash",
+        "git_sha",
+        "versions",
+        "argv",
+        "status",
+    ):
         assert key in res, key
     assert res["status"] == "completed" and res["steps"] == 6 and res["argv"] == ["seqbench", "run", "x=y"]
     assert res["config_hash"] == cfg.config_hash() and res["versions"]["torch"].startswith("2.")
@@ -59,8 +74,20 @@ def test_same_seed_same_metrics(tmp_path):
 
 
 def test_divergence_stops_the_run_and_says_why(out_dir):
-    r = train_run(small(out_dir, "optim.lr=1e4", "optim.grad_clip=null", "optim.optimizer=sgd", "train.max_steps=200",
-                  "train.val_every=200", "train.diverge_loss=5", task="adding", model="irnn"), progress=False)
+    r = train_run(
+        small(
+            out_dir,
+            "optim.lr=1e4",
+            "optim.grad_clip=null",
+            "optim.optimizer=sgd",
+            "train.max_steps=200",
+            "train.val_every=200",
+            "train.diverge_loss=5",
+            task="adding",
+            model="irnn",
+        ),
+        progress=False,
+    )
     assert r["status"] == "diverged" and r["steps"] <= CHECK_EVERY
     assert "train.diverge_loss" in r["reason"] or "non-finite" in r["reason"]
     saved = json.loads((out_dir / "runs" / r["run_id"] / "results.json").read_text())
@@ -69,18 +96,28 @@ def test_divergence_stops_the_run_and_says_why(out_dir):
 
 def test_early_stop_at_threshold(out_dir):
     # val/loss <= 10 holds at the first validation, so the run stops there
-    r = train_run(small(out_dir, "train.max_steps=40", "train.val_every=2",
-                  "train.early_stop={metric: val/loss, threshold: 10}"), progress=False)
+    r = train_run(
+        small(out_dir, "train.max_steps=40", "train.val_every=2", "train.early_stop={metric: val/loss, threshold: 10}"),
+        progress=False,
+    )
     assert r["status"] == "completed" and r["steps"] == 2
 
 
 def test_grad_clip_bounds_the_update(out_dir):
     def update_norm(clip: str) -> float:
-        cfg = small(out_dir, "optim.optimizer=sgd", "optim.momentum=0", "optim.lr=1", f"optim.grad_clip={clip}",
-                    "train.max_steps=1", "eval.test=false")
+        cfg = small(
+            out_dir,
+            "optim.optimizer=sgd",
+            "optim.momentum=0",
+            "optim.lr=1",
+            f"optim.grad_clip={clip}",
+            "train.max_steps=1",
+            "eval.test=false",
+        )
+        import pytorch_lightning as pl
+
         from seqbench.bench.training.module import SeqModule
         from seqbench.bench.training.train import build_task
-        import pytorch_lightning as pl
 
         pl.seed_everything(0, verbose=False)
         before = [p.detach().clone() for p in SeqModule(cfg, build_task(cfg)).net.parameters()]
@@ -121,8 +158,11 @@ class NaNAt(pl.Callback):
 @pytest.mark.parametrize("k", [1, 23, 40])
 def test_nan_at_step_k_stops_the_run_within_the_check_interval(out_dir, k):
     every = 10  # min(CHECK_EVERY, val_every): the interval at which the loss reaches the host
-    r = train_run(small(out_dir, "train.max_steps=100", f"train.val_every={every}", "eval.test=false"),
-            callbacks=[NaNAt(k)], progress=False)
+    r = train_run(
+        small(out_dir, "train.max_steps=100", f"train.val_every={every}", "eval.test=false"),
+        callbacks=[NaNAt(k)],
+        progress=False,
+    )
     assert r["status"] == "diverged" and k <= r["steps"] <= k + every, r
     first, last = (int(x) for x in re.search(r"steps? (\d+)(?:-(\d+))?", r["reason"]).groups(default="0"))
     assert "non-finite training loss (nan)" in r["reason"] and first <= k <= max(first, last), r["reason"]
@@ -140,8 +180,9 @@ class StepLosses(pl.Callback):
 
 def test_metrics_csv_train_loss_is_the_mean_of_the_step_losses(out_dir):
     grab = StepLosses()
-    r = train_run(small(out_dir, "train.max_steps=23", "train.val_every=5", "eval.test=false"), callbacks=[grab],
-            progress=False)
+    r = train_run(
+        small(out_dir, "train.max_steps=23", "train.val_every=5", "eval.test=false"), callbacks=[grab], progress=False
+    )
     rows = list(csv.DictReader((out_dir / "runs" / r["run_id"] / "metrics.csv").open()))
     assert [int(x["step"]) for x in rows] == [5, 10, 15, 20, 23] and sorted(grab.losses) == list(range(1, 24))
     prev = 0
@@ -187,12 +228,16 @@ def test_training_steps_make_no_host_sync_between_interval_reads(out_dir, monkey
             if in_step["step"] is not None and _called_from_seqbench():
                 reads.append(in_step["step"])
             return original(self, *a, **k)
+
         return wrapper
 
     for name in ("item", "__float__", "tolist", "cpu", "numpy", "__bool__"):
         monkeypatch.setattr(torch.Tensor, name, counted(name))
-    train_run(small(out_dir, "train.max_steps=40", "train.val_every=20", "eval.test=false"), callbacks=[Window()],
-        progress=False)
+    train_run(
+        small(out_dir, "train.max_steps=40", "train.val_every=20", "eval.test=false"),
+        callbacks=[Window()],
+        progress=False,
+    )
     assert sorted(set(reads)) == [20, 40], reads  # the interval reads only (min(CHECK_EVERY, val_every) = 20)
     assert reads.count(20) == 1 and reads.count(40) == 1, reads
 
@@ -218,8 +263,9 @@ def test_train_time_counts_training_steps_and_excludes_validation(out_dir):
         def on_validation_batch_end(self, trainer, module, outputs, batch, batch_idx, dataloader_idx=0):
             time.sleep(0.2)  # 3 validations of one batch: >= 0.6 s that training time must not include
 
-    r = train_run(small(out_dir, "train.max_steps=6", "train.val_every=2", "eval.test=false"), callbacks=[Slow()],
-            progress=False)
+    r = train_run(
+        small(out_dir, "train.max_steps=6", "train.val_every=2", "eval.test=false"), callbacks=[Slow()], progress=False
+    )
     assert 0.3 <= r["train_time_s"] <= r["wall_time_s"] - 0.6
     assert r["final"]["time/train_s"] == pytest.approx(r["train_time_s"], abs=1e-3)
 
@@ -227,11 +273,28 @@ def test_train_time_counts_training_steps_and_excludes_validation(out_dir):
 def test_closing_line_shows_only_measured_speed_facts():
     from seqbench.bench.core.text import speed_summary
 
-    base = {"steps": 10, "train_time_s": 2.0, "wall_time_s": 3.0, "samples_per_s": 320.0, "tokens_per_s": 6400.0,
-            "device": "cpu", "precision": "32-true", "world_size": 1}
+    base = {
+        "steps": 10,
+        "train_time_s": 2.0,
+        "wall_time_s": 3.0,
+        "samples_per_s": 320.0,
+        "tokens_per_s": 6400.0,
+        "device": "cpu",
+        "precision": "32-true",
+        "world_size": 1,
+    }
     line = speed_summary(base)
     assert line == "10 steps in 2.0s training (3.0s wall), 320 samples/s, 6.4k tokens/s, on cpu (32-true)"
     assert "FLOP/s" not in line and "MFU" not in line
-    gpu = speed_summary({**base, "device": "cuda:0", "device_name": "NVIDIA H100", "precision": "bf16-mixed",
-                         "world_size": 2, "model_flops_per_s": 2.5e14, "mfu": 0.126})
+    gpu = speed_summary(
+        {
+            **base,
+            "device": "cuda:0",
+            "device_name": "NVIDIA H100",
+            "precision": "bf16-mixed",
+            "world_size": 2,
+            "model_flops_per_s": 2.5e14,
+            "mfu": 0.126,
+        }
+    )
     assert gpu.endswith("250TFLOP/s, MFU 12.6%, on NVIDIA H100 x2 (bf16-mixed)")

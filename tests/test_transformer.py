@@ -1,4 +1,5 @@
 """Transformer backbone and the shared residual blocks: norm placement, positions, masks, knobs."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,10 +7,10 @@ import torch
 from torch import nn
 
 from seqbench.bench.config import build_config
-from seqbench.bench.core.errors import UserError
-from tests.model_probe import build, fingerprint, same, tiny_config, token_spec
-from seqbench.models.blocks import Residual, TransformerLayer
 from seqbench.bench.core.contract import Batch
+from seqbench.bench.core.errors import UserError
+from seqbench.models.blocks import Residual, TransformerLayer
+from tests.model_probe import build, fingerprint, same, tiny_config, token_spec
 
 torch.set_num_threads(1)
 
@@ -37,8 +38,10 @@ def _norms(module):
     return [m for m in module.modules() if isinstance(m, (nn.LayerNorm, nn.RMSNorm))]
 
 
-@pytest.mark.parametrize("position,per_layer,final,alphas", [
-    ("post", 2, False, 0), ("pre", 2, True, 0), ("rezero", 0, False, 2), ("none", 0, False, 0)])
+@pytest.mark.parametrize(
+    "position,per_layer,final,alphas",
+    [("post", 2, False, 0), ("pre", 2, True, 0), ("rezero", 0, False, 2), ("none", 0, False, 0)],
+)
 def test_norm_placement_builds_different_graphs(position, per_layer, final, alphas):
     stack = build(tiny_config("transformer", n_layers=3, norm_position=position), token_spec()).backbone.stack
     assert len(_norms(stack)) == 3 * per_layer + final
@@ -72,8 +75,11 @@ def test_rmsnorm_knob_swaps_the_norm():
 
 
 def _layer_grad_norms(position: str, seed: int) -> list[float]:
-    net = build(tiny_config("transformer", d_model=64, n_heads=4, n_layers=6, norm_position=position),
-                token_spec(causal=False), seed=seed)
+    net = build(
+        tiny_config("transformer", d_model=64, n_heads=4, n_layers=6, norm_position=position),
+        token_spec(causal=False),
+        seed=seed,
+    )
     x = tokens(8, 32, seed)
     out, _ = net(Batch(x=x, y=x))
     nn.functional.cross_entropy(out.flatten(0, 1), torch.randint(0, 5, (8 * 32,))).backward()
@@ -126,9 +132,20 @@ def test_residual_refuses_unknown_position():
         Residual(nn.Identity(), 4, "sandwich", "layernorm", 0.0)
 
 
-KNOBS = [("d_model", 32), ("n_heads", 4), ("n_layers", 2), ("d_ff", 8), ("dropout", 0.5),
-         ("norm_position", "post"), ("norm_position", "rezero"), ("norm_position", "none"), ("norm", "rmsnorm"),
-         ("pos_encoding", "learned"), ("pos_encoding", "none"), ("embedding", "onehot")]
+KNOBS = [
+    ("d_model", 32),
+    ("n_heads", 4),
+    ("n_layers", 2),
+    ("d_ff", 8),
+    ("dropout", 0.5),
+    ("norm_position", "post"),
+    ("norm_position", "rezero"),
+    ("norm_position", "none"),
+    ("norm", "rmsnorm"),
+    ("pos_encoding", "learned"),
+    ("pos_encoding", "none"),
+    ("embedding", "onehot"),
+]
 
 
 @pytest.mark.parametrize("field,value", KNOBS, ids=[f"{f}={v}" for f, v in KNOBS])

@@ -1,5 +1,6 @@
 """seqbench verify: judging on synthetic study tables, claim files (shipped and broken), one claim
 end to end through the CLI, and (slow) the quick profile of the two fastest shipped claims."""
+
 from __future__ import annotations
 
 import math
@@ -12,12 +13,16 @@ import yaml
 from seqbench.bench.cli import main
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.claims.judge import FAILS, HOLDS, INCONCLUSIVE, MISSING, judge, judge_rule
-from seqbench.sweeps.claims.schema import (PROFILES, Rule, claim_files, load_claim, parse_claim, sweep_spec,
-                                           swept_values)
+from seqbench.sweeps.claims.schema import PROFILES, Rule, claim_files, load_claim, parse_claim, sweep_spec, swept_values
 from seqbench.sweeps.spec import trial_config
 
-SOURCE = {"cite": "Test 2024 Tab. 1", "paper": "A. Test 2024", "where": "Table 1", "metric": "MSE",
-          "published": [{"what": "gru", "value": 5.3e-5, "unit": "MSE"}]}
+SOURCE = {
+    "cite": "Test 2024 Tab. 1",
+    "paper": "A. Test 2024",
+    "where": "Table 1",
+    "metric": "MSE",
+    "published": [{"what": "gru", "value": 5.3e-5, "unit": "MSE"}],
+}
 SWEPT = {"model.name": ["rnn", "gru"], "task.length": [50, 100]}
 
 
@@ -26,10 +31,19 @@ def table(values: dict[tuple[str, int], list[float | None]], baseline: float = 1
     rows = []
     for (model, length), per_seed in values.items():
         for seed, v in enumerate(per_seed):
-            rows.append({"trial": len(rows), "state": "COMPLETE", "seed": seed, "run_id": f"{model}{length}s{seed}",
-                         "status": "diverged" if v is None else "completed", "param.model.name": model,
-                         "param.task.length": length, "final.val/mse": math.nan if v is None else v,
-                         "baseline.val/mse": baseline})
+            rows.append(
+                {
+                    "trial": len(rows),
+                    "state": "COMPLETE",
+                    "seed": seed,
+                    "run_id": f"{model}{length}s{seed}",
+                    "status": "diverged" if v is None else "completed",
+                    "param.model.name": model,
+                    "param.task.length": length,
+                    "final.val/mse": math.nan if v is None else v,
+                    "baseline.val/mse": baseline,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -37,8 +51,12 @@ def rule(**kw) -> Rule:
     return Rule.model_validate({"name": "r", "metric": "val/mse", **kw})
 
 
-GOOD = {("gru", 50): [0.001, 0.002, 0.0015], ("gru", 100): [0.003, 0.004, 0.002],
-        ("rnn", 50): [0.16, 0.17, 0.165], ("rnn", 100): [0.05, 0.17, 0.12]}
+GOOD = {
+    ("gru", 50): [0.001, 0.002, 0.0015],
+    ("gru", 100): [0.003, 0.004, 0.002],
+    ("rnn", 50): [0.16, 0.17, 0.165],
+    ("rnn", 100): [0.05, 0.17, 0.12],
+}
 
 
 def test_holds_fails_and_inconclusive_from_the_interval():
@@ -61,10 +79,12 @@ def test_baseline_thresholds_and_paired_differences():
     assert at_base.verdict == INCONCLUSIVE and at_base.interval.fmt().startswith("3/3 seeds")
     eight = table({**GOOD, ("rnn", 50): [0.16, 0.17, 0.165] * 2 + [0.16, 0.17]})
     at_base = judge_rule(rule(where={"model.name": "rnn", "task.length": 50}, above={"baseline": 0.9}), eight, SWEPT)
-    assert at_base.verdict == HOLDS and at_base.p_alone == pytest.approx(2 * 0.5 ** 8)  # 8 of 8: a sign test
-    diff = judge_rule(rule(where={"model.name": "rnn", "task.length": 50}, minus={"model.name": "gru",
-                                                                                  "task.length": 50}, above=0.1),
-                      t, SWEPT)
+    assert at_base.verdict == HOLDS and at_base.p_alone == pytest.approx(2 * 0.5**8)  # 8 of 8: a sign test
+    diff = judge_rule(
+        rule(where={"model.name": "rnn", "task.length": 50}, minus={"model.name": "gru", "task.length": 50}, above=0.1),
+        t,
+        SWEPT,
+    )
     assert diff.verdict == HOLDS and diff.interval.mean == pytest.approx(0.165 - 0.0015)
 
 
@@ -93,19 +113,34 @@ def test_diverged_seed_is_inconclusive_unless_the_rule_says_what_it_counts_as():
     # an imputed seed is a point mass (every diverged seed the same value): judged per seed, 8 of 9 pass
     as_base = judge_rule(rule(where=where, below=0.01, diverged="baseline"), t, SWEPT)
     assert as_base.per_seed.startswith("diverged seeds are imputed") and as_base.interval.n == 9
-    assert as_base.verdict == HOLDS and as_base.p_alone == pytest.approx(2 * 10 / 2 ** 9)  # P(>= 8 of 9 | 1/2)
+    assert as_base.verdict == HOLDS and as_base.p_alone == pytest.approx(2 * 10 / 2**9)  # P(>= 8 of 9 | 1/2)
     as_base_above = judge_rule(rule(where=where, above=0.5, diverged="baseline"), t, SWEPT)
     assert as_base_above.verdict == FAILS and as_base_above.interval.mean == 0.0
 
 
 def test_claim_verdict_combines_rules():
-    raw = {"question": "q?", "source": SOURCE, "figure": "length", "base": {"task": {"name": "adding"}},
-           "parameters": {"model.name": {"values": ["rnn", "gru"]}, "task.length": {"values": [50, 100]}},
-           "profiles": {"quick": {}, "paper": {}},
-           "expect": [{"name": "gru solves", "where": {"model.name": "gru", "task.length": 50},
-                       "metric": "val/mse", "below": 0.01},
-                      {"name": "rnn at baseline", "where": {"model.name": "rnn", "task.length": 100},
-                       "metric": "val/mse", "above": 0.1}]}
+    raw = {
+        "question": "q?",
+        "source": SOURCE,
+        "figure": "length",
+        "base": {"task": {"name": "adding"}},
+        "parameters": {"model.name": {"values": ["rnn", "gru"]}, "task.length": {"values": [50, 100]}},
+        "profiles": {"quick": {}, "paper": {}},
+        "expect": [
+            {
+                "name": "gru solves",
+                "where": {"model.name": "gru", "task.length": 50},
+                "metric": "val/mse",
+                "below": 0.01,
+            },
+            {
+                "name": "rnn at baseline",
+                "where": {"model.name": "rnn", "task.length": 100},
+                "metric": "val/mse",
+                "above": 0.1,
+            },
+        ],
+    }
     claim = parse_claim(raw, "c")
     assert judge(claim, table(GOOD), SWEPT, "quick")[0] == INCONCLUSIVE
     strong = {**GOOD, ("rnn", 100): [0.16, 0.17, 0.165]}
@@ -124,8 +159,9 @@ def test_shipped_claim_loads_validates_every_profile_and_cites_numbers(path: Pat
     for profile in PROFILES:
         assert claim.rules(profile)
         if claim.kind == "cost":
-            assert set(swept_values(claim, profile)["model.name"]) >= {r.where["model.name"]
-                                                                      for r in claim.rules(profile)}
+            assert set(swept_values(claim, profile)["model.name"]) >= {
+                r.where["model.name"] for r in claim.rules(profile)
+            }
             continue
         spec = sweep_spec(claim, profile)
         assert len(spec.seeds) >= 2, "a verdict needs replicates"
@@ -135,34 +171,53 @@ def test_shipped_claim_loads_validates_every_profile_and_cites_numbers(path: Pat
 
 
 def _claim_file(tmp_path: Path, **changes) -> Path:
-    raw = {"question": "Does the gradient of a tanh RNN decay faster than an LSTM's?", "source": SOURCE,
-           "figure": "through_time",
-           "base": {"task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 6}, "model": {"d_model": 8},
-                    "train": {"max_steps": 2, "val_every": 2, "val_batches": 1, "batch_size": 4},
-                    "eval": {"test": False}, "tracking": {"wandb": "off"},
-                    "diagnostics": {"gradients": True, "every": 1}},
-           "metric": {"name": "val/loss", "goal": "minimize"},
-           "parameters": {"model.name": {"values": ["rnn", "lstm"]}}, "seeds": 2,
-           "profiles": {"quick": {}, "paper": {"base": {"train": {"max_steps": 4}}}},
-           "expect": [{"name": "rnn decays", "where": {"model.name": "rnn"}, "metric": "diag/decay_rate@first",
-                       "above": 0.0}]}
+    raw = {
+        "question": "Does the gradient of a tanh RNN decay faster than an LSTM's?",
+        "source": SOURCE,
+        "figure": "through_time",
+        "base": {
+            "task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 6},
+            "model": {"d_model": 8},
+            "train": {"max_steps": 2, "val_every": 2, "val_batches": 1, "batch_size": 4},
+            "eval": {"test": False},
+            "tracking": {"wandb": "off"},
+            "diagnostics": {"gradients": True, "every": 1},
+        },
+        "metric": {"name": "val/loss", "goal": "minimize"},
+        "parameters": {"model.name": {"values": ["rnn", "lstm"]}},
+        "seeds": 2,
+        "profiles": {"quick": {}, "paper": {"base": {"train": {"max_steps": 4}}}},
+        "expect": [
+            {"name": "rnn decays", "where": {"model.name": "rnn"}, "metric": "diag/decay_rate@first", "above": 0.0}
+        ],
+    }
     raw.update(changes)
     path = tmp_path / "tiny_claim.yaml"
     path.write_text(yaml.safe_dump(raw))
     return path
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"expect": [{"name": "x", "where": {}, "metric": "val/loss", "below": 1}]}, "where: must fix model.name"),
-    ({"expect": [{"name": "x", "where": {"model.name": "gru"}, "metric": "val/loss", "below": 1}]},
-     "model.name='gru' is not among the swept values"),
-    ({"expect": [{"name": "x", "where": {"model.name": "rnn"}, "metric": "val/loss"}]}, "needs below:, above: or between:"),
-    ({"profiles": {"quick": {}}}, "profiles: needs paper"),
-    ({"profiles": {"quick": {}, "paper": {"base": {"train": {"max_stepz": 4}}}}},
-     "profile paper: .*train.max_stepz: unknown field"),
-    ({"source": {**SOURCE, "published": []}}, "source.published: List should have at least 1 item"),
-    ({"sauce": 1}, "sauce"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"expect": [{"name": "x", "where": {}, "metric": "val/loss", "below": 1}]}, "where: must fix model.name"),
+        (
+            {"expect": [{"name": "x", "where": {"model.name": "gru"}, "metric": "val/loss", "below": 1}]},
+            "model.name='gru' is not among the swept values",
+        ),
+        (
+            {"expect": [{"name": "x", "where": {"model.name": "rnn"}, "metric": "val/loss"}]},
+            "needs below:, above: or between:",
+        ),
+        ({"profiles": {"quick": {}}}, "profiles: needs paper"),
+        (
+            {"profiles": {"quick": {}, "paper": {"base": {"train": {"max_stepz": 4}}}}},
+            "profile paper: .*train.max_stepz: unknown field",
+        ),
+        ({"source": {**SOURCE, "published": []}}, "source.published: List should have at least 1 item"),
+        ({"sauce": 1}, "sauce"),
+    ],
+)
 def test_a_broken_claim_is_refused_with_the_field_named(tmp_path, change, message):
     with pytest.raises(UserError, match=message):
         load_claim(_claim_file(tmp_path, **change))
@@ -185,8 +240,17 @@ def test_one_claim_end_to_end_through_the_cli(tmp_path, capsys):
     md = (out / "verify" / "verify.md").read_text()
     assert "| tiny_claim |" in md and "rnn decays" in md
     # a rule that cannot hold: judged (exit 0) unless --strict
-    failing = _claim_file(tmp_path, expect=[{"name": "rnn keeps everything", "where": {"model.name": "rnn"},
-                                             "metric": "diag/decay_rate@first", "below": -10.0}])
+    failing = _claim_file(
+        tmp_path,
+        expect=[
+            {
+                "name": "rnn keeps everything",
+                "where": {"model.name": "rnn"},
+                "metric": "diag/decay_rate@first",
+                "below": -10.0,
+            }
+        ],
+    )
     assert main(["verify", str(failing), "--out-dir", str(out)]) == 0  # resumes the study: no retraining
     assert "claim verdicts: tiny_claim fails (decided at look 1 of 1, n=2, alpha 0.05)" in capsys.readouterr().out
     assert main(["verify", str(failing), "--out-dir", str(out), "--strict"]) == 1
@@ -197,6 +261,7 @@ def test_a_claim_that_cannot_run_exits_nonzero(tmp_path, capsys, monkeypatch):
 
     def broken(*a, **k):
         raise RuntimeError("out of memory")
+
     monkeypatch.setattr(seqbench.bench.training.train, "train_run", broken)  # one worker: trials run in this process
     assert main(["verify", str(_claim_file(tmp_path)), "--out-dir", str(tmp_path / "out")]) == 1
     out = capsys.readouterr().out
@@ -215,13 +280,20 @@ def _fake_cost(seed: int):
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    times = {"rnn": lambda T: 0.04 * (T + 16), "lstm": lambda T: 0.006 * (T + 16),
-             "transformer": lambda T: 0.005 * T + 1e-5 * T ** 2}
+    times = {
+        "rnn": lambda T: 0.04 * (T + 16),
+        "lstm": lambda T: 0.006 * (T + 16),
+        "transformer": lambda T: 0.005 * T + 1e-5 * T**2,
+    }
 
     def measure(cfg):
-        rows = [{"model": m, "length": T, "status": "ok", "time_ms": f(T) * float(np.exp(rng.normal(0, 0.03)))}
-                for m, f in times.items() for T in cfg.lengths]
+        rows = [
+            {"model": m, "length": T, "status": "ok", "time_ms": f(T) * float(np.exp(rng.normal(0, 0.03)))}
+            for m, f in times.items()
+            for T in cfg.lengths
+        ]
         return {"rows": rows, "summary": {m: {} for m in times}, "meta": {}}
+
     return measure
 
 
@@ -254,17 +326,35 @@ def test_quick_profile_of_the_two_fastest_shipped_claims(tmp_path, capsys, monke
 # -- figures that show the verdict, cost metrics ---------------------------------------------------
 def test_the_verdict_figure_draws_each_compared_configuration_and_the_thresholds():
     from seqbench.reports.verify_html import claim_figure
-    from seqbench.sweeps.table import Objective
     from seqbench.sweeps.claims.judge import judge_all
+    from seqbench.sweeps.table import Objective
 
-    raw = {"question": "q?", "source": SOURCE, "figure": "length", "base": {"task": {"name": "adding"}},
-           "parameters": {"model.name": {"values": ["rnn", "gru"]}, "task.length": {"values": [50, 100]}},
-           "profiles": {"quick": {}, "paper": {}},
-           "controls": [{"name": "gru learns", "where": {"model.name": "gru", "task.length": 50}, "metric": "val/mse",
-                         "below": 0.01}],
-           "expect": [{"name": "rnn worse", "where": {"model.name": "rnn", "task.length": 50},
-                       "minus": {"model.name": "gru", "task.length": 50}, "metric": "val/mse", "above": 0.1,
-                       "control": "gru learns"}]}
+    raw = {
+        "question": "q?",
+        "source": SOURCE,
+        "figure": "length",
+        "base": {"task": {"name": "adding"}},
+        "parameters": {"model.name": {"values": ["rnn", "gru"]}, "task.length": {"values": [50, 100]}},
+        "profiles": {"quick": {}, "paper": {}},
+        "controls": [
+            {
+                "name": "gru learns",
+                "where": {"model.name": "gru", "task.length": 50},
+                "metric": "val/mse",
+                "below": 0.01,
+            }
+        ],
+        "expect": [
+            {
+                "name": "rnn worse",
+                "where": {"model.name": "rnn", "task.length": 50},
+                "minus": {"model.name": "gru", "task.length": 50},
+                "metric": "val/mse",
+                "above": 0.1,
+                "control": "gru learns",
+            }
+        ],
+    }
     claim = parse_claim(raw, "c")
     t = table(GOOD).assign(**{"objective:val/mse": lambda d: d["final.val/mse"], "diverged": False})
     verdict, rules, controls, _ = judge_all(claim, t, SWEPT, "quick")
@@ -286,8 +376,10 @@ def test_cost_metrics_fit_four_lengths_and_state_the_flop_prediction_and_fixed_s
     from seqbench.sweeps.claims.schema import cost_config
 
     cfg = cost_config({"models": ["transformer", "rnn"], "lengths": [128, 256, 512, 1024], "d_model": 32})
-    rows = [{"model": "transformer", "length": T, "status": "ok", "time_ms": ms}
-            for T, ms in zip([128, 256, 512, 1024], [10.0, 17.0, 37.8, 102.4])]  # issue 19's quiet-machine times
+    rows = [
+        {"model": "transformer", "length": T, "status": "ok", "time_ms": ms}
+        for T, ms in zip([128, 256, 512, 1024], [10.0, 17.0, 37.8, 102.4])
+    ]  # issue 19's quiet-machine times
     m = cost_metrics("transformer", rows, cfg)
     assert m["time_exponent_long"] == pytest.approx(m["time_exponent"]) and 1.0 < m["time_exponent"] < 1.3
     assert m["flops_exponent"] > m["time_exponent"] + 0.3  # the count predicts a steeper slope than timed
@@ -297,11 +389,26 @@ def test_cost_metrics_fit_four_lengths_and_state_the_flop_prediction_and_fixed_s
     assert math.isnan(short["time_exponent"]) and math.isnan(short["flops_exponent"])
     from seqbench.sweeps.claims.judge import judge_rule
 
-    t = pd.DataFrame([{"trial": 0, "seed": s, "run_id": f"r{s}", "status": "completed", "param.model.name": "transformer",
-                       **{f"final.{k}": v for k, v in m.items()}} for s in range(3)])
-    r = judge_rule(Rule.model_validate({"name": "e", "where": {"model.name": "transformer"},
-                                        "metric": "time_exponent_long", "between": [1.5, 2.2]}), t,
-                   {"model.name": ["transformer"]})
+    t = pd.DataFrame(
+        [
+            {
+                "trial": 0,
+                "seed": s,
+                "run_id": f"r{s}",
+                "status": "completed",
+                "param.model.name": "transformer",
+                **{f"final.{k}": v for k, v in m.items()},
+            }
+            for s in range(3)
+        ]
+    )
+    r = judge_rule(
+        Rule.model_validate(
+            {"name": "e", "where": {"model.name": "transformer"}, "metric": "time_exponent_long", "between": [1.5, 2.2]}
+        ),
+        t,
+        {"model.name": ["transformer"]},
+    )
     assert f"FLOP count predicts {m['flops_exponent_long']:.3g}, fixed-cost share 10%" in r.measured()
     from seqbench.reports.verify_html import verdict_figure
 
@@ -317,11 +424,22 @@ def test_diagnostics_metrics_per_run():
     from seqbench.bench.core.diagnostics_format import Record
     from seqbench.sweeps.claims.diag import diag_metrics
 
-    recs = [Record(step=0, global_grad_norm=2.0, w_hh_spectral_norm={},
-                   layer_grad_norm={"embed": 9.0, "backbone.stack.layers.0": 0.5, "backbone.stack.layers.11": 1.6,
-                                    "backbone.stack.layers.2": 0.7, "head": 3.0}),
-            Record(step=5, global_grad_norm=float("inf"), w_hh_spectral_norm={}, layer_grad_norm={}),
-            Record(step=9, global_grad_norm=40.0, w_hh_spectral_norm={}, layer_grad_norm={})]
+    recs = [
+        Record(
+            step=0,
+            global_grad_norm=2.0,
+            w_hh_spectral_norm={},
+            layer_grad_norm={
+                "embed": 9.0,
+                "backbone.stack.layers.0": 0.5,
+                "backbone.stack.layers.11": 1.6,
+                "backbone.stack.layers.2": 0.7,
+                "head": 3.0,
+            },
+        ),
+        Record(step=5, global_grad_norm=float("inf"), w_hh_spectral_norm={}, layer_grad_norm={}),
+        Record(step=9, global_grad_norm=40.0, w_hh_spectral_norm={}, layer_grad_norm={}),
+    ]
     m = diag_metrics(recs)
     assert m["diag/last_layer_grad_norm@first"] == 1.6  # layer 11, not the lexically last "2"
     assert m["diag/global_grad_norm@first"] == 2.0 and m["diag/global_grad_norm@max"] == math.inf
@@ -334,21 +452,29 @@ def test_a_trial_failed_only_by_diverged_seeds_is_a_result_and_any_other_failure
 
     from seqbench.sweeps.claims.runner import failed_trials
 
-    table = pd.DataFrame([
-        {"trial": 0, "state": "FAIL", "status": "diverged", "fail_reason": "anything at all"},
-        {"trial": 0, "state": "FAIL", "status": "completed", "fail_reason": "anything at all"},
-        {"trial": 1, "state": "FAIL", "status": "not-started", "fail_reason": "RuntimeError: boom"},
-        {"trial": 2, "state": "COMPLETE", "status": "completed", "fail_reason": None},
-    ])
+    table = pd.DataFrame(
+        [
+            {"trial": 0, "state": "FAIL", "status": "diverged", "fail_reason": "anything at all"},
+            {"trial": 0, "state": "FAIL", "status": "completed", "fail_reason": "anything at all"},
+            {"trial": 1, "state": "FAIL", "status": "not-started", "fail_reason": "RuntimeError: boom"},
+            {"trial": 2, "state": "COMPLETE", "status": "completed", "fail_reason": None},
+        ]
+    )
     assert failed_trials(table) == ["trial 1 failed: RuntimeError: boom"]
 
 
 def cost_claim(**profile) -> dict:
-    return {"question": "does time grow linearly?", "kind": "cost", "source": SOURCE, "figure": "cost",
-            "cost": {"models": ["rnn"], "lengths": [128, 256, 512, 1024], "d_model": 8},
-            "profiles": {"quick": profile, "paper": {"replicates": 2}},
-            "expect": [{"name": "linear", "where": {"model.name": "rnn"}, "metric": "time_exponent_long",
-                        "between": [0.8, 1.2]}]}
+    return {
+        "question": "does time grow linearly?",
+        "kind": "cost",
+        "source": SOURCE,
+        "figure": "cost",
+        "cost": {"models": ["rnn"], "lengths": [128, 256, 512, 1024], "d_model": 8},
+        "profiles": {"quick": profile, "paper": {"replicates": 2}},
+        "expect": [
+            {"name": "linear", "where": {"model.name": "rnn"}, "metric": "time_exponent_long", "between": [0.8, 1.2]}
+        ],
+    }
 
 
 def test_cost_claim_looks_count_replicates_and_stop_at_the_first_deciding_look(monkeypatch, tmp_path):
@@ -363,7 +489,7 @@ def test_cost_claim_looks_count_replicates_and_stop_at_the_first_deciding_look(m
     def fake_cost(cfg):
         e, T = next(slopes), [128, 256, 512, 1024]
         calls.append(e)
-        rows = [{"model": "rnn", "length": t, "status": "ok", "time_ms": 0.01 * t ** e} for t in T]
+        rows = [{"model": "rnn", "length": t, "status": "ok", "time_ms": 0.01 * t**e} for t in T]
         return {"rows": rows, "summary": {"rnn": {}}, "meta": {}}
 
     monkeypatch.setattr("seqbench.bench.training.cost.measure_cost", fake_cost)
@@ -377,8 +503,11 @@ def test_cost_claim_looks_count_replicates_and_stop_at_the_first_deciding_look(m
     again = v.verify_claim(claim, "quick", tmp_path, 1, None)  # cached: nothing measured again
     assert again.verdict == HOLDS and len(calls) == 6
     # the looks were judged: re-cutting them over the same replicates is refused, in one line
-    with pytest.raises(UserError, match=r"looks \[3, 6\], but study quick-\w+-cost already judged seeds 0-8 at "
-                                        r"looks \[3, 6, 9\] .*start a fresh study with another --out-dir"):
+    with pytest.raises(
+        UserError,
+        match=r"looks \[3, 6\], but study quick-\w+-cost already judged seeds 0-8 at "
+        r"looks \[3, 6, 9\] .*start a fresh study with another --out-dir",
+    ):
         v.verify_claim(parse_claim(cost_claim(looks=[3, 6]), "c"), "quick", tmp_path, 1, None)
     with pytest.raises(UserError, match=r"cost.replicates: 5 disagrees with looks: \[3, 6\]"):
         parse_claim(cost_claim(looks=[3, 6], replicates=5), "c")

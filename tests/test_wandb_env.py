@@ -1,6 +1,7 @@
 """W&B's own variables (WANDB_MODE, WANDB_PROJECT) lose only to what the user typed, whatever path the
 config took (``--out-dir`` rebuilds it; a sweep composes it per trial); and a W&B server that cannot
 be reached costs one short wait per process, then the runs go on offline."""
+
 from __future__ import annotations
 
 import time

@@ -16,14 +16,16 @@ workers, storage); then the terminal gets a ranked table with 95% intervals and 
 statements, and ``<out_dir>/reports/<study>/`` the dashboard. ``--print-config`` (or ``--print-spec``)
 prints that YAML and runs nothing: ``seqbench sweep FILE --study <study>`` continues the same study.
 """
+
 from __future__ import annotations
 
 import argparse
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -40,9 +42,12 @@ from seqbench.sweeps.storage import check_scheme
 from seqbench.sweeps.study import comparable, failed_outside
 
 ALIASES = {"task": "task.name", "model": "model.name"}
-_REFUSED = {"seed": "compare runs every setting on seeds=N replicates (or seeds=0,1,2); set seeds=",
-            "out_dir": "pass --out-dir DIR", "run_id": "each replicate gets its own run id",
-            "resume": "re-running the same compare command continues its study"}
+_REFUSED = {
+    "seed": "compare runs every setting on seeds=N replicates (or seeds=0,1,2); set seeds=",
+    "out_dir": "pass --out-dir DIR",
+    "run_id": "each replicate gets its own run id",
+    "resume": "re-running the same compare command continues its study",
+}
 DEFAULT_SEEDS = 3  # a comparison needs replicates: intervals and paired tests start at n=2
 # the top-level keys compare takes: RunConfig's sections and fields but the ones it sets itself
 SETTINGS = [k for k in RunConfig.model_fields if k not in _REFUSED] + ["seeds"]
@@ -52,23 +57,39 @@ if TYPE_CHECKING:
 
 
 def register(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("settings", nargs="*", help="key=value; a comma list sweeps that key, e.g. "
-                    "model=lstm,gru task=copy task.delay=20,40 seeds=3 train.max_steps=500")
+    sp.add_argument(
+        "settings",
+        nargs="*",
+        help="key=value; a comma list sweeps that key, e.g. "
+        "model=lstm,gru task=copy task.delay=20,40 seeds=3 train.max_steps=500",
+    )
     sp.add_argument("--workers", type=int, default=1, help="local worker processes sharing the study")
     sp.add_argument("--storage", help="journal path or postgresql://... (default <out-dir>/optuna.journal)")
-    sp.add_argument("--out-dir", default="outputs", help="runs, journal, specs/ and reports/ go here "
-                    "(default outputs)")
-    sp.add_argument("--metric", help="objective key, e.g. val/loss or test/acc (default: the task's primary "
-                    "validation metric); its goal is the one the task declares")
+    sp.add_argument("--out-dir", default="outputs", help="runs, journal, specs/ and reports/ go here (default outputs)")
+    sp.add_argument(
+        "--metric",
+        help="objective key, e.g. val/loss or test/acc (default: the task's primary "
+        "validation metric); its goal is the one the task declares",
+    )
     sp.add_argument("--study", help="study name (default: compare-<digest of the settings>)")
-    sp.add_argument("--retry-failed", action="store_true", help="run again the settings whose trials failed "
-                    "for a reason outside the experiment (no space left, out of memory, killed)")
-    sp.add_argument("--print-config", "--print-spec", dest="print_config", action="store_true",
-                    help="print the equivalent sweep YAML and run nothing")
+    sp.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="run again the settings whose trials failed "
+        "for a reason outside the experiment (no space left, out of memory, killed)",
+    )
+    sp.add_argument(
+        "--print-config",
+        "--print-spec",
+        dest="print_config",
+        action="store_true",
+        help="print the equivalent sweep YAML and run nothing",
+    )
     sp.set_defaults(func=cmd_compare)
 
 
 # -- settings -> spec -------------------------------------------------------------------------
+
 
 def _values(key: str, text: str) -> list[Any]:
     """One value, or the comma list's values (a YAML list or mapping stays one value)."""
@@ -108,8 +129,10 @@ def parse_grid(settings: list[str]) -> tuple[dict[str, Any], dict[str, list[Any]
         if top in _REFUSED:
             raise UserError(f"{key}: set by compare; {_REFUSED[top]}")
         if top not in SETTINGS:  # suggest only what compare takes (`sedes` is seeds, not the refused seed)
-            raise UserError(f"{key}: unknown setting;{did_you_mean(top, SETTINGS)} compare takes "
-                            f"{', '.join(SETTINGS)} (dotted below task, model, optim, train, eval ...)")
+            raise UserError(
+                f"{key}: unknown setting;{did_you_mean(top, SETTINGS)} compare takes "
+                f"{', '.join(SETTINGS)} (dotted below task, model, optim, train, eval ...)"
+            )
         if key in seen:
             raise UserError(f"{key}: given twice; give it once (a comma list sweeps it)")
         seen.add(key)
@@ -152,28 +175,38 @@ def route(base: dict[str, Any], axes: dict[str, list[Any]]) -> tuple[dict[str, d
                 continue
             if not any(field in e.config_cls.model_fields for e in reg):  # a typo, not a field of another
                 own = dict.fromkeys(f for n in names for f in reg.get(n).config_cls.model_fields if f != "name")
-                raise UserError(f"{key}: unknown field; allowed: {', '.join(own)};"
-                                + did_you_mean(field, own, lambda f: f"{section}.{f}"))
+                raise UserError(
+                    f"{key}: unknown field; allowed: {', '.join(own)};"
+                    + did_you_mean(field, own, lambda f, section=section: f"{section}.{f}")
+                )
             if not have:
-                raise UserError(f"{key}: none of the compared {section}s ({', '.join(names)}) has this field; "
-                                f"their fields: `seqbench list -v`")
+                raise UserError(
+                    f"{key}: none of the compared {section}s ({', '.join(names)}) has this field; "
+                    f"their fields: `seqbench list -v`"
+                )
             lacking = ", ".join(n for n in names if n not in have)
             if key in axes:
-                raise UserError(f"{key}: only {', '.join(have)} of the compared {section}s have this field "
-                                f"({lacking} do not), so it cannot be swept here; compare {section}={have[0]} "
-                                "alone, or grow the --print-spec YAML into a sweep")
+                raise UserError(
+                    f"{key}: only {', '.join(have)} of the compared {section}s have this field "
+                    f"({lacking} do not), so it cannot be swept here; compare {section}={have[0]} "
+                    "alone, or grow the --print-spec YAML into a sweep"
+                )
             for n in have:
                 blocks[block].setdefault(n, {})[key] = base[key]
             del base[key]
-            notes.append(f"note: {key}={blocks[block][have[0]][key]} applies to {', '.join(have)} only "
-                         f"({block}; no such field in {lacking})")
+            notes.append(
+                f"note: {key}={blocks[block][have[0]][key]} applies to {', '.join(have)} only "
+                f"({block}; no such field in {lacking})"
+            )
     return blocks, notes
 
 
 def _question(axes: dict[str, list[Any]], base: dict[str, Any]) -> str:
     task = base.get("task.name", DEFAULT_NAMES["task"])
     swept = " x ".join(f"{k} in {', '.join(map(str, v))}" for k, v in axes.items())
-    return f"Which setting is best on {task}: {swept}?" if "task.name" not in axes else f"Which setting is best: {swept}?"
+    return (
+        f"Which setting is best on {task}: {swept}?" if "task.name" not in axes else f"Which setting is best: {swept}?"
+    )
 
 
 def build_spec(settings: list[str], metric: str | None = None) -> tuple[dict[str, Any], list[str]]:
@@ -181,17 +214,24 @@ def build_spec(settings: list[str], metric: str | None = None) -> tuple[dict[str
     base_flat, axes, seeds = parse_grid(settings)
     blocks, notes = route(base_flat, axes)
     base = compose({}, base_flat).data  # as run composes its overrides: choices first, mappings as leaves
-    raw: dict[str, Any] = {"question": _question(axes, base_flat), "base": base, "method": "grid",
-                           "parameters": {k: {"values": v} for k, v in axes.items()},
-                           **{b: v for b, v in blocks.items() if v}, "seeds": seeds}
+    raw: dict[str, Any] = {
+        "question": _question(axes, base_flat),
+        "base": base,
+        "method": "grid",
+        "parameters": {k: {"values": v} for k, v in axes.items()},
+        **{b: v for b, v in blocks.items() if v},
+        "seeds": seeds,
+    }
     names = _names("task", base_flat, axes)
     if metric is not None:  # an unknown metric gets some goal here; the spec check refuses it by name
         raw["metric"] = {"name": metric, "goal": metric_goal_of(metric, names)}
     try:
         spec = parse_spec(raw, source="compare")
     except MixedPrimaryMetrics:  # no --metric: the spec's advice (metric: {name, goal}) in this command's words
-        raise UserError(f"--metric: the compared tasks ({', '.join(names)}) have different primary metrics; "
-                        "name one they all report, e.g. --metric val/loss") from None
+        raise UserError(
+            f"--metric: the compared tasks ({', '.join(names)}) have different primary metrics; "
+            "name one they all report, e.g. --metric val/loss"
+        ) from None
     if metric is None:  # written out, so the printed spec says what is optimised
         m = spec.metrics()[0]
         raw["metric"] = {"name": m.name, "goal": m.goal}
@@ -211,12 +251,15 @@ def study_name(spec_dict: dict[str, Any]) -> str:
 
 
 def spec_yaml(raw: dict[str, Any], name: str, notes: list[str] = (), command: str = "compare") -> str:
-    head = [f"# written by seqbench {command}; `seqbench sweep THIS.yaml --study {name}` continues the same study",
-            *(f"# {n}" for n in notes)]
+    head = [
+        f"# written by seqbench {command}; `seqbench sweep THIS.yaml --study {name}` continues the same study",
+        *(f"# {n}" for n in notes),
+    ]
     return "\n".join(head) + "\n" + yaml.safe_dump(raw, sort_keys=False, default_flow_style=None)
 
 
 # -- the command ------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class CompareResult:
@@ -239,8 +282,16 @@ class CompareResult:
         return self.report.built.info.objectives[0]
 
 
-def compare(settings: Sequence[str], *, metric: str | None = None, workers: int = 1, storage: str | None = None,
-            out_dir: str | Path = "outputs", study: str | None = None, retry_failed: bool = False) -> CompareResult:
+def compare(
+    settings: Sequence[str],
+    *,
+    metric: str | None = None,
+    workers: int = 1,
+    storage: str | None = None,
+    out_dir: str | Path = "outputs",
+    study: str | None = None,
+    retry_failed: bool = False,
+) -> CompareResult:
     """Compare ``settings`` (``key=a,b`` sweeps a key; ``seeds=N``) as a grid study over seeds: write its
     spec, run it through ``sweep()``, build its report through ``report()``. ``retry_failed``: as
     ``sweep(retry_failed=True)``."""
@@ -258,11 +309,17 @@ def compare(settings: Sequence[str], *, metric: str | None = None, workers: int 
     atomic_write(path, spec_yaml(raw, name, notes))
     from seqbench.bench.commands.report import report  # here: `compare --print-config/--help` stay light
 
-    swept = sweep(path, study=name, out_dir=out_dir, workers=workers, storage=storage,
-                  quiet_summary=True, retry_failed=retry_failed)  # the ranked table is the one summary
+    swept = sweep(
+        path,
+        study=name,
+        out_dir=out_dir,
+        workers=workers,
+        storage=storage,
+        quiet_summary=True,
+        retry_failed=retry_failed,
+    )  # the ranked table is the one summary
     outside = sum(1 for t in failed_trials(swept.trials) if failed_outside(t))
-    return CompareResult(name, swept.status, raw, path, notes, report(name, storage=storage, out_dir=out_dir),
-                         outside)
+    return CompareResult(name, swept.status, raw, path, notes, report(name, storage=storage, out_dir=out_dir), outside)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -270,13 +327,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raw, notes = build_spec(args.settings, args.metric)
         print(spec_yaml(raw, args.study or study_name(raw), notes), end="")
         return 0
-    r = compare(args.settings, metric=args.metric, workers=args.workers, storage=args.storage,
-                out_dir=args.out_dir, study=args.study, retry_failed=args.retry_failed)
+    r = compare(
+        args.settings,
+        metric=args.metric,
+        workers=args.workers,
+        storage=args.storage,
+        out_dir=args.out_dir,
+        study=args.study,
+        retry_failed=args.retry_failed,
+    )
     from seqbench.reports.headline import ranked_text  # here: `compare --print-config/--help` stay light
 
     print(ranked_text(r.table, r.objective))
     print(f"dashboard: {r.report.index}  (summary.md beside it; spec: {r.spec_path})")
     if r.failed_outside:
-        print(f"{r.failed_outside} setting(s) failed outside the experiment (no space, memory, a kill): run the "
-              "same command with --retry-failed to run them again")
+        print(
+            f"{r.failed_outside} setting(s) failed outside the experiment (no space, memory, a kill): run the "
+            "same command with --retry-failed to run them again"
+        )
     return r.status

@@ -3,13 +3,15 @@ against sequence length (measurement in ``bench/training/cost.py``, outputs in `
 
 ``cost(config) -> CostResult`` is the typed entry; ``cmd_cost`` prints the exponents and the files.
 """
+
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -79,11 +81,17 @@ def cost(config: CostConfig | Sequence[str] = (), *, progress: bool = True) -> C
 
 # -- the command ----------------------------------------------------------------------------------
 
+
 def register(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("settings", nargs="*", help="key=value: models=rnn,lstm lengths=64,128,256 d_model=128 "
-                    "batch_size=16 repeats=5 warmup=2 device=auto isolate=true max_step_s=10 out_dir=outputs/cost")
-    sp.add_argument("--out-dir", help="where cost.csv/md/json and the figures go (same as out_dir=DIR; "
-                    "default outputs/cost)")
+    sp.add_argument(
+        "settings",
+        nargs="*",
+        help="key=value: models=rnn,lstm lengths=64,128,256 d_model=128 "
+        "batch_size=16 repeats=5 warmup=2 device=auto isolate=true max_step_s=10 out_dir=outputs/cost",
+    )
+    sp.add_argument(
+        "--out-dir", help="where cost.csv/md/json and the figures go (same as out_dir=DIR; default outputs/cost)"
+    )
     sp.add_argument("--print-config", action="store_true", help="print the resolved settings as YAML and exit")
     sp.set_defaults(func=cmd_cost)
 
@@ -94,8 +102,15 @@ def cmd_cost(args: argparse.Namespace) -> int:
         print(yaml.safe_dump(c.model_dump(mode="json"), sort_keys=False), end="")
         return 0
     r = cost(c)
-    print(text_table(["model", "complexity", "time exponent", "(upper half)", "stopped"],
-                     [[m, s["complexity"], _fmt(s["time_exponent"]), _fmt(s["time_exponent_upper"]), s["stopped"] or ""]
-                      for m, s in r.summary.items()], align="llrrl"))
+    print(
+        text_table(
+            ["model", "complexity", "time exponent", "(upper half)", "stopped"],
+            [
+                [m, s["complexity"], _fmt(s["time_exponent"]), _fmt(s["time_exponent_upper"]), s["stopped"] or ""]
+                for m, s in r.summary.items()
+            ],
+            align="llrrl",
+        )
+    )
     print("wrote " + ", ".join(str(p) for p in r.paths))
     return 0

@@ -4,13 +4,14 @@ training. Each evaluation lands in ``<run>/evals/<n>.json`` with what was asked;
 config.yaml (and so its hash), metrics.csv and results.json stay as they were. ``seqbench runs``,
 ``seqbench.load_runs`` and reports show the results as ``eval.<split>@<length>/<metric>`` columns.
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from seqbench.bench.config import load_config
 from seqbench.bench.core import artifacts
@@ -25,8 +26,13 @@ class EvalResult:
     runs: list[Evaluated] = field(default_factory=list)
 
 
-def evaluate(runs: Sequence[str | Path], overrides: Sequence[str] = (), split: str = "test",
-             out_dir: str | Path = "outputs", argv: Sequence[str] = ()) -> EvalResult:
+def evaluate(
+    runs: Sequence[str | Path],
+    overrides: Sequence[str] = (),
+    split: str = "test",
+    out_dir: str | Path = "outputs",
+    argv: Sequence[str] = (),
+) -> EvalResult:
     """Evaluate each trained run (a run folder or an id under ``<out_dir>/runs``); every run is
     checked to exist before the first is evaluated, so a typo costs no work."""
     if not runs:
@@ -41,12 +47,19 @@ def evaluate(runs: Sequence[str | Path], overrides: Sequence[str] = (), split: s
 
 def register(sp: argparse.ArgumentParser) -> None:
     # dest "overrides": the CLI appends key=value words typed after options to this list
-    sp.add_argument("overrides", nargs="+", metavar="RUN", help="run id (see `seqbench runs`) or run folder, "
-                    "then eval.lengths=[...] / eval.test_batches=N")
+    sp.add_argument(
+        "overrides",
+        nargs="+",
+        metavar="RUN",
+        help="run id (see `seqbench runs`) or run folder, then eval.lengths=[...] / eval.test_batches=N",
+    )
     sp.add_argument("--split", default="test", choices=["test", "val"], help="split to evaluate (default test)")
     sp.add_argument("--out-dir", default="outputs", help="root holding runs/ (default outputs)")
-    sp.add_argument("--print-config", action="store_true", help="print each run's config as the evaluation would "
-                    "use it (eval.* settings applied) and evaluate nothing")
+    sp.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print each run's config as the evaluation would use it (eval.* settings applied) and evaluate nothing",
+    )
     sp.set_defaults(func=cmd_eval)
 
 
@@ -57,8 +70,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.print_config:
         for run in runs or [""]:
             d = run_dir_of(run, args.out_dir)
-            print(f"# {d} ({args.split} split)\n" + eval_config(load_config(d / artifacts.CONFIG), overrides).to_yaml(),
-                  end="")
+            print(
+                f"# {d} ({args.split} split)\n" + eval_config(load_config(d / artifacts.CONFIG), overrides).to_yaml(),
+                end="",
+            )
         return 0
     res = evaluate(runs, overrides, args.split, args.out_dir, argv=args.command_line)
     for ev in res.runs:

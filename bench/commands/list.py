@@ -5,6 +5,7 @@ The typed entries are ``list_tasks()``/``list_models()`` (registered names, for 
 Every name here needs the registries filled, which imports every model's, mixer's and task's config
 module (``models/configs/``, ``tasks/**/configs/``), none of which imports torch.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,9 +14,9 @@ from typing import Any
 from seqbench.bench.config import RunConfig
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MIXERS, MODELS, TASKS
-from seqbench.bench.plugins import BROKEN
 from seqbench.bench.core.schema import Section, describe_field
 from seqbench.bench.core.settings import show
+from seqbench.bench.plugins import BROKEN
 from seqbench.sweeps import shipped_claims, shipped_sweeps
 
 
@@ -35,6 +36,7 @@ def list_mixers() -> list[str]:
 
 
 # -- field lines ----------------------------------------------------------------------------------
+
 
 def _fmt_default(field: Any) -> str:
     """A field's default as it would be typed on the command line (null, true, [64, 128])."""
@@ -64,8 +66,11 @@ def field_lines(prefix: str, cls: Any) -> list[str]:
     for fname, f in cls.model_fields.items():
         if fname == "name" and prefix in ("task", "model", "model.mixer_args"):
             continue
-        subs = [a for a in getattr(f.annotation, "__args__", (f.annotation,))
-                if isinstance(a, type) and issubclass(a, Section)]
+        subs = [
+            a
+            for a in getattr(f.annotation, "__args__", (f.annotation,))
+            if isinstance(a, type) and issubclass(a, Section)
+        ]
         if subs and (f.default_factory is not None or f.default is None):
             if f.default is None and f.default_factory is None:
                 lines.append(field_line(f"{prefix}.{fname}", f))  # `= null`: the section is off by default
@@ -96,10 +101,15 @@ def list_sections() -> dict[str, list[str]]:
 
 # -- the command ----------------------------------------------------------------------------------
 
+
 def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("-v", "--verbose", action="store_true", help="also list every config field and default")
-    sp.add_argument("section", nargs="?", help="only this section's fields: train, optim, eval, tracking, "
-                    "diagnostics, run, task, model, mixer, or a task/model/mixer name")
+    sp.add_argument(
+        "section",
+        nargs="?",
+        help="only this section's fields: train, optim, eval, tracking, "
+        "diagnostics, run, task, model, mixer, or a task/model/mixer name",
+    )
     sp.set_defaults(func=cmd_list)
 
 
@@ -118,6 +128,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for (k, name), why in BROKEN.items():
             if k == reg.kind:
                 print(f"  {name:<20} [broken plug-in] {why}")
+
     show("tasks", TASKS)
     show("models", MODELS)
     show("mixers (model=stack model.mixer=NAME, or pkg.module:Class)", MIXERS)
@@ -146,8 +157,10 @@ def _list_section(section: str, sections: dict[str, list[str]]) -> int:
         return 0
     if section not in sections:
         named = [n for n in sections if all(n not in r for r in regs.values())]
-        raise UserError(f"list: unknown section {section!r}; choose from task, model, mixer, "
-                        f"{', '.join(named)} or a task/model/mixer name")
+        raise UserError(
+            f"list: unknown section {section!r}; choose from task, model, mixer, "
+            f"{', '.join(named)} or a task/model/mixer name"
+        )
     kind = next((f"{k} " for k, r in regs.items() if section in r), "")
     print(f"{kind}{section}:")
     print("\n".join(sections[section]))

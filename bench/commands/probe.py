@@ -16,6 +16,7 @@ continues where it stopped, and a model already probed with the same settings tr
 Then ``sweeps/frontier.py`` turns each study into the frontier with its interval, and the card goes to
 ``<out_dir>/cards/<name>/`` (``card.json``, ``card.md``, ``index.html``) and to the terminal.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,9 +26,10 @@ import json
 import math
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import seqbench.bench.config  # noqa: F401  (fills the registries)
 from seqbench.bench.commands.compare import _REFUSED, _seeds, _values, spec_yaml
@@ -38,31 +40,48 @@ from seqbench.bench.core.contract import Goal
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.provenance import git_sha, package_version
 from seqbench.bench.core.registry import MODELS, TASKS
-from seqbench.sweeps.probes import PROFILES, Probe, Profile, profile as profile_named, select
+from seqbench.sweeps.probes import PROFILES, Probe, Profile, select
+from seqbench.sweeps.probes import profile as profile_named
 from seqbench.sweeps.spec import parse_spec
 from seqbench.sweeps.storage import check_scheme
 from seqbench.sweeps.study import comparable
 
 
 def register(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("settings", nargs="*", help="models: model=NAME starts one, model.* words after it are its "
-                    "settings (a comma list makes several); other key=value apply to every run; seeds=N, "
-                    "optim.lr=a,b replace the profile's")
-    sp.add_argument("--profile", default="quick", choices=list(PROFILES), help="quick: 2 CPU cores, ~10 min for "
-                    "one small model; paper: MAD's widths and optimiser grid (a GPU)")
-    sp.add_argument("--probes", help="comma list of probes to run (default: all of "
-                    f"{', '.join(p.name for p in PROFILES['quick'].probes)})")
+    sp.add_argument(
+        "settings",
+        nargs="*",
+        help="models: model=NAME starts one, model.* words after it are its "
+        "settings (a comma list makes several); other key=value apply to every run; seeds=N, "
+        "optim.lr=a,b replace the profile's",
+    )
+    sp.add_argument(
+        "--profile",
+        default="quick",
+        choices=list(PROFILES),
+        help="quick: 2 CPU cores, ~10 min for one small model; paper: MAD's widths and optimiser grid (a GPU)",
+    )
+    sp.add_argument(
+        "--probes",
+        help=f"comma list of probes to run (default: all of {', '.join(p.name for p in PROFILES['quick'].probes)})",
+    )
     sp.add_argument("--rungs", type=int, help="keep only the first K rungs of every ladder")
     sp.add_argument("--workers", type=int, default=1, help="local worker processes per study")
     sp.add_argument("--storage", help="journal path or postgresql://... (default <out-dir>/optuna.journal)")
     sp.add_argument("--out-dir", default="outputs", help="runs, journal, specs/ and cards/ go here (default outputs)")
     sp.add_argument("--name", help="the card's folder under <out-dir>/cards/ (default: the models and the profile)")
-    sp.add_argument("--print-config", "--print-spec", dest="print_config", action="store_true",
-                    help="print every study's sweep YAML and run nothing")
+    sp.add_argument(
+        "--print-config",
+        "--print-spec",
+        dest="print_config",
+        action="store_true",
+        help="print every study's sweep YAML and run nothing",
+    )
     sp.set_defaults(func=cmd_probe)
 
 
 # -- settings -> models --------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ProbedModel:
@@ -106,8 +125,9 @@ def _groups(settings: Sequence[str]) -> tuple[list[list[tuple[str, str]]], dict[
         else:
             common[key] = text
     if not groups:
-        raise UserError("probe: name a model to probe, e.g. model=lstm (several: model=lstm model=stack "
-                        "model.mixer=mamba)")
+        raise UserError(
+            "probe: name a model to probe, e.g. model=lstm (several: model=lstm model=stack model.mixer=mamba)"
+        )
     return groups, common
 
 
@@ -126,15 +146,18 @@ def expand(group: list[tuple[str, str]]) -> tuple[list[dict[str, Any]], list[str
     for key in axes:
         field = key.split(".")[1]
         if key != "model.name" and not any(field in _fields(n) for n in names):
-            raise UserError(f"{key}: no field {field!r} in {', '.join(map(str, names))}; "
-                            f"allowed: {', '.join(sorted(_fields(names[0]) - {'name'}))}")
+            raise UserError(
+                f"{key}: no field {field!r} in {', '.join(map(str, names))}; "
+                f"allowed: {', '.join(sorted(_fields(names[0]) - {'name'}))}"
+            )
     out, notes = [], []
     for combo in itertools.product(*axes.values()):
         d = dict(zip(axes, combo))
         kept = {k: v for k, v in d.items() if k == "model.name" or k.split(".")[1] in _fields(d["model.name"])}
         if len(kept) < len(d):
-            notes.append(f"note: {', '.join(sorted(set(d) - set(kept)))} left out for model={d['model.name']} "
-                         "(no such field)")
+            notes.append(
+                f"note: {', '.join(sorted(set(d) - set(kept)))} left out for model={d['model.name']} (no such field)"
+            )
         if kept not in out:
             out.append(kept)
     return out, list(dict.fromkeys(notes))
@@ -162,8 +185,10 @@ def _shared(common_text: dict[str, str], prof: Profile) -> tuple[dict[str, Any],
         if key == "optim.lr":
             lrs = [float(v) for v in values]
         elif len(values) > 1:
-            raise UserError(f"{key}: probe sweeps only models (model=a,b), rungs and learning rates (optim.lr=a,b); "
-                            f"give {key} one value, or compare it with seqbench compare")
+            raise UserError(
+                f"{key}: probe sweeps only models (model=a,b), rungs and learning rates (optim.lr=a,b); "
+                f"give {key} one value, or compare it with seqbench compare"
+            )
         else:
             common[key] = values[0]
     seed_list = list(range(seeds)) if isinstance(seeds, int) else seeds
@@ -190,6 +215,7 @@ def plan(settings: Sequence[str], prof: Profile) -> Plan:
 
 # -- models x probes -> studies -------------------------------------------------------------------
 
+
 def metric_of(probe: Probe) -> tuple[str, bool]:
     facts = TASKS.get(probe.task).config_cls.facts
     return f"val/{facts.primary}", facts.primary_goal is Goal.MAX
@@ -198,21 +224,33 @@ def metric_of(probe: Probe) -> tuple[str, bool]:
 def study_spec(probe: Probe, model: ProbedModel, p: Plan, prof: Profile) -> dict[str, Any]:
     """The grid spec of one probe x model: rungs x learning rates (x weight decays) on the plan's seeds."""
     fields = _fields(model.settings["model.name"])
-    flat = {"task.name": probe.task, **{f"task.{k}": v for k, v in probe.settings.items()},
-            **{f"model.{k}": v for k, v in prof.model.items() if k in fields}, **model.settings,
-            "train.max_steps": probe.steps, **prof.run, **p.common}
+    flat = {
+        "task.name": probe.task,
+        **{f"task.{k}": v for k, v in probe.settings.items()},
+        **{f"model.{k}": v for k, v in prof.model.items() if k in fields},
+        **model.settings,
+        "train.max_steps": probe.steps,
+        **prof.run,
+        **p.common,
+    }
     metric, maximize = metric_of(probe)
     if "train.early_stop" not in p.common and probe.stop_at is not None:  # a solved run stops: budget for the rest
         flat["train.early_stop"] = {"metric": metric, "threshold": probe.stop_at}
-    params: dict[str, Any] = {f"task.{probe.ladder.key}": {"values": list(probe.ladder.rungs)},
-                              "optim.lr": {"values": p.lrs}}
+    params: dict[str, Any] = {
+        f"task.{probe.ladder.key}": {"values": list(probe.ladder.rungs)},
+        "optim.lr": {"values": p.lrs},
+    }
     if len(prof.weight_decays) > 1 and "optim.weight_decay" not in p.common:
         params["optim.weight_decay"] = {"values": list(prof.weight_decays)}
     question = f"Probe {probe.name} ({probe.skill}): where does {model.label} stop on task.{probe.ladder.key}?"
-    raw = {"question": question,
-           "base": compose({}, flat).data, "method": "grid",
-           "metric": {"name": metric, "goal": "maximize" if maximize else "minimize"},
-           "parameters": params, "seeds": p.seeds}
+    raw = {
+        "question": question,
+        "base": compose({}, flat).data,
+        "method": "grid",
+        "metric": {"name": metric, "goal": "maximize" if maximize else "minimize"},
+        "parameters": params,
+        "seeds": p.seeds,
+    }
     parse_spec(raw, source=f"probe {probe.name} x {model.label}")  # every grid point's config built: fails now
     return raw
 
@@ -278,13 +316,30 @@ def run_job(job: Job, p: Plan, out: Path, workers: int, storage: str | None) -> 
     status = sweep(path, study=job.study, out_dir=out, workers=workers, storage=storage, quiet_summary=True).status
     st = load_study(job.study, open_storage(storage, out))
     metric, maximize = metric_of(job.probe)
-    return probe_entry(build_table(st, runs_root(st, out)), job.probe, model=job.model.label, study=job.study,
-                       seeds=p.seeds, per_seed=job.per_seed, metric=metric, maximize=maximize), status
+    return probe_entry(
+        build_table(st, runs_root(st, out)),
+        job.probe,
+        model=job.model.label,
+        study=job.study,
+        seeds=p.seeds,
+        per_seed=job.per_seed,
+        metric=metric,
+        maximize=maximize,
+    ), status
 
 
-def probe(settings: Sequence[str], *, profile: str | Profile = "quick", probes: Sequence[str] | None = None,
-          rungs: int | None = None, workers: int = 1, storage: str | None = None, out_dir: str | Path = "outputs",
-          name: str | None = None, argv: Sequence[str] = ()) -> ProbeResult:
+def probe(
+    settings: Sequence[str],
+    *,
+    profile: str | Profile = "quick",
+    probes: Sequence[str] | None = None,
+    rungs: int | None = None,
+    workers: int = 1,
+    storage: str | None = None,
+    out_dir: str | Path = "outputs",
+    name: str | None = None,
+    argv: Sequence[str] = (),
+) -> ProbeResult:
     """Probe the models of ``settings`` on the battery of ``profile`` and write their card: the entry behind
     ``seqbench probe``. Every study's spec is built (and so checked) before anything trains."""
     if workers < 1:
@@ -294,8 +349,11 @@ def probe(settings: Sequence[str], *, profile: str | Profile = "quick", probes: 
     p, jobs = specs(settings, prof, chosen)
     for n in p.notes:
         print(n)
-    print(f"probe: {len(p.models)} model(s) x {len(chosen)} probe(s), profile {prof.name} ({prof.note}), "
-          f"seeds {p.seeds}, lr {p.lrs}", flush=True)
+    print(
+        f"probe: {len(p.models)} model(s) x {len(chosen)} probe(s), profile {prof.name} ({prof.note}), "
+        f"seeds {p.seeds}, lr {p.lrs}",
+        flush=True,
+    )
     out = Path(out_dir)
     check_scheme(storage)
     check_writable(out)
@@ -318,14 +376,33 @@ def _card(p: Plan, prof: Profile, chosen: tuple[Probe, ...], entries: list[Any],
     from seqbench.bench.core.stats import LEVEL  # here: scipy stays out of `probe --help/--print-config`
 
     wds = list(prof.weight_decays) if "optim.weight_decay" not in p.common else [p.common["optim.weight_decay"]]
-    return Card(created=time.strftime("%Y-%m-%dT%H:%M:%S"), seqbench_version=package_version(), git_sha=git_sha(),
-                argv=list(argv), profile=prof.name, seeds=p.seeds, lrs=p.lrs, weight_decays=wds, level=LEVEL,
-                models=[{"label": m.label, "settings": [f"{k}={v}" for k, v in m.settings.items()]} for m in p.models],
-                probes=[{"name": pr.name, "task": pr.task, "skill": pr.skill, "key": pr.ladder.key,
-                         "unit": pr.ladder.unit, "rungs": list(pr.ladder.rungs), "reference": pr.ladder.reference,
-                         "settings": pr.settings, "steps": p.common.get("train.max_steps", pr.steps)}
-                        for pr in chosen],
-                entries=entries)
+    return Card(
+        created=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        seqbench_version=package_version(),
+        git_sha=git_sha(),
+        argv=list(argv),
+        profile=prof.name,
+        seeds=p.seeds,
+        lrs=p.lrs,
+        weight_decays=wds,
+        level=LEVEL,
+        models=[{"label": m.label, "settings": [f"{k}={v}" for k, v in m.settings.items()]} for m in p.models],
+        probes=[
+            {
+                "name": pr.name,
+                "task": pr.task,
+                "skill": pr.skill,
+                "key": pr.ladder.key,
+                "unit": pr.ladder.unit,
+                "rungs": list(pr.ladder.rungs),
+                "reference": pr.ladder.reference,
+                "settings": pr.settings,
+                "steps": p.common.get("train.max_steps", pr.steps),
+            }
+            for pr in chosen
+        ],
+        entries=entries,
+    )
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -335,8 +412,17 @@ def cmd_probe(args: argparse.Namespace) -> int:
         p, jobs = specs(args.settings, prof, select(prof, probes, args.rungs))
         print("\n---\n".join(spec_yaml(j.raw, j.study, p.notes, "probe") for j in jobs), end="")
         return 0
-    r = probe(args.settings, profile=args.profile, probes=probes, rungs=args.rungs, workers=args.workers,
-              storage=args.storage, out_dir=args.out_dir, name=args.name, argv=args.command_line)
+    r = probe(
+        args.settings,
+        profile=args.profile,
+        probes=probes,
+        rungs=args.rungs,
+        workers=args.workers,
+        storage=args.storage,
+        out_dir=args.out_dir,
+        name=args.name,
+        argv=args.command_line,
+    )
     from seqbench.reports.card import terminal  # here: `probe --help` stays light
 
     print(terminal(r.card))

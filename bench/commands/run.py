@@ -4,12 +4,13 @@ configuration.
 ``run(config, overrides) -> RunResult`` is the typed entry (also ``seqbench.run`` in a notebook);
 ``cmd_run`` parses the command line, calls it and prints the summary.
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from seqbench.bench.config import Composed, RunConfig, build_config, load_config, notes, override, resolve
 from seqbench.bench.core.artifacts import RunResult
@@ -24,27 +25,41 @@ def config_of(config: RunConfig | str | Path | None = None, overrides: Sequence[
     return load_config(config, overrides)
 
 
-def run(config: RunConfig | str | Path | None = None, overrides: Sequence[str] = (), *,
-        argv: Sequence[str] | None = None, progress: bool = True) -> RunResult:
+def run(
+    config: RunConfig | str | Path | None = None,
+    overrides: Sequence[str] = (),
+    *,
+    argv: Sequence[str] | None = None,
+    progress: bool = True,
+) -> RunResult:
     """Train and evaluate one configuration (a ``RunConfig``, a YAML path or None for the defaults, with
     ``overrides`` applied) and write ``<out_dir>/runs/<run_id>/``.
 
     ``argv`` is the command line recorded as provenance (the CLI passes the user's own).
     """
     from seqbench.bench.training.train import train_run  # here: `run --print-config/--help` import no torch
+
     cfg = config_of(config, overrides)
     return train_run(cfg, argv=argv, progress=progress)
 
 
 # -- the command ----------------------------------------------------------------------------------
 
+
 def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--config", help="RunConfig YAML file; overrides apply on top")
-    sp.add_argument("--print-config", action="store_true",
-                    help="print the resolved config as YAML (loadable with --config) and exit")
+    sp.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the resolved config as YAML (loadable with --config) and exit",
+    )
     sp.add_argument("--out-dir", help="where runs/<id>/ goes (same as out_dir=DIR; default outputs)")
-    sp.add_argument("overrides", nargs="*", help="dotted key=value in any order, e.g. model=gru model.d_model=64 "
-                    "(task=/model= choices apply first, then values)")
+    sp.add_argument(
+        "overrides",
+        nargs="*",
+        help="dotted key=value in any order, e.g. model=gru model.d_model=64 "
+        "(task=/model= choices apply first, then values)",
+    )
     sp.set_defaults(func=cmd_run)
 
 
@@ -70,8 +85,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     final, base, pm = r.final, r["baseline"], r["primary_metric"]
     print(f"run {r.run_id}: {r.status}" + (f" ({r.reason})" if r.reason else ""))
     if pm in final:
-        print(f"  {pm} {final[pm]:.4f}  (memoryless baseline {base.get(pm, float('nan')):.4f})  "
-              f"solved={r['solved']}")
+        print(f"  {pm} {final[pm]:.4f}  (memoryless baseline {base.get(pm, float('nan')):.4f})  solved={r['solved']}")
     print(f"  {speed_summary(r.results)}, {r['n_params']:,} parameters")
     print(f"  results: {r.run_dir / 'results.json'}")
     return 0 if r.ok else 1

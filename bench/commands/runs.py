@@ -3,12 +3,14 @@ folder, filtered and sorted (the frame is ``reports/runs.py``'s ``load_runs``, a
 
 ``runs(...) -> RunsResult`` is the typed entry; ``cmd_runs`` prints its listing.
 """
+
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from seqbench.bench.core.artifacts import runs_path
 from seqbench.bench.core.errors import UserError
@@ -30,8 +32,13 @@ class RunsResult:
         return len(self.all_runs)
 
 
-def runs(out_dir: str | Path = DEFAULT_OUT_DIR, filters: Sequence[str] = (), *, sort: str | None = None,
-         limit: int | None = None) -> RunsResult:
+def runs(
+    out_dir: str | Path = DEFAULT_OUT_DIR,
+    filters: Sequence[str] = (),
+    *,
+    sort: str | None = None,
+    limit: int | None = None,
+) -> RunsResult:
     """The runs under ``<out_dir>/runs`` matching every ``key=value`` filter (a comma list: any of),
     sorted by ``sort`` (a metric: best first by its goal; default newest first), at most ``limit``."""
     if limit is not None and limit < 1:
@@ -43,9 +50,14 @@ def runs(out_dir: str | Path = DEFAULT_OUT_DIR, filters: Sequence[str] = (), *, 
 
 # -- the command ----------------------------------------------------------------------------------
 
+
 def register(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("filters", nargs="*", help="key=value (comma list: any of), e.g. model=lstm,gru task.delay=40 "
-                    "status=completed; out_dir=D is --out-dir D")
+    sp.add_argument(
+        "filters",
+        nargs="*",
+        help="key=value (comma list: any of), e.g. model=lstm,gru task.delay=40 "
+        "status=completed; out_dir=D is --out-dir D",
+    )
     sp.add_argument("--out-dir", help=f"root holding runs/ (default {DEFAULT_OUT_DIR})")
     sp.add_argument("--sort", help="a metric (val/acc: best first), steps, time or a config key; default newest first")
     sp.add_argument("--limit", type=int, help="show at most N runs")
@@ -58,8 +70,10 @@ def split_out_dir(filters: Sequence[str], out_dir: str | None) -> tuple[str, lis
     given = [f.partition("=")[2].strip() for f in filters if f.partition("=")[0].strip() == "out_dir"]
     rest = [f for f in filters if f.partition("=")[0].strip() != "out_dir"]
     if len(set(map(Path, given))) > 1 or (given and out_dir is not None and Path(given[0]) != Path(out_dir)):
-        raise UserError(f"out_dir: {', '.join(dict.fromkeys([*given, *([out_dir] if out_dir else [])]))} "
-                        "disagree; list one folder at a time")
+        raise UserError(
+            f"out_dir: {', '.join(dict.fromkeys([*given, *([out_dir] if out_dir else [])]))} "
+            "disagree; list one folder at a time"
+        )
     return (out_dir or (given[0] if given else DEFAULT_OUT_DIR)), rest
 
 
@@ -67,6 +81,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     out_dir, filters = split_out_dir(args.filters, args.out_dir)
     r = runs(out_dir, filters, sort=args.sort, limit=args.limit)
     print(listing(r.shown, r.all_runs, args.sort))
-    print(f"{len(r.shown)} of {r.total} runs under {r.runs_dir}"
-          + (" (load them in Python: seqbench.load_runs(out_dir))" if r.total else ""))
+    print(
+        f"{len(r.shown)} of {r.total} runs under {r.runs_dir}"
+        + (" (load them in Python: seqbench.load_runs(out_dir))" if r.total else "")
+    )
     return 0

@@ -15,13 +15,14 @@ is gone), and ``fail_reason`` on FAIL; besides, ``prune_reason`` on PRUNED, ``re
 FAIL whose configuration was queued again (dead worker, Ctrl-C), and ``retry_of`` /
 ``resume_run_ids`` on that retry (its runs continue the dead trial's from their checkpoints).
 """
+
 from __future__ import annotations
 
 import argparse
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import yaml
 
@@ -36,24 +37,47 @@ from seqbench.sweeps.spec import SweepSpec, resolve_spec
 
 def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("spec", help="sweep YAML path, or the name of a shipped sweep (seqbench list), e.g. demo")
-    sp.add_argument("overrides", nargs="*", help="dotted key=value applied to the spec's base in any order, "
-                    "e.g. train.max_steps=200 (a changed spec needs a new --study); a key the spec sweeps "
-                    "or sets per model/task is refused")
+    sp.add_argument(
+        "overrides",
+        nargs="*",
+        help="dotted key=value applied to the spec's base in any order, "
+        "e.g. train.max_steps=200 (a changed spec needs a new --study); a key the spec sweeps "
+        "or sets per model/task is refused",
+    )
     sp.add_argument("--trials", type=int, help="budget (grid: run the first N points)")
     sp.add_argument("--workers", type=int, default=1, help="local worker processes sharing the study")
-    sp.add_argument("--devices", type=parse_devices, help="CUDA device indices for the workers, e.g. 0,1 "
-                    "(round-robin, several workers per device; default: every visible CUDA device)")
-    sp.add_argument("--storage", help="journal file path, journal:///path, or postgresql://... / mysql://... "
-                    "(default: <out_dir>/optuna.journal)")
+    sp.add_argument(
+        "--devices",
+        type=parse_devices,
+        help="CUDA device indices for the workers, e.g. 0,1 "
+        "(round-robin, several workers per device; default: every visible CUDA device)",
+    )
+    sp.add_argument(
+        "--storage",
+        help="journal file path, journal:///path, or postgresql://... / mysql://... "
+        "(default: <out_dir>/optuna.journal)",
+    )
     sp.add_argument("--study", help="study name (default: the spec file's stem)")
-    sp.add_argument("--out-dir", help="where runs and the default journal go (default: the spec's "
-                    "base.out_dir, else outputs)")
-    sp.add_argument("--heartbeat", type=float, default=10.0, help="seconds between liveness stamps; a "
-                    "trial silent for 6 of them is failed and retried")
-    sp.add_argument("--retry-failed", action="store_true", help="queue again the trials that failed for a reason "
-                    "outside the experiment (no space left, out of memory, killed); diverged trials stay")
-    sp.add_argument("--print-config", action="store_true", help="print the resolved spec (its base with the "
-                    "overrides applied, --trials included) as YAML and exit")
+    sp.add_argument(
+        "--out-dir", help="where runs and the default journal go (default: the spec's base.out_dir, else outputs)"
+    )
+    sp.add_argument(
+        "--heartbeat",
+        type=float,
+        default=10.0,
+        help="seconds between liveness stamps; a trial silent for 6 of them is failed and retried",
+    )
+    sp.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="queue again the trials that failed for a reason "
+        "outside the experiment (no space left, out of memory, killed); diverged trials stay",
+    )
+    sp.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the resolved spec (its base with the overrides applied, --trials included) as YAML and exit",
+    )
     sp.set_defaults(func=cmd_sweep)
 
 
@@ -65,10 +89,21 @@ def parse_devices(text: str) -> list[int]:
         raise UserError(f"--devices: {text!r} is not a list of device indices; give e.g. 0,1") from None
 
 
-def sweep(spec: SweepSpec | str | Path, overrides: Sequence[str] = (), *, trials: int | None = None,
-          workers: int = 1, devices: list[int] | None = None, storage: str | None = None, study: str | None = None,
-          out_dir: str | Path | None = None, heartbeat: float = 10.0, argv: Sequence[str] | None = None,
-          quiet_summary: bool = False, retry_failed: bool = False) -> SweepResult:
+def sweep(
+    spec: SweepSpec | str | Path,
+    overrides: Sequence[str] = (),
+    *,
+    trials: int | None = None,
+    workers: int = 1,
+    devices: list[int] | None = None,
+    storage: str | None = None,
+    study: str | None = None,
+    out_dir: str | Path | None = None,
+    heartbeat: float = 10.0,
+    argv: Sequence[str] | None = None,
+    quiet_summary: bool = False,
+    retry_failed: bool = False,
+) -> SweepResult:
     """Run (or continue) the study of sweep spec ``spec`` (a path, a shipped name, or a validated
     ``SweepSpec``) with ``overrides`` applied to its base: the entry behind ``seqbench sweep`` and the
     notebook's ``seqbench.sweep`` (``sweeps.coordinator.run_sweep`` runs it).
@@ -86,13 +121,24 @@ def sweep(spec: SweepSpec | str | Path, overrides: Sequence[str] = (), *, trials
     out = str(out_dir or resolved.base.get("out_dir") or "outputs")
     if argv is None:
         argv = sweep_argv(source, overrides, trials=trials, workers=workers, storage=storage, study=study, out_dir=out)
-    return run_sweep(resolved, study=study or Path(source).stem, source=source, out_dir=out, argv=argv,
-                     workers=workers, devices=devices, storage=storage, heartbeat=heartbeat,
-                     quiet_summary=quiet_summary, retry_failed=retry_failed)
+    return run_sweep(
+        resolved,
+        study=study or Path(source).stem,
+        source=source,
+        out_dir=out,
+        argv=argv,
+        workers=workers,
+        devices=devices,
+        storage=storage,
+        heartbeat=heartbeat,
+        quiet_summary=quiet_summary,
+        retry_failed=retry_failed,
+    )
 
 
-def _resolved(spec: SweepSpec | str | Path, overrides: Sequence[str], trials: int | None, study: str | None = ""
-              ) -> tuple[SweepSpec, str]:
+def _resolved(
+    spec: SweepSpec | str | Path, overrides: Sequence[str], trials: int | None, study: str | None = ""
+) -> tuple[SweepSpec, str]:
     """The validated spec with the overrides and budget applied, and where it came from (its notes on stderr)."""
     if isinstance(spec, SweepSpec):
         if overrides or trials is not None or study is None:
@@ -109,9 +155,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         resolved, _ = _resolved(args.spec, args.overrides, args.trials)
         print(yaml.safe_dump(resolved.to_dict(), sort_keys=False), end="")
         return 0
-    r = sweep(args.spec, args.overrides, trials=args.trials, workers=args.workers, devices=args.devices,
-              storage=args.storage, study=args.study, out_dir=args.out_dir, heartbeat=args.heartbeat,
-              argv=args.command_line[2:], retry_failed=args.retry_failed)
+    r = sweep(
+        args.spec,
+        args.overrides,
+        trials=args.trials,
+        workers=args.workers,
+        devices=args.devices,
+        storage=args.storage,
+        study=args.study,
+        out_dir=args.out_dir,
+        heartbeat=args.heartbeat,
+        argv=args.command_line[2:],
+        retry_failed=args.retry_failed,
+    )
     print(f"runs under {runs_path(r.out_dir)}; dashboard: {report_hint(r.study, str(r.out_dir), r.storage)}")
     return r.status
 
@@ -125,5 +181,3 @@ def report_hint(study: str, out_dir: str, storage: str | None) -> str:
     if storage:
         words += ["--storage", redact(storage)]
     return " ".join(shlex.quote(w) for w in words)
-
-

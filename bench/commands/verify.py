@@ -13,12 +13,13 @@ Exit status: 0 when every claim was judged, whatever the verdicts; 1 when someth
 (a claim raised, a trial failed for a reason other than diverged seeds); with ``--strict`` also 1
 when a claim fails or is invalid (a control failed).
 """
+
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 
@@ -31,16 +32,26 @@ from seqbench.sweeps.claims.schema import Claim, find_claims, load_claim
 
 
 def register(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("claims", nargs="*", help="claim names (file stems in sweeps/claims/) or claim files; "
-                    "default: every shipped claim")
-    sp.add_argument("--profile", default="quick", choices=["quick", "paper"],
-                    help="quick: 2 CPU cores, ~5 min a claim; paper: the paper's settings (meant for a GPU)")
+    sp.add_argument(
+        "claims",
+        nargs="*",
+        help="claim names (file stems in sweeps/claims/) or claim files; default: every shipped claim",
+    )
+    sp.add_argument(
+        "--profile",
+        default="quick",
+        choices=["quick", "paper"],
+        help="quick: 2 CPU cores, ~5 min a claim; paper: the paper's settings (meant for a GPU)",
+    )
     sp.add_argument("--workers", type=int, default=1, help="local worker processes per claim's sweep")
     sp.add_argument("--storage", help="Optuna storage URL or journal path (default <out-dir>/optuna.journal)")
     sp.add_argument("--out-dir", default="outputs", help="root for runs/, the journal and verify/ (default outputs)")
     sp.add_argument("--strict", action="store_true", help="exit 1 when a claim fails")
-    sp.add_argument("--plan", action="store_true", help="print each claim's study, configurations, seeds, looks "
-                    "and an estimate of the time, and run nothing")
+    sp.add_argument(
+        "--plan",
+        action="store_true",
+        help="print each claim's study, configurations, seeds, looks and an estimate of the time, and run nothing",
+    )
     sp.set_defaults(func=cmd_verify)
 
 
@@ -58,8 +69,15 @@ class VerifyResult:
         return not any(r.verdict == ERROR or r.error for r in self.results)
 
 
-def verify(claims: Sequence[str] = (), *, profile: str = "quick", workers: int = 1, storage: str | None = None,
-           out_dir: str | Path = "outputs", progress: bool = True) -> VerifyResult:
+def verify(
+    claims: Sequence[str] = (),
+    *,
+    profile: str = "quick",
+    workers: int = 1,
+    storage: str | None = None,
+    out_dir: str | Path = "outputs",
+    progress: bool = True,
+) -> VerifyResult:
     """Run and judge ``claims`` (names or files; default every shipped claim) at ``profile``: the entry
     behind ``seqbench verify``. Every claim file and profile is checked before anything trains."""
     if workers < 1:
@@ -73,8 +91,11 @@ def verify(claims: Sequence[str] = (), *, profile: str = "quick", workers: int =
         res = verify_claim(claim, profile, out, workers, storage)
         results.append(res)
         if progress:
-            print(f"[verify {i + 1}/{len(loaded)}] {claim.name}: {res.verdict_text()} in {res.wall_s:.0f}s"
-                  + (f"; could not run: {res.error}" if res.error else ""), flush=True)
+            print(
+                f"[verify {i + 1}/{len(loaded)}] {claim.name}: {res.verdict_text()} in {res.wall_s:.0f}s"
+                + (f"; could not run: {res.error}" if res.error else ""),
+                flush=True,
+            )
     return VerifyResult(results, verdict_table(results), write_verify(results, out / "verify"))
 
 
@@ -84,8 +105,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
         if args.workers < 1:
             raise UserError(f"--workers: must be >= 1 (got {args.workers})")
-        print(plan_text([load_claim(p) for p in find_claims(list(args.claims))], args.profile, Path(args.out_dir),
-                        args.workers))
+        print(
+            plan_text(
+                [load_claim(p) for p in find_claims(list(args.claims))], args.profile, Path(args.out_dir), args.workers
+            )
+        )
         return 0
     r = verify(args.claims, profile=args.profile, workers=args.workers, storage=args.storage, out_dir=args.out_dir)
     print(format_table(r.table))
@@ -107,6 +131,7 @@ def format_table(t: pd.DataFrame) -> str:
 
 
 # -- one claim ----------------------------------------------------------------------------------
+
 
 def verify_claim(claim: Claim, profile: str, out_dir: Path, workers: int, storage: str | None) -> ClaimResult:
     """Run and judge one claim (``sweeps.claims.runner.run_claim``), then draw its figures."""

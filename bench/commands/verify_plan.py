@@ -6,6 +6,7 @@ already under ``--out-dir`` with the same task and model (their wall time over t
 and start-up included), else from ``GUESS_STEP_S`` (said so). Looks after the first run only when the
 first does not decide, so the plan gives the first look's time and the time if every look runs.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -36,7 +37,7 @@ def step_seconds(out_dir: Path) -> dict[tuple[str, str], float]:
     for d in runs_path(out_dir).glob("*/"):
         r = read_results(d) or {}
         if r.get("steps") and r.get("wall_time_s") and r.get("status") == "completed":
-            seen.setdefault((r.get("task"), r.get("model")), []).append(r["wall_time_s"] / r["steps"])
+            seen.setdefault((r.get("task", ""), r.get("model", "")), []).append(r["wall_time_s"] / r["steps"])
     return {k: statistics.median(v) for k, v in seen.items()}
 
 
@@ -45,10 +46,13 @@ def plan_claim(claim: Claim, profile: str, history: dict[tuple[str, str], float]
         cfg = cost_config(claim.resolved(profile))
         looks = claim.looks_for(profile) or [claim.replicates_for(profile)]
         points = len(cfg.models) * len(cfg.lengths)
-        line = (f"cost measurement, {len(cfg.models)} models x lengths {cfg.lengths} = {points} points per "
-                f"replicate; replicates (looks) {looks}")
-        return ClaimPlan(claim.name, line, points * looks[0] * GUESS_POINT_S, points * looks[-1] * GUESS_POINT_S,
-                         ["cost points"])
+        line = (
+            f"cost measurement, {len(cfg.models)} models x lengths {cfg.lengths} = {points} points per "
+            f"replicate; replicates (looks) {looks}"
+        )
+        return ClaimPlan(
+            claim.name, line, points * looks[0] * GUESS_POINT_S, points * looks[-1] * GUESS_POINT_S, ["cost points"]
+        )
     spec = sweep_spec(claim, profile)
     seeds = claim.seeds_for(profile)
     looks = claim.looks_for(profile) or [len(seeds)]
@@ -60,9 +64,11 @@ def plan_claim(claim: Claim, profile: str, history: dict[tuple[str, str], float]
             guessed.append("/".join(key))
         per_seed += cfg.train.max_steps * history.get(key, GUESS_STEP_S)
     swept = " x ".join(f"{k}: {', '.join(map(str, p.values or []))}" for k, p in spec.parameters.items())
-    line = (f"study verify-{claim.name}-{profile}-{claim.digest(profile)}; {spec.budget()} configurations "
-            f"({swept or 'one'}); seeds {seeds}; looks {looks}: {spec.budget() * looks[0]} runs at the first look, "
-            f"{spec.budget() * looks[-1]} if every look runs")
+    line = (
+        f"study verify-{claim.name}-{profile}-{claim.digest(profile)}; {spec.budget()} configurations "
+        f"({swept or 'one'}); seeds {seeds}; looks {looks}: {spec.budget() * looks[0]} runs at the first look, "
+        f"{spec.budget() * looks[-1]} if every look runs"
+    )
     return ClaimPlan(claim.name, line, per_seed * looks[0], per_seed * looks[-1], guessed)
 
 
@@ -70,14 +76,15 @@ def plan_text(claims: list[Claim], profile: str, out_dir: Path, workers: int) ->
     """The plan as lines: one per claim, an estimate per claim and in all; nothing is run."""
     history = step_seconds(out_dir)
     plans = [plan_claim(c, profile, history) for c in claims]
-    lines = [f"plan: {len(plans)} claim(s), profile {profile}, {workers} worker(s), out-dir {out_dir}; "
-             "nothing has run"]
+    lines = [f"plan: {len(plans)} claim(s), profile {profile}, {workers} worker(s), out-dir {out_dir}; nothing has run"]
     for p in plans:
-        est = f"about {duration(p.first_s / workers)}" + (f" (up to {duration(p.all_s / workers)} if every look runs)"
-                                                          if p.all_s > p.first_s else "")
+        est = f"about {duration(p.first_s / workers)}" + (
+            f" (up to {duration(p.all_s / workers)} if every look runs)" if p.all_s > p.first_s else ""
+        )
         note = f"; guessed for {', '.join(p.guessed)} (no earlier run here)" if p.guessed else ""
         lines += [f"  {p.name}: {p.line}", f"    time: {est}{note}"]
     first, every = sum(p.first_s for p in plans) / workers, sum(p.all_s for p in plans) / workers
-    lines.append(f"total: about {duration(first)}" + (f", up to {duration(every)} if every look runs"
-                                                      if every > first else ""))
+    lines.append(
+        f"total: about {duration(first)}" + (f", up to {duration(every)} if every look runs" if every > first else "")
+    )
     return "\n".join(lines)

@@ -7,7 +7,7 @@ A run folder ``<out_dir>/runs/<run_id>/`` holds:
 - ``config.yaml``       the resolved RunConfig (``bench.config``)
 - ``metrics.csv``       one ``MetricsRow`` per validation
 - ``results.json``      one ``Results``
-- ``diagnostics.json``  typed in ``bench.diagnostics_format`` (with ``diagnostics.gradients=true``)
+- ``diagnostics.json``  typed in ``bench.core.diagnostics_format`` (with ``diagnostics.gradients=true``)
 - ``checkpoints/last.ckpt``  the trained state at the last step (and every ``train.checkpoint_every``)
 - ``evals/<n>.json``    one ``EvalRecord`` per ``seqbench eval`` of the trained run (n = 1, 2, ...)
 
@@ -17,6 +17,7 @@ An Optuna study stores ``StudyAttrs`` as study user attributes and ``TrialAttrs`
 Every file is written with ``atomic_write`` (a reader never sees half a file). This module imports
 only the standard library, so reading results (``seqbench report``) never loads torch.
 """
+
 from __future__ import annotations
 
 import csv
@@ -26,10 +27,11 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, Mapping, TypedDict
+from typing import Any, TypedDict, cast
 
 from seqbench.bench.core.disk import disk_full, is_disk_full
 from seqbench.bench.core.errors import UserError
@@ -65,7 +67,6 @@ OBJECTIVE = "objective:"  # the run's objective value: objective:val/acc
 TRIAL_VALUE = "trial_value:"  # Optuna's value of the run's trial
 
 
-
 class Status(str, Enum):
     """How a run ended (results.json ``status``): a string everywhere it is written or printed."""
 
@@ -80,6 +81,7 @@ class Status(str, Enum):
 
     def __format__(self, spec: str) -> str:
         return self.value.__format__(spec)
+
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -123,15 +125,16 @@ def _read_json(path: Path) -> Any | None:
 
 # -- results.json -------------------------------------------------------------------------------
 
+
 class Results(TypedDict, total=False):
     """``results.json``: one run's outcome. Metric keys are ``<split>/<metric>`` (``val/acc``,
     ``test/loss``, ``test@<length>/acc``) plus ``time/train_s`` in ``final``."""
 
-    # provenance (bench.tracking.RunTracker.provenance)
+    # provenance (bench.training.tracking.RunTracker.provenance)
     run_id: str
     config_hash: str  # RunConfig.config_hash(): reports join replicates on it
     seed: int
-    git_sha: str | None  # only in a git checkout of seqbench (bench.provenance)
+    git_sha: str | None  # only in a git checkout of seqbench (bench.core.provenance)
     versions: dict[str, str]  # python and package versions, seqbench included
     argv: list[str]
     started: str  # local time, ISO 8601
@@ -151,7 +154,7 @@ class Results(TypedDict, total=False):
     train_time_s: float
     samples_per_s: float | None  # over training time (validation excluded), summed over resumed processes
     tokens_per_s: float  # batch_size * seq_len per step and process, over training time
-    model_flops_per_token: float  # analytic forward+backward FLOPs per token (bench.flops); absent if uncounted
+    model_flops_per_token: float  # analytic forward+backward FLOPs per token (bench.training.flops); absent: uncounted
     model_flops_per_s: float  # achieved: model_flops_per_token * tokens_per_s
     mfu: float  # model_flops_per_s / the device's dense peak for the precision (GPU only)
     n_params: int
@@ -185,7 +188,7 @@ class RunResult:
     results: Results  # results.json as written
 
     @classmethod
-    def of(cls, run_dir: Path, results: Results) -> "RunResult":
+    def of(cls, run_dir: Path, results: Results) -> RunResult:
         return cls(results["run_id"], Status(results["status"]), results.get("reason"), Path(run_dir), results)
 
     @property
@@ -204,10 +207,11 @@ class RunResult:
 def read_results(run_dir: Path) -> Results | None:
     """The run's results, or None when it has not finished (or the file is unreadable)."""
     data = _read_json(Path(run_dir) / RESULTS)
-    return data if isinstance(data, dict) else None
+    return cast(Results, data) if isinstance(data, dict) else None  # written by write_results
 
 
 # -- evals/<n>.json: ``seqbench eval`` of a trained run -------------------------------------------
+
 
 class EvalRecord(TypedDict, total=False):
     """One evaluation of a trained run's checkpoint, with what was asked. The run's config (and its
@@ -249,7 +253,7 @@ def write_eval(run_dir: Path, record: EvalRecord) -> Path:
 def read_evals(run_dir: Path) -> list[EvalRecord]:
     """The run's evaluations, oldest first (an unreadable or still empty file is skipped)."""
     paths = sorted((p for p in (Path(run_dir) / EVALS).glob("*.json") if p.stem.isdigit()), key=lambda p: int(p.stem))
-    return [d for d in map(_read_json, paths) if isinstance(d, dict)]
+    return [cast(EvalRecord, d) for d in map(_read_json, paths) if isinstance(d, dict)]  # written by write_eval
 
 
 def eval_metrics(run_dir: Path) -> dict[str, float]:
@@ -270,8 +274,10 @@ def find_run_dir(run: str | Path, out_dir: str | Path = "outputs") -> Path:
     runs = Path(out_dir) / "runs"
     known = sorted(q.parent.name for q in runs.glob(f"*/{CONFIG}"))
     shown = ", ".join(known[-6:]) + (f" (+{len(known) - 6} older)" if len(known) > 6 else "")
-    raise ValueError(f"no run {str(run)!r} (neither a run folder nor an id under {runs}); "
-                     + (f"known: {shown}" if known else f"{runs} holds no runs"))
+    raise ValueError(
+        f"no run {str(run)!r} (neither a run folder nor an id under {runs}); "
+        + (f"known: {shown}" if known else f"{runs} holds no runs")
+    )
 
 
 # -- metrics.csv --------------------------------------------------------------------------------
@@ -317,9 +323,10 @@ def read_metrics(run_dir: Path) -> list[MetricsRow]:
 
 
 # -- diagnostics.json: typed in bench/core/diagnostics_format.py (pydantic: the writer validates each record,
-# the reader checks the format version), the one definition bench.diagnostics and reports share.
+# the reader checks the format version), the one definition bench.training.diagnostics and reports share.
 
 # -- Optuna study and trial attributes (sweeps.trial writes, reports read) -----------------------
+
 
 class StudyAttrs(TypedDict, total=False):
     spec: dict[str, Any]  # the validated sweep spec
@@ -416,8 +423,10 @@ def write_card(folder: Path, card: Card) -> Path:
             _check_keys(CardRung, rung)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / CARD
-    atomic_write(path, json.dumps({**card, "format": CARD_FORMAT, "version": CARD_VERSION}, indent=1,
-                                  default=_json_default) + "\n")
+    atomic_write(
+        path,
+        json.dumps({**card, "format": CARD_FORMAT, "version": CARD_VERSION}, indent=1, default=_json_default) + "\n",
+    )
     return path
 
 
@@ -432,6 +441,7 @@ def read_card(path: Path) -> Card:
 
 
 # -- the W&B group of a sweep's runs (the runner sets it, the published W&B Report filters on it) -------
+
 
 def wandb_group(study: str, storage: str) -> str:
     """The W&B group of a sweep's runs: the study name and a short hash of where the study lives

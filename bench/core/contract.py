@@ -1,8 +1,9 @@
 """The contract leaf: what models, tasks and the core share, and nothing else.
 
-Models and tasks import this module (and ``bench.schema``/``bench.registry``/``bench.errors``, which
+Models and tasks import this module (and ``bench.core.schema``/``bench.core.registry``/``bench.core.errors``, which
 are leaves too) and never each other. It imports only the standard library (torch for type annotations only).
 """
+
 from __future__ import annotations
 
 import enum

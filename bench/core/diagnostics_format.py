@@ -1,5 +1,5 @@
 """The ``diagnostics.json`` file format: one typed definition that the writer
-(``bench.diagnostics.GradientDiagnostics``) and every reader (``reports.diagnostics``) share.
+(``bench.training.diagnostics.GradientDiagnostics``) and every reader (``reports.diagnostics``) share.
 
 No torch here, so a report can read the file without importing the training stack. The file is::
 
@@ -16,6 +16,7 @@ No torch here, so a report can read the file without importing the training stac
 Numbers may be NaN or infinite (a diverging run); the file is written and read with the json
 module, which keeps them (``NaN``, ``Infinity``), rather than turning them into nulls.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,10 +42,12 @@ class ThroughTime(_Frozen):
     by_position: list[float] = Field(description="mean over the batch of ||dL/dx_t|| at each position t")
 
     @model_validator(mode="after")
-    def _aligned(self) -> "ThroughTime":
+    def _aligned(self) -> ThroughTime:
         if not len(self.distance) == len(self.grad_norm) == len(self.count):
-            raise ValueError(f"through_time: distance, grad_norm and count differ in length "
-                             f"({len(self.distance)}, {len(self.grad_norm)}, {len(self.count)})")
+            raise ValueError(
+                f"through_time: distance, grad_norm and count differ in length "
+                f"({len(self.distance)}, {len(self.grad_norm)}, {len(self.count)})"
+            )
         return self
 
     def decay_rate(self, min_distance: int = 1) -> float:
@@ -52,8 +55,11 @@ class ThroughTime(_Frozen):
         ln(grad_norm) against distance over distances >= ``min_distance`` (distance 0 is the head's
         local gradient, not a path through time). exp(-rate) is the factor kept per step; NaN with
         fewer than two usable points."""
-        pts = [(d, math.log(g)) for d, g in zip(self.distance, self.grad_norm)
-               if d >= min_distance and g > 0 and math.isfinite(g)]
+        pts = [
+            (d, math.log(g))
+            for d, g in zip(self.distance, self.grad_norm)
+            if d >= min_distance and g > 0 and math.isfinite(g)
+        ]
         if len(pts) < 2:
             return math.nan
         mx = sum(d for d, _ in pts) / len(pts)

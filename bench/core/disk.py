@@ -8,6 +8,7 @@ cut when the journal is next opened). Standard library only.
 >>> size_text(0), size_text(1536), size_text(5 * 2**20)
 ('0 B', '1.5 KB', '5.0 MB')
 """
+
 from __future__ import annotations
 
 import errno
@@ -67,12 +68,18 @@ def full_error(e: BaseException) -> OSError | None:
     return None
 
 
-def disk_full(field: str, path: Path | str, need: float, e: BaseException | None = None,
-              then: str = "free space and run the same command again") -> UserError:
+def disk_full(
+    field: str,
+    path: Path | str,
+    need: float,
+    e: BaseException | None = None,
+    then: str = "free space and run the same command again",
+) -> UserError:
     """``<field>: cannot write <path>: No space left on device (<free> free, about <need> needed); <then>``."""
     err = full_error(e) if e is not None else None
     why = (err.strerror if err is not None and err.strerror else None) or "No space left on device"
     free = free_bytes(path)
     have = f"{size_text(free)} free, " if free is not None else ""
-    return UserError(f"{field}: cannot write {path}: {why} ({have}about {size_text(max(need, MIN_NEED))} "
-                     f"needed); {then}")
+    return UserError(
+        f"{field}: cannot write {path}: {why} ({have}about {size_text(max(need, MIN_NEED))} needed); {then}"
+    )

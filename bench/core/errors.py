@@ -1,10 +1,12 @@
 """User-facing errors: one line per problem, naming the field, the allowed values and, for a
 misspelt name or key, the one that was probably meant."""
+
 from __future__ import annotations
 
 import difflib
 import re
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -20,7 +22,7 @@ class UserError(Exception):
     def __str__(self) -> str:
         return "\n".join(self.problems)
 
-    def prefixed(self, prefix: str) -> "UserError":
+    def prefixed(self, prefix: str) -> UserError:
         """The same problems, each prefixed (``s.yaml: ``), as the same kind of error (callers catch kinds)."""
         return type(self)(*(prefix + p for p in self.problems))
 
@@ -50,16 +52,21 @@ def _quoted(text: str) -> list[str]:
     return re.findall(r"'([^']*)'", text or "")
 
 
-def validation_problems(err: ValidationError, *, tagged=frozenset({"task", "model"}), prefix: str = "",
-                        allowed_fields: Callable[[tuple], list[str] | None] | None = None,
-                        foreign: Callable[[tuple, str], str | None] | None = None) -> list[str]:
+def validation_problems(
+    err: ValidationError,
+    *,
+    tagged=frozenset({"task", "model"}),
+    prefix: str = "",
+    allowed_fields: Callable[[tuple], list[str] | None] | None = None,
+    foreign: Callable[[tuple, str], str | None] | None = None,
+) -> list[str]:
     """Every problem of a pydantic ValidationError, one line per field (a union's members merged).
 
     ``allowed_fields(loc)`` names the fields of the section at ``loc`` (``('model', 'lstm')``), for
     "allowed: ..." and "did you mean ...?" after an unknown key; ``foreign(loc, key)`` may explain a
     key that other entries of a tagged union have (``for model rnn (lstm has it)``).
     """
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple, list[Any]] = {}  # pydantic's ErrorDetails, read as the dicts they are
     for e in err.errors(include_url=False):
         key = _field_loc(tuple(e["loc"]), tagged)
         groups.setdefault(key, []).append(e)
@@ -78,8 +85,12 @@ def _problem(loc: tuple, errs: list[dict], tagged, prefix: str, allowed_fields, 
         note = foreign(raw[:-1], str(raw[-1])) if foreign else None
         head = where.rsplit(".", 1)[0] + "." if "." in where else ""
         hint = did_you_mean(raw[-1], allowed or (), lambda s: head + s) if not note else ""
-        msg = "unknown field" + (note or "") + (f"; allowed: {', '.join(allowed)}" if allowed else "") + \
-            (f";{hint}" if hint else "")
+        msg = (
+            "unknown field"
+            + (note or "")
+            + (f"; allowed: {', '.join(allowed)}" if allowed else "")
+            + (f";{hint}" if hint else "")
+        )
     elif e["type"] == "union_tag_invalid":
         ctx = e.get("ctx", {})
         where = f"{where}.name" if where else "name"
@@ -90,15 +101,23 @@ def _problem(loc: tuple, errs: list[dict], tagged, prefix: str, allowed_fields, 
         msg = "missing 'name'"
     else:
         literal = next((x for x in errs if x["type"] == "literal_error"), None)
-        if "input" in e and e["type"] != "missing" and not isinstance(e["input"], (dict, list)) \
-                and str(e["input"]) not in msg:
+        if (
+            "input" in e
+            and e["type"] != "missing"
+            and not isinstance(e["input"], (dict, list))
+            and str(e["input"]) not in msg
+        ):
             msg = f"{msg} (got {e['input']!r})"
-        hint = did_you_mean(literal["input"], _quoted(literal.get("ctx", {}).get("expected"))) \
-            if literal is not None and isinstance(literal.get("input"), str) else ""
+        hint = (
+            did_you_mean(literal["input"], _quoted(literal.get("ctx", {}).get("expected")))
+            if literal is not None and isinstance(literal.get("input"), str)
+            else ""
+        )
         msg += f";{hint}" if hint else ""
     # validators that name their own field ("model.n_layers: ...") keep it
-    names_field = re.match(r"^[\w.@]+: ", msg) is not None and msg.split(":", 1)[0].split(".")[0] == \
-        (where.split(".")[0] if where else "")
+    names_field = re.match(r"^[\w.@]+: ", msg) is not None and msg.split(":", 1)[0].split(".")[0] == (
+        where.split(".")[0] if where else ""
+    )
     line = msg if (not where or names_field or msg.startswith(f"{where}:")) else f"{where}: {msg}"
     return " ".join(line.split())
 

@@ -6,6 +6,7 @@ SHA is recorded only when the folder holding this package's ``pyproject.toml`` (
 ``name = "seqbench"``) is itself the top of a git work tree; otherwise ``git_sha()`` is None and
 the installed version (``package_version()``) identifies the code. Imports only the standard library.
 """
+
 from __future__ import annotations
 
 import functools

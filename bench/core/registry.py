@@ -12,11 +12,13 @@ Plug-ins from other packages (entry points, ``pkg.module:Class`` import paths) a
 the same way by ``bench/plugins.py``. ``generation`` counts registrations, so the config
 tree (``bench/config.py``) rebuilds its unions when an entry arrives after it was built.
 """
+
 from __future__ import annotations
 
 import difflib
 import importlib
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -49,9 +51,11 @@ class Entry(Generic[T]):
         if self._cls is None:
             importlib.import_module(module_of(self.config_cls.__module__))
         if self._cls is None:
-            raise LookupError(f"{self.name!r}: {module_of(self.config_cls.__module__)} registers no class with "
-                              f"@{self.kind.upper()}S.module({self.name!r}) for the config "
-                              f"{self.config_cls.__name__}")
+            raise LookupError(
+                f"{self.name!r}: {module_of(self.config_cls.__module__)} registers no class with "
+                f"@{self.kind.upper()}S.module({self.name!r}) for the config "
+                f"{self.config_cls.__name__}"
+            )
         return self._cls
 
     def __repr__(self) -> str:
@@ -95,8 +99,10 @@ class Registry(Generic[T]):
         def deco(cls: T) -> T:
             entry = self._entries.get(name)
             if entry is None:
-                raise LookupError(f"@{self.kind.upper()}S.module({name!r}): no config registered under that name; "
-                                  f"register one with @{self.kind.upper()}S.config({name!r})")
+                raise LookupError(
+                    f"@{self.kind.upper()}S.module({name!r}): no config registered under that name; "
+                    f"register one with @{self.kind.upper()}S.config({name!r})"
+                )
             if entry._cls is not None and entry._cls is not cls:
                 raise ValueError(f"{self.kind} {name!r}: two classes registered with .module({name!r})")
             entry._cls = cls

@@ -1,5 +1,6 @@
 """Base class for every config section: typed, frozen, no unknown keys, finite numbers; and the
 marker that keeps a field out of the config hash."""
+
 from __future__ import annotations
 
 import types
@@ -34,12 +35,17 @@ def identity(section: BaseModel) -> dict[str, Any]:
     d = section.model_dump(mode="json")
     for name, field in type(section).model_fields.items():
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
-        if not in_identity(field) or (extra.get("identity") == "when-set"
-                                      and getattr(section, name) == field.get_default(call_default_factory=True)):
+        if not in_identity(field) or (
+            extra.get("identity") == "when-set"
+            and getattr(section, name) == field.get_default(call_default_factory=True)
+        ):
             del d[name]
         elif isinstance(value := getattr(section, name), BaseModel):
             d[name] = identity(value)
     return d
+
+
+_S = typing.TypeVar("_S", bound="Section")
 
 
 class Section(BaseModel):
@@ -59,7 +65,7 @@ class Section(BaseModel):
         """Dotted keys the user set (``tracking.wandb``); W&B's WANDB_* variables yield to these only."""
         return self._typed
 
-    def with_typed(self, keys: typing.Iterable[str]) -> "Section":
+    def with_typed(self: _S, keys: typing.Iterable[str]) -> _S:
         """This section, recording ``keys`` as what the user typed (the composition calls it once)."""
         self._typed = frozenset(keys)
         return self
@@ -131,8 +137,15 @@ def _member(annotation: Any, metadata: list[Any], several: bool) -> str:
         return " | ".join(str(v).lower() if isinstance(v, bool) else str(v) for v in typing.get_args(annotation))
     if typing.get_origin(annotation) is list:
         inner = typing.get_args(annotation)
-        each = _bounds([m for a in inner[:1] if typing.get_origin(a) is typing.Annotated
-                        for info in typing.get_args(a)[1:] for m in getattr(info, "metadata", [info])])
+        each = _bounds(
+            [
+                m
+                for a in inner[:1]
+                if typing.get_origin(a) is typing.Annotated
+                for info in typing.get_args(a)[1:]
+                for m in getattr(info, "metadata", [info])
+            ]
+        )
         n = next((m.min_length for m in metadata if hasattr(m, "min_length")), 0)
         return ", ".join(p for p in (f"each {each}" if each else "", f"at least {n} items" if n > 1 else "") if p)
     bounds = _bounds(metadata) if annotation in (int, float) else ""
@@ -142,5 +155,9 @@ def _member(annotation: Any, metadata: list[Any], several: bool) -> str:
 
 
 def _bounds(metadata: list[Any]) -> str:
-    return ", ".join(f"{sign} {getattr(m, key)}" for m in metadata for key, sign in _BOUNDS if hasattr(m, key)
-                     and getattr(m, key) is not None)
+    return ", ".join(
+        f"{sign} {getattr(m, key)}"
+        for m in metadata
+        for key, sign in _BOUNDS
+        if hasattr(m, key) and getattr(m, key) is not None
+    )

@@ -8,11 +8,13 @@ callers can apply the result in any order.
 
 This module imports only yaml and the error type: reading settings needs no torch.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -29,20 +31,25 @@ _OLD = ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:fl
 _Loader.yaml_implicit_resolvers = {
     k: [(tag, rx) for tag, rx in v if tag not in _OLD] for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
-_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-                              list("tTfF"))
-_Loader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^(?:[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+)$"),
-                              list("-+0123456789"))
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:int", re.compile(r"^(?:[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+)$"), list("-+0123456789")
+)
 _Loader.add_implicit_resolver(  # after int: 10 is an int, 010 the float 10.0 (an int field takes it as 10)
     "tag:yaml.org,2002:float",
-    re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-               r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
-    list("-+0123456789."))
+    re.compile(
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    list("-+0123456789."),
+)
 
 
 def safe_load(text: str) -> Any:
     """The only YAML reader seqbench uses (safe: no arbitrary Python objects)."""
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader derives from SafeLoader
+    return yaml.load(text, Loader=_Loader)  # _Loader derives from SafeLoader
 
 
 def parse_value(text: str) -> Any:
@@ -101,8 +108,10 @@ def hydra_habit(command: str, words: Iterable[str]) -> str | None:
     for word in words:
         kind = HYDRA_FLAGS.get(word.split("=", 1)[0])
         if kind == "multirun":
-            return (f"{word}: Hydra's multirun; `seqbench {command}` takes one value per key; to compare "
-                    "settings use `seqbench compare model=lstm,gru task.delay=20,40` (comma lists)")
+            return (
+                f"{word}: Hydra's multirun; `seqbench {command}` takes one value per key; to compare "
+                "settings use `seqbench compare model=lstm,gru task.delay=20,40` (comma lists)"
+            )
         if kind == "cfg":
             return f"{word}: Hydra's config printer; seqbench spells it `seqbench {command} ... --print-config`"
     return None
@@ -112,14 +121,20 @@ def hydra_key(key: str) -> str | None:
     """The one line for a Hydra override habit in ``key``, or None."""
     bare = key.lstrip("+~")
     if key.startswith("~"):
-        return (f"{key}: Hydra's delete syntax; seqbench deletes nothing: a field left out keeps its default "
-                f"(`seqbench list -v`), so drop the setting or give {bare}=<value>")
+        return (
+            f"{key}: Hydra's delete syntax; seqbench deletes nothing: a field left out keeps its default "
+            f"(`seqbench list -v`), so drop the setting or give {bare}=<value>"
+        )
     if key.startswith("+"):
-        return (f"{key}: Hydra's add syntax; seqbench sets any field as {bare}=<value> (no +), and a field the "
-                "config does not have is refused by name")
+        return (
+            f"{key}: Hydra's add syntax; seqbench sets any field as {bare}=<value> (no +), and a field the "
+            "config does not have is refused by name"
+        )
     if bare.split(".")[0] == "hydra":
-        return (f"{key}: seqbench is not Hydra; runs go under --out-dir DIR (or out_dir=DIR), sweeps are "
-                "`seqbench sweep SPEC` and comma lists `seqbench compare`")
+        return (
+            f"{key}: seqbench is not Hydra; runs go under --out-dir DIR (or out_dir=DIR), sweeps are "
+            "`seqbench sweep SPEC` and comma lists `seqbench compare`"
+        )
     return None
 
 
@@ -167,7 +182,7 @@ def set_dotted(d: dict[str, Any], key: str, value: Any) -> None:
         if nxt is None:
             nxt = node[p] = {}
         elif not isinstance(nxt, dict):
-            raise UserError(f"{'.'.join(parts[:i + 1])}: is a value, not a section; cannot set {key}")
+            raise UserError(f"{'.'.join(parts[: i + 1])}: is a value, not a section; cannot set {key}")
         node = nxt
     node[parts[-1]] = value
 

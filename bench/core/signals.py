@@ -8,12 +8,14 @@ A process that passes stops on (a sweep's parent) registers a ``forward`` hook; 
 stop, on its first signal, wherever that signal is handled (``GracefulStop`` during training, the CLI's
 handler otherwise). Standard library only.
 """
+
 from __future__ import annotations
 
 import signal
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 REPEAT_S = 2.0  # a stop signal this soon after the first of a burst is the same stop
 STOPS = (signal.SIGINT, signal.SIGTERM)

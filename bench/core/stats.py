@@ -4,12 +4,14 @@ Every place seqbench states a configuration's result over seeds uses :func:`mean
 compares two configurations that share seeds uses :func:`paired`. Both say ``n`` so a reader can see
 when a statement rests on one run. No torch here: reports and verdicts import this module alone.
 """
+
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Literal
 
 import numpy as np
 from scipy import stats as _st
@@ -44,14 +46,13 @@ def metric_bounds(column: str) -> tuple[float, float]:
     return metric_scale(re.sub(r"^(objective:|trial_value:|final\.|best\.|baseline\.|eval\.)", "", column))[1]
 
 
-def clip(iv: "Interval", bounds: tuple[float, float]) -> "Interval":
+def clip(iv: Interval, bounds: tuple[float, float]) -> Interval:
     """``iv`` with its interval kept inside ``bounds`` (a mean never lies outside them; a Student-t
     interval over few seeds can, and an accuracy interval below 0 states something impossible)."""
     lo_b, hi_b = bounds
     if math.isnan(iv.lo) or bounds == UNBOUNDED:
         return iv
-    return Interval(iv.mean, min(max(iv.lo, lo_b), hi_b), min(max(iv.hi, lo_b), hi_b), iv.n, iv.std, iv.level,
-                    iv.scale)
+    return Interval(iv.mean, min(max(iv.lo, lo_b), hi_b), min(max(iv.hi, lo_b), hi_b), iv.n, iv.std, iv.level, iv.scale)
 
 
 @dataclass(frozen=True)
@@ -116,14 +117,14 @@ class Paired:
     n: int
 
 
-def paired(a: Sequence[float], b: Sequence[float], level: float = LEVEL,
-           bounds: tuple[float, float] = UNBOUNDED) -> Paired:
+def paired(
+    a: Sequence[float], b: Sequence[float], level: float = LEVEL, bounds: tuple[float, float] = UNBOUNDED
+) -> Paired:
     """Compare two equal-length seed-aligned samples; pairs where either side is not finite are dropped.
     ``bounds``: the metric's range, so the difference's interval stays within +-(its width)."""
     if len(a) != len(b):
         raise ValueError(f"paired samples need equal lengths, got {len(a)} and {len(b)}")
-    pairs = [(x, y) for x, y in zip(a, b)
-             if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)]
+    pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)]
     d = np.asarray([x - y for x, y in pairs], dtype=float)
     n = int(d.size)
     width = bounds[1] - bounds[0]
@@ -199,7 +200,7 @@ class Estimate:
         (``success:``, exact binomial) can decide on such seeds."""
         if side not in ("below", "above"):
             raise ValueError(side)
-        alt = "less" if side == "below" else "greater"
+        alt: Literal["less", "greater"] = "less" if side == "below" else "greater"
         x = np.asarray(self.values, dtype=float)
         if self.scale == "rate":
             if not 0 < threshold < 1:
@@ -287,6 +288,7 @@ def holm_divisors(pvalues: Sequence[float]) -> list[int]:
 
 
 # -- spending alpha over looks (bench/commands/verify.py) ------------------------------------------
+
 
 def obrien_fleming_spent(t: float, alpha: float) -> float:
     """alpha spent by information fraction ``t`` (0 < t <= 1) under the Lan-DeMets O'Brien-Fleming-type

@@ -13,12 +13,14 @@ rnn    0.25
 >>> duration(4.25), duration(59), duration(61), duration(7322)
 ('4.2s', '59s', '1m01s', '2h02m')
 """
+
 from __future__ import annotations
 
 import re
 import textwrap
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 MISSING = "–"  # a cell with no value (None, NaN)
 
@@ -69,8 +71,17 @@ def _align(align: str, n: int) -> str:
     return align.ljust(n, "l")[:n]
 
 
-def text_table(head: Sequence[Any], rows: Sequence[Sequence[Any]], *, align: str = "", indent: str = "",
-               sep: str = "  ", rule: bool = False, max_width: int | None = None, wrap: bool = False) -> str:
+def text_table(
+    head: Sequence[Any],
+    rows: Sequence[Sequence[Any]],
+    *,
+    align: str = "",
+    indent: str = "",
+    sep: str = "  ",
+    rule: bool = False,
+    max_width: int | None = None,
+    wrap: bool = False,
+) -> str:
     """A fixed-width table for the terminal: a header line, then one line per row.
 
     ``align`` has one ``l`` or ``r`` per column (left by default); ``rule`` draws a dashed line under
@@ -81,11 +92,13 @@ def text_table(head: Sequence[Any], rows: Sequence[Sequence[Any]], *, align: str
     if max_width is not None and wrap:
         cells = [line for r in cells for line in _wrapped(r, max_width)]
     elif max_width is not None:
-        cells = [[c if len(c) <= max_width else c[:max_width - 3] + "..." for c in r] for r in cells]
+        cells = [[c if len(c) <= max_width else c[: max_width - 3] + "..." for c in r] for r in cells]
     a = _align(align, len(cells[0]))
     widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
-    lines = [indent + sep.join(c.rjust(w) if al == "r" else c.ljust(w) for c, w, al in zip(r, widths, a)).rstrip()
-             for r in cells]
+    lines = [
+        indent + sep.join(c.rjust(w) if al == "r" else c.ljust(w) for c, w, al in zip(r, widths, a)).rstrip()
+        for r in cells
+    ]
     if rule:
         lines.insert(1, indent + sep.replace(" ", "-").replace("|", "+").join("-" * w for w in widths))
     return "\n".join(lines)
@@ -130,8 +143,9 @@ def _si(x: float) -> str:
 def speed_summary(results: dict[str, Any]) -> str:
     """The closing line's speed facts: steps over training time, samples/s, tokens/s, model FLOP/s and
     MFU where measured, and where it ran (only the keys the run recorded)."""
-    parts = [f"{results['steps']} steps in {results['train_time_s']:.1f}s training "
-             f"({results['wall_time_s']:.1f}s wall)"]
+    parts = [
+        f"{results['steps']} steps in {results['train_time_s']:.1f}s training ({results['wall_time_s']:.1f}s wall)"
+    ]
     if "samples_per_s" in results:
         parts.append(f"{_si(results['samples_per_s'])} samples/s")
     if "tokens_per_s" in results:

@@ -4,6 +4,7 @@ where the run trained, divergence, graceful stop on a signal, atomic checkpoints
 Callbacks that can end a run early derive from ``RunStopper``: ``bench.train`` records the first
 one that stopped the run (its ``stop_status`` and ``stop_reason``) in results.json.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,8 +14,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import pytorch_lightning as pl
 import torch
@@ -131,10 +133,17 @@ class DeviceFacts(pl.Callback):
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
         device = pl_module.device
-        name = torch.cuda.get_device_name(device) if device.type == "cuda" else (
-            _cpu_name() if device.type == "cpu" else None)
-        self.facts = {"device": str(device), "precision": str(trainer.precision),
-                      "world_size": trainer.world_size, "num_nodes": trainer.num_nodes}
+        name = (
+            torch.cuda.get_device_name(device)
+            if device.type == "cuda"
+            else (_cpu_name() if device.type == "cpu" else None)
+        )
+        self.facts = {
+            "device": str(device),
+            "precision": str(trainer.precision),
+            "world_size": trainer.world_size,
+            "num_nodes": trainer.num_nodes,
+        }
         if name:
             self.facts["device_name"] = name
 
@@ -155,8 +164,12 @@ class ResultsWriter(pl.Callback):
         train_loss = pl_module.train_loss.take_mean()  # every rank, so each keeps its own window
         if trainer.global_rank != 0:
             return
-        row: dict[str, Any] = {"step": trainer.global_step, "wall_s": round(self.clock.wall_s, 3),
-                               "lr": _lr(trainer), "train/loss": train_loss}
+        row: dict[str, Any] = {
+            "step": trainer.global_step,
+            "wall_s": round(self.clock.wall_s, 3),
+            "lr": _lr(trainer),
+            "train/loss": train_loss,
+        }
         for k, v in trainer.callback_metrics.items():
             if k.startswith("val/"):
                 row[k] = float(v)
@@ -174,8 +187,16 @@ class ProgressPrinter(pl.Callback):
     the stream is not a terminal (logs, pipes, sweeps), and the live line reads no loss: a loss on
     the device would cost a synchronisation per redraw."""
 
-    def __init__(self, label: str, max_steps: int, baseline: dict[str, float], writer: ResultsWriter,
-                 clock: TrainClock, stream=None, redraw_s: float = 0.2):
+    def __init__(
+        self,
+        label: str,
+        max_steps: int,
+        baseline: dict[str, float],
+        writer: ResultsWriter,
+        clock: TrainClock,
+        stream=None,
+        redraw_s: float = 0.2,
+    ):
         self.label, self.max_steps, self.baseline = label, max_steps, baseline
         self.writer, self.clock = writer, clock
         self.stream = stream or sys.stdout
@@ -189,8 +210,7 @@ class ProgressPrinter(pl.Callback):
             return [f"{done / train_s:.1f} steps/s", f"ETA {duration((self.max_steps - step) * wall_s / done)}"]
         return []
 
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: Any, outputs: Any, batch: Any,
-                           batch_idx: int) -> None:
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
         now = time.perf_counter()
         if not self.live or trainer.global_rank != 0 or now - self._drawn < self.redraw_s:
             return
@@ -205,8 +225,10 @@ class ProgressPrinter(pl.Callback):
             return
         step = trainer.global_step
         row = self.writer.last_row if self.writer.last_row.get("step") == step else {}
-        parts = [f"[{self.label}] step {step:>6}/{self.max_steps}",
-                 f"train/loss(mean) {row.get('train/loss', float('nan')):.4f}"]
+        parts = [
+            f"[{self.label}] step {step:>6}/{self.max_steps}",
+            f"train/loss(mean) {row.get('train/loss', float('nan')):.4f}",
+        ]
         parts += [f"{k} {v:.4f}" for k, v in row.items() if k.startswith("val/")]
         parts.append("baseline " + " ".join(f"{k} {v:.4f}" for k, v in self.baseline.items()))
         parts += self._pace(step)
@@ -360,8 +382,11 @@ class GracefulStop(RunStopper):
             asked = trainer.strategy.reduce_boolean_decision(asked, all=False)
         if asked:
             self.checkpoint.save(trainer)
-            self.stop(trainer, Status.INTERRUPTED, f"{self.signal_name or 'a signal'} at step {trainer.global_step}; "
-                      f"checkpoint saved")
+            self.stop(
+                trainer,
+                Status.INTERRUPTED,
+                f"{self.signal_name or 'a signal'} at step {trainer.global_step}; checkpoint saved",
+            )
             # leave fit now: a plain should_stop would first run a validation at this step, a metrics row
             # the uninterrupted run never has (and a wait the user did not ask for)
             raise StopNow(self.stop_reason)

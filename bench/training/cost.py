@@ -28,6 +28,7 @@ to the asymptotic exponent in the complexity table.
 Writes ``cost.csv`` (one row per point), ``cost.md`` (table, exponents, complexity table),
 ``cost.json`` and plotly figures ``cost_time.html``, ``cost_memory.html`` under ``out_dir``.
 """
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -35,7 +36,8 @@ import resource
 import statistics
 import time
 import warnings
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -56,6 +58,7 @@ from seqbench.models.base import build_model
 
 # -- one point ------------------------------------------------------------------------------
 
+
 def measure_point(model: str, length: int, c: dict[str, Any]) -> dict[str, Any]:
     """Time (and on GPU/isolated CPU, memory of) one training step of ``model`` at ``length``."""
     torch.set_num_threads(c["threads"])
@@ -68,7 +71,9 @@ def measure_point(model: str, length: int, c: dict[str, Any]) -> dict[str, Any]:
         warnings.simplefilter("ignore")
         net = build_model(cfg_cls.model_validate(fields), spec).to(dev)
     B = c["batch_size"]
-    batch = Batch(x=torch.randint(0, VOCAB, (B, length), device=dev), y=torch.randint(0, VOCAB, (B, length), device=dev))
+    batch = Batch(
+        x=torch.randint(0, VOCAB, (B, length), device=dev), y=torch.randint(0, VOCAB, (B, length), device=dev)
+    )
 
     def step(b: Batch = batch) -> None:
         out, _ = net(b)  # (B, T, VOCAB)
@@ -104,8 +109,13 @@ def measure_point(model: str, length: int, c: dict[str, Any]) -> dict[str, Any]:
         sync()
         times.append(time.perf_counter() - t0)
     med = statistics.median(times)
-    return {"status": "ok", "time_ms": med * 1e3, "time_ms_min": min(times) * 1e3, "peak_mem_mib": mem,
-            "tokens_per_s": B * length / med}
+    return {
+        "status": "ok",
+        "time_ms": med * 1e3,
+        "time_ms_min": min(times) * 1e3,
+        "peak_mem_mib": mem,
+        "tokens_per_s": B * length / med,
+    }
 
 
 def _rss_kib() -> int:
@@ -162,6 +172,7 @@ def run_point(model: str, length: int, c: dict[str, Any], isolate: bool, timeout
 
 # -- measure, fit, write -----------------------------------------------------------------------
 
+
 def exponents(rows: list[dict[str, Any]], key: str) -> tuple[float | None, float | None]:
     ok = [r for r in rows if r["status"] == "ok" and r.get(key)]
     ts, vs = [r["length"] for r in ok], [r[key] for r in ok]
@@ -186,8 +197,15 @@ def measure_cost(c: CostConfig, progress: Callable[[Progress], None] = print_poi
     device = ("cuda" if torch.cuda.is_available() else "cpu") if c.device == "auto" else c.device
     if device == "cuda" and not torch.cuda.is_available():
         raise UserError("device: cuda requested but no CUDA device is visible; use device=cpu or auto")
-    pc = {"d_model": c.d_model, "n_layers": c.n_layers, "batch_size": c.batch_size, "repeats": c.repeats,
-          "warmup": c.warmup, "device": device, "threads": c.threads}
+    pc = {
+        "d_model": c.d_model,
+        "n_layers": c.n_layers,
+        "batch_size": c.batch_size,
+        "repeats": c.repeats,
+        "warmup": c.warmup,
+        "device": device,
+        "threads": c.threads,
+    }
     rows: list[dict[str, Any]] = []
     summary: dict[str, Any] = {}
     for model in c.models:
@@ -207,11 +225,20 @@ def measure_cost(c: CostConfig, progress: Callable[[Progress], None] = print_poi
         t_all, t_up = exponents(model_rows, "time_ms")
         m_all, m_up = exponents(model_rows, "peak_mem_mib")
         text, exponent = complexity(model)
-        summary[model] = {"complexity": text, "expected_time_exponent": exponent,
-                          "time_exponent": t_all, "time_exponent_upper": t_up,
-                          "memory_exponent": m_all, "memory_exponent_upper": m_up, "stopped": stopped}
+        summary[model] = {
+            "complexity": text,
+            "expected_time_exponent": exponent,
+            "time_exponent": t_all,
+            "time_exponent_upper": t_up,
+            "memory_exponent": m_all,
+            "memory_exponent_upper": m_up,
+            "stopped": stopped,
+        }
         rows += model_rows
-    mem_method = "cuda max_memory_allocated" if device == "cuda" else (
-        "peak RSS rise in a forked child per point" if c.isolate else "not measured (isolate=false)")
+    mem_method = (
+        "cuda max_memory_allocated"
+        if device == "cuda"
+        else ("peak RSS rise in a forked child per point" if c.isolate else "not measured (isolate=false)")
+    )
     meta = {**pc, "memory_method": mem_method, "torch": torch.__version__}
     return {"config": c.model_dump(mode="json"), "meta": meta, "rows": rows, "summary": summary}

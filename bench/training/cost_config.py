@@ -1,5 +1,6 @@
 """``seqbench cost``'s settings (``CostConfig``), the complexity table and the exponent fit: no torch, so
 ``--print-config`` and ``verify``'s light start read them; the measurement is ``bench/training/cost.py``."""
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,9 @@ def _default_models() -> list[str]:
 def _measurable() -> list[str]:
     """Registered models that produce per-step tokens, which is what one cost step trains, and every
     mixer (measured as ``model=stack model.mixer=NAME``)."""
-    return [e.name for e in MODELS if OutputKind.TOKENS in e.config_cls.supported_kinds] + \
-        [e.name for e in MIXERS if e.name not in MODELS]
+    return [e.name for e in MODELS if OutputKind.TOKENS in e.config_cls.supported_kinds] + [
+        e.name for e in MIXERS if e.name not in MODELS
+    ]
 
 
 def is_mixer(name: str) -> bool:
@@ -55,11 +57,17 @@ def model_config(model: str, d_model: int, n_layers: int = 1, length: int = 0) -
 
 
 class CostConfig(Section):
-    models: list[str] = Field(default_factory=_default_models, min_length=1,
-                              description="registered per-step models or mixers (a mixer is measured in "
-                              "the stack) to sweep (default: every model that declares a complexity class)")
-    lengths: list[int] = Field(default_factory=lambda: [64, 128, 256, 512, 1024], min_length=2,
-                               description="sequence lengths, swept shortest first")
+    models: list[str] = Field(
+        default_factory=_default_models,
+        min_length=1,
+        description="registered per-step models or mixers (a mixer is measured in "
+        "the stack) to sweep (default: every model that declares a complexity class)",
+    )
+    lengths: list[int] = Field(
+        default_factory=lambda: [64, 128, 256, 512, 1024],
+        min_length=2,
+        description="sequence lengths, swept shortest first",
+    )
     d_model: int = Field(128, ge=1, description="model width")
     n_layers: int = Field(1, ge=1, description="stacked layers")
     batch_size: int = Field(16, ge=1, description="sequences per step")
@@ -67,12 +75,17 @@ class CostConfig(Section):
     warmup: int = Field(2, ge=0, description="untimed steps before timing (allocator, kernel selection)")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="cuda when available under auto")
     threads: int = Field(1, ge=1, description="torch intra-op threads (the harness default is 1)")
-    isolate: bool = Field(True, description="CPU: each point in a forked child process, for its peak-RSS "
-                          "memory and so that an out-of-memory kill cannot end the sweep")
-    max_step_s: float = Field(10.0, gt=0, description="stop a model's sweep after a length whose median "
-                              "step exceeds this")
-    timeout_s: float = Field(300.0, gt=0, description="kill an isolated point after this many seconds "
-                             "and stop that model's sweep")
+    isolate: bool = Field(
+        True,
+        description="CPU: each point in a forked child process, for its peak-RSS "
+        "memory and so that an out-of-memory kill cannot end the sweep",
+    )
+    max_step_s: float = Field(
+        10.0, gt=0, description="stop a model's sweep after a length whose median step exceeds this"
+    )
+    timeout_s: float = Field(
+        300.0, gt=0, description="kill an isolated point after this many seconds and stop that model's sweep"
+    )
     out_dir: Path = Field(Path("outputs/cost"), description="where cost.csv/md/json and figures go")
 
     @field_validator("models", "lengths", mode="before")
@@ -99,8 +112,10 @@ class CostConfig(Section):
             fields = model_config(m, self.d_model, self.n_layers)
             cls = MODELS.get(fields.pop("name")).config_cls
             if self.n_layers != 1 and "n_layers" not in cls.model_fields:
-                raise ValueError(f"n_layers: {m} has no n_layers (its fields: {', '.join(cls.model_fields)}); "
-                                 f"leave n_layers at 1 or leave {m} out of models")
+                raise ValueError(
+                    f"n_layers: {m} has no n_layers (its fields: {', '.join(cls.model_fields)}); "
+                    f"leave n_layers at 1 or leave {m} out of models"
+                )
             try:
                 cls(**fields)
             except ValidationError as e:
@@ -116,7 +131,7 @@ class CostConfig(Section):
 
 
 def parse_cost_config(settings: list[str]) -> CostConfig:
-    """``seqbench cost`` settings, read like every other ``key=value`` (``bench.settings``);
+    """``seqbench cost`` settings, read like every other ``key=value`` (``bench.core.settings``);
     ``models=rnn,lstm`` and ``lengths=64,128`` may drop the brackets."""
     d: dict[str, Any] = {}
     for key, value in leaves(parse_pairs(settings, example="lengths=64,128,256")).items():
@@ -124,14 +139,16 @@ def parse_cost_config(settings: list[str]) -> CostConfig:
     try:
         return CostConfig.model_validate(d)
     except ValidationError as e:
-        raise UserError(*validation_problems(e, allowed_fields=lambda loc: list(CostConfig.model_fields))
-                        ) from None
+        raise UserError(*validation_problems(e, allowed_fields=lambda loc: list(CostConfig.model_fields))) from None
 
 
 def point_line(r: dict[str, Any]) -> str:
     """One point as the progress shows it: model, length, then time and memory, or what happened."""
-    what = (f"{r['time_ms']:9.2f} ms  " + (f"{r['peak_mem_mib']:8.1f} MiB" if r.get("peak_mem_mib") is not None
-                                           else "")) if r["status"] == "ok" else r["status"]
+    what = (
+        (f"{r['time_ms']:9.2f} ms  " + (f"{r['peak_mem_mib']:8.1f} MiB" if r.get("peak_mem_mib") is not None else ""))
+        if r["status"] == "ok"
+        else r["status"]
+    )
     return f"[cost] {r['model']:<12} T={r['length']:<6} {what}"
 
 

@@ -28,9 +28,10 @@ At step 0 and every ``diagnostics.every`` optimizer steps the callback records, 
   (``layer_group``), and the **global norm before clipping** (Lightning calls
   ``on_before_optimizer_step`` after backward and AMP unscaling, before gradient clipping).
 
-The file's layout is typed once in ``bench.diagnostics_format`` (``Record``), which this writer and
+The file's layout is typed once in ``bench.core.diagnostics_format`` (``Record``), which this writer and
 the dashboard's reader share.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -50,7 +51,7 @@ from seqbench.bench.core.diagnostics_format import FILENAME, DiagnosticsFile, Re
 _RNN_PARAM = re.compile(r"^(weight|bias)_(ih|hh|hr)_l(\d+)(_reverse)?$")
 DEFINITIONS = {
     "through_time": "mean ||dL/dx_t|| over (sequence, position) pairs at each distance from the loss positions; "
-                    "x = backbone input, L = loss at the loss positions only",
+    "x = backbone input, L = loss at the loss positions only",
     "by_position": "mean over the batch of ||dL/dx_t|| at each position t",
     "distance": "causal tasks: s - t for the nearest loss position s >= t; non-causal: min |s - t|",
     "w_hh_spectral_norm": "largest singular value of each weight_hh_l<k> (gates stacked for LSTM/GRU)",
@@ -69,7 +70,7 @@ def layer_group(name: str) -> str:
     parts = name.removeprefix("_orig_mod.").split(".")
     for i, p in enumerate(parts[:-1]):
         if p.isdigit():
-            return ".".join(parts[:i + 1])
+            return ".".join(parts[: i + 1])
     m = _RNN_PARAM.match(parts[-1])
     if m:
         return ".".join(parts[:-1] + [f"l{m.group(3)}"])
@@ -83,8 +84,11 @@ def loss_positions(batch: Batch, spec: TaskSpec, T: int) -> torch.Tensor:
             return batch.score_mask.bool()
         return batch.y != IGNORE
     B = batch.x.shape[0]
-    last = torch.full((B,), T - 1, device=batch.x.device) if batch.lengths is None else (
-        batch.lengths.to(batch.x.device) - 1).clamp_min(0)
+    last = (
+        torch.full((B,), T - 1, device=batch.x.device)
+        if batch.lengths is None
+        else (batch.lengths.to(batch.x.device) - 1).clamp_min(0)
+    )
     mask = torch.zeros(B, T, dtype=torch.bool, device=batch.x.device)
     mask[torch.arange(B, device=mask.device), last] = True
     return mask
@@ -104,8 +108,9 @@ def distances(mask: torch.Tensor, causal: bool) -> torch.Tensor:
     return torch.where(d < T, d, torch.full_like(d, -1))
 
 
-def through_time(grad: torch.Tensor, mask: torch.Tensor, causal: bool,
-                 lengths: torch.Tensor | None = None) -> ThroughTime:
+def through_time(
+    grad: torch.Tensor, mask: torch.Tensor, causal: bool, lengths: torch.Tensor | None = None
+) -> ThroughTime:
     """Aggregate ||grad[b, t]|| by distance from the loss positions; grad is (B, T, d)."""
     B, T, _ = grad.shape
     norms = grad.detach().float().norm(dim=-1)  # (B, T)
@@ -117,9 +122,12 @@ def through_time(grad: torch.Tensor, mask: torch.Tensor, causal: bool,
     count = torch.bincount(d[keep], minlength=n).double()
     total = torch.bincount(d[keep], weights=norms[keep].double(), minlength=n)
     hit = count > 0
-    return ThroughTime(distance=torch.arange(n)[hit.cpu()].tolist(),
-                       grad_norm=(total[hit] / count[hit]).tolist(), count=count[hit].long().tolist(),
-                       by_position=norms.mean(0).tolist())
+    return ThroughTime(
+        distance=torch.arange(n)[hit.cpu()].tolist(),
+        grad_norm=(total[hit] / count[hit]).tolist(),
+        count=count[hit].long().tolist(),
+        by_position=norms.mean(0).tolist(),
+    )
 
 
 def spectral_norms(net: nn.Module) -> dict[str, float]:
@@ -143,7 +151,7 @@ def grad_norms(net: nn.Module) -> tuple[dict[str, float], float]:
 
 class GradientDiagnostics(pl.Callback):
     """Records the quantities above into ``<run_dir>/diagnostics.json`` (rank 0 only), in the format
-    ``bench.diagnostics_format`` defines."""
+    ``bench.core.diagnostics_format`` defines."""
 
     def __init__(self, every: int, run_dir: Path | str):
         self.every = every
@@ -199,8 +207,7 @@ class GradientDiagnostics(pl.Callback):
             scored = batch
             if spec.output_kind is OutputKind.TOKENS:  # the loss at the loss positions only
                 scored = dataclasses.replace(batch, y=batch.y.masked_fill(~mask, IGNORE))
-            (g,) = torch.autograd.grad(pl_module.task.loss(out, scored), self._z, retain_graph=True,
-                                       allow_unused=True)
+            (g,) = torch.autograd.grad(pl_module.task.loss(out, scored), self._z, retain_graph=True, allow_unused=True)
             if g is not None:
                 self._rec["through_time"] = through_time(g, mask, spec.causal, batch.lengths)
         self._disarm()

@@ -20,14 +20,16 @@ Processes started by someone else (``torchrun``, a cluster scheduler) are detect
 environment and run in place; they, and runs over several nodes, must be told one ``run_id`` so
 that every process writes into the same folder.
 """
+
 from __future__ import annotations
 
 import os
 import signal
 import socket
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 import torch.multiprocessing as mp
@@ -72,11 +74,15 @@ def check_shared_run_id(cfg: Any) -> None:
     if cfg.run_id is not None:
         return
     if launched_outside():
-        raise UserError("run_id: processes started by torchrun or a scheduler must share one run folder; "
-                        "give every rank the same run_id=NAME")
+        raise UserError(
+            "run_id: processes started by torchrun or a scheduler must share one run folder; "
+            "give every rank the same run_id=NAME"
+        )
     if cfg.train.num_nodes > 1:
-        raise UserError("run_id: a run over train.num_nodes > 1 must name its one run folder; give every node "
-                        "the same run_id=NAME (and MASTER_ADDR, MASTER_PORT, NODE_RANK in the environment)")
+        raise UserError(
+            "run_id: a run over train.num_nodes > 1 must name its one run folder; give every node "
+            "the same run_id=NAME (and MASTER_ADDR, MASTER_PORT, NODE_RANK in the environment)"
+        )
 
 
 def _free_port() -> int:
@@ -94,24 +100,34 @@ def _rank_strategy(strategy: str) -> str:
     return strategy
 
 
-def launch(cfg: Any, tracker: Any, callbacks: Sequence[Any], progress: bool,
-           target: Callable[..., Any]) -> dict[str, Any]:
-    """Run ``target(cfg, tracker, callbacks, progress, strategy=...)`` (``bench.train.run_in_process``,
+def launch(
+    cfg: Any, tracker: Any, callbacks: Sequence[Any], progress: bool, target: Callable[..., Any]
+) -> dict[str, Any]:
+    """Run ``target(cfg, tracker, callbacks, progress, strategy=...)`` (``bench.training.train.run_in_process``,
     passed in so this module needs nothing from train) in one process per device of this node;
     returns the results rank 0 wrote."""
     t = cfg.train
     if t.num_nodes > 1:
         missing = [k for k in ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK") if k not in os.environ]
         if missing:
-            raise UserError(f"train.num_nodes: a {t.num_nodes}-node run needs {', '.join(missing)} set in the "
-                            "environment of every node")
+            raise UserError(
+                f"train.num_nodes: a {t.num_nodes}-node run needs {', '.join(missing)} set in the "
+                "environment of every node"
+            )
     nprocs = processes_per_node(t)
-    env = {"MASTER_ADDR": os.environ.get("MASTER_ADDR", "127.0.0.1"),
-           "MASTER_PORT": os.environ.get("MASTER_PORT", str(_free_port())),
-           "NODE_RANK": os.environ.get("NODE_RANK", "0"), "WORLD_SIZE": str(nprocs * t.num_nodes)}
-    ctx = mp.start_processes(_worker, args=(target, cfg, tracker, list(callbacks), progress, env,
-                                            _rank_strategy(t.strategy)),
-                             nprocs=nprocs, join=False, start_method="spawn")
+    env = {
+        "MASTER_ADDR": os.environ.get("MASTER_ADDR", "127.0.0.1"),
+        "MASTER_PORT": os.environ.get("MASTER_PORT", str(_free_port())),
+        "NODE_RANK": os.environ.get("NODE_RANK", "0"),
+        "WORLD_SIZE": str(nprocs * t.num_nodes),
+    }
+    ctx = mp.start_processes(
+        _worker,
+        args=(target, cfg, tracker, list(callbacks), progress, env, _rank_strategy(t.strategy)),
+        nprocs=nprocs,
+        join=False,
+        start_method="spawn",
+    )
     with _forward_sigterm([p.pid for p in ctx.processes]):
         while not ctx.join():
             pass
@@ -141,8 +157,10 @@ def _forward_sigterm(pids: list[int]) -> Iterator[None]:
             except ProcessLookupError:
                 pass
 
-    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, forward),
-                signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_IGN)}
+    previous = {
+        signal.SIGTERM: signal.signal(signal.SIGTERM, forward),
+        signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    }
     try:
         yield
     finally:
@@ -150,8 +168,16 @@ def _forward_sigterm(pids: list[int]) -> Iterator[None]:
             signal.signal(s, h)
 
 
-def _worker(local_rank: int, target: Callable[..., Any], cfg: Any, tracker: Any, callbacks: list[Any],
-            progress: bool, env: dict[str, str], strategy: str) -> None:
+def _worker(
+    local_rank: int,
+    target: Callable[..., Any],
+    cfg: Any,
+    tracker: Any,
+    callbacks: list[Any],
+    progress: bool,
+    env: dict[str, str],
+    strategy: str,
+) -> None:
     os.environ.update(env, LOCAL_RANK=str(local_rank))
     try:
         target(cfg, tracker, callbacks, progress, strategy=strategy)

@@ -26,6 +26,7 @@ the work per token depends on the batch.
 ``peak_flops`` is a table of dense (not 2:4-sparse) vendor peaks; None for a device or
 precision it does not know (CPUs included): MFU is then left out, never guessed.
 """
+
 from __future__ import annotations
 
 import re
@@ -40,7 +41,7 @@ FLOPS_PER_MAC = 2
 TRAIN_MULTIPLIER = 3  # forward + backward (twice the forward)
 
 
-def forward_macs(cfg: "RunConfig", spec: TaskSpec) -> int | None:
+def forward_macs(cfg: RunConfig, spec: TaskSpec) -> int | None:
     """Multiply-accumulates of one forward pass over one training sequence, or None (see module doc).
     The count is the model's own (``ModelConfig.forward_macs``, in the model's file); this
     function decides only whether the task's sequences have a length it can be counted at."""
@@ -52,7 +53,7 @@ def forward_macs(cfg: "RunConfig", spec: TaskSpec) -> int | None:
     return cfg.model.forward_macs(spec, cfg.task.seq_len(), target_len)
 
 
-def flops_per_token(cfg: "RunConfig", spec: TaskSpec) -> float | None:
+def flops_per_token(cfg: RunConfig, spec: TaskSpec) -> float | None:
     """Training (forward + backward) FLOPs per input token, or None where not countable."""
     macs = forward_macs(cfg, spec)
     if macs is None:
@@ -123,16 +124,24 @@ def peak_flops(device_name: str, precision: str) -> float | None:
     return None
 
 
-LIGHTNING_PRECISIONS = {"bf16-mixed": "bf16", "bf16-true": "bf16", "16-mixed": "fp16", "16-true": "fp16",
-                        "32-true": "fp32", "64-true": None}
+LIGHTNING_PRECISIONS = {
+    "bf16-mixed": "bf16",
+    "bf16-true": "bf16",
+    "16-mixed": "fp16",
+    "16-true": "fp16",
+    "32-true": "fp32",
+    "64-true": None,
+}
 
 
 def peak_precision(train_precision: str, tf32: bool) -> str | None:
     """The table column for a Lightning ``train.precision``; ``tf32`` is whether fp32 matmuls may run
     on tensor cores in this process. None for 64-true (no fp64 column)."""
     if train_precision not in LIGHTNING_PRECISIONS:
-        raise ValueError(f"precision: {train_precision!r}; choose one of {', '.join(PRECISIONS)} "
-                         f"or {', '.join(LIGHTNING_PRECISIONS)}")
+        raise ValueError(
+            f"precision: {train_precision!r}; choose one of {', '.join(PRECISIONS)} "
+            f"or {', '.join(LIGHTNING_PRECISIONS)}"
+        )
     column = LIGHTNING_PRECISIONS[train_precision]
     return "tf32" if column == "fp32" and tf32 else column
 
@@ -144,4 +153,3 @@ def _matmul_tf32() -> bool:
     import torch  # here, not at the top: the FLOP count itself is pure Python (`verify --help` imports it)
 
     return torch.get_float32_matmul_precision() != "highest" or torch.backends.cuda.matmul.allow_tf32
-

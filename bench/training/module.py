@@ -3,6 +3,7 @@
 It never looks at the model's or the task's name: batches come from ``task.loader`` and
 ``task.materialize``, outputs from ``net(batch, state)``, losses and metrics from the task.
 """
+
 from __future__ import annotations
 
 import math
@@ -111,8 +112,12 @@ class SeqModule(pl.LightningModule):
         self.train_loss = LossMeter()
 
     @classmethod
-    def load_from_checkpoint(cls, checkpoint_path: Any, map_location: Any = None,  # type: ignore[override]
-                             **kwargs: Any) -> "SeqModule":
+    def load_from_checkpoint(
+        cls,
+        checkpoint_path: Any,
+        map_location: Any = None,  # type: ignore[override]
+        **kwargs: Any,
+    ) -> SeqModule:
         """Lightning's habit, on a seqbench checkpoint: a ``<run>/checkpoints/last.ckpt`` is read through
         its run folder (config.yaml rebuilds the task and model), as ``seqbench.load_model(run)`` does;
         anything else is one line pointing there (the checkpoint holds weights, not what rebuilds them)."""
@@ -122,25 +127,42 @@ class SeqModule(pl.LightningModule):
         run = path.parent.parent
         if path.parent.name != "checkpoints" or not (run / artifacts.CONFIG).is_file() or kwargs:
             extra = f" ({', '.join(kwargs)} not taken)" if kwargs else ""
-            raise UserError(f"checkpoint_path: {path} is not a checkpoint of a seqbench run folder{extra}; load "
-                            "a trained run with seqbench.load_model(RUN_ID or run folder)")
+            raise UserError(
+                f"checkpoint_path: {path} is not a checkpoint of a seqbench run folder{extra}; load "
+                "a trained run with seqbench.load_model(RUN_ID or run folder)"
+            )
         model = load_model(run)
         return model.to(map_location) if isinstance(map_location, (str, torch.device)) else model
 
     # -- data -------------------------------------------------------------------------
     def train_dataloader(self):
         # start at the global step so a resumed run continues the same batch stream
-        return self.task.loader("train", self.cfg.train.batch_size, rank=self.global_rank,
-                                world_size=self.trainer.world_size, start=self.trainer.global_step)
+        return self.task.loader(
+            "train",
+            self.cfg.train.batch_size,
+            rank=self.global_rank,
+            world_size=self.trainer.world_size,
+            start=self.trainer.global_step,
+        )
 
     def val_dataloader(self):
-        return self.task.loader("val", self.cfg.train.batch_size, n_batches=self.cfg.train.val_batches,
-                                rank=self.global_rank, world_size=self.trainer.world_size)
+        return self.task.loader(
+            "val",
+            self.cfg.train.batch_size,
+            n_batches=self.cfg.train.val_batches,
+            rank=self.global_rank,
+            world_size=self.trainer.world_size,
+        )
 
     def test_dataloader(self):
-        return self.task.loader(self._test_split, self.cfg.train.batch_size, length=self._test_length,
-                                n_batches=self.cfg.eval.test_batches, rank=self.global_rank,
-                                world_size=self.trainer.world_size)
+        return self.task.loader(
+            self._test_split,
+            self.cfg.train.batch_size,
+            length=self._test_length,
+            n_batches=self.cfg.eval.test_batches,
+            rank=self.global_rank,
+            world_size=self.trainer.world_size,
+        )
 
     def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Batch:
         return self.task.materialize(batch, self.device)
@@ -221,8 +243,11 @@ class SeqModule(pl.LightningModule):
 
     # -- checkpoints: what Lightning does not save itself ---------------------------------
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint["seqbench"] = {"torch_rng": torch.get_rng_state(), **self.train_loss.state_dict(),
-                                  "state": self._state}
+        checkpoint["seqbench"] = {
+            "torch_rng": torch.get_rng_state(),
+            **self.train_loss.state_dict(),
+            "state": self._state,
+        }
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         extra = checkpoint.get("seqbench", {})
@@ -249,7 +274,14 @@ class SeqModule(pl.LightningModule):
             opt = torch.optim.SGD(params, lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay)
         max_steps = self.cfg.train.max_steps
         sched = torch.optim.lr_scheduler.LambdaLR(
-            opt, lambda step: lr_multiplier(step, warmup_steps=o.warmup_steps, max_steps=max_steps,
-                                            schedule=o.schedule, min_ratio=o.min_lr_ratio,
-                                            decay_from=o.decay_from))
+            opt,
+            lambda step: lr_multiplier(
+                step,
+                warmup_steps=o.warmup_steps,
+                max_steps=max_steps,
+                schedule=o.schedule,
+                min_ratio=o.min_lr_ratio,
+                decay_from=o.decay_from,
+            ),
+        )
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}

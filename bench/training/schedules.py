@@ -1,11 +1,19 @@
 """Learning-rate schedules as pure functions of the step (multipliers of the peak lr)."""
+
 from __future__ import annotations
 
 import math
 
 
-def lr_multiplier(step: int, *, warmup_steps: int, max_steps: int, schedule: str,
-                  min_ratio: float = 0.0, decay_from: int | None = None) -> float:
+def lr_multiplier(
+    step: int,
+    *,
+    warmup_steps: int,
+    max_steps: int,
+    schedule: str,
+    min_ratio: float = 0.0,
+    decay_from: int | None = None,
+) -> float:
     """Multiplier of the peak lr for the update at ``step`` (0-based).
 
     Warmup is linear from 1/(warmup+1) to 1 over ``warmup_steps`` (never exactly 0,

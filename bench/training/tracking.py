@@ -15,6 +15,7 @@ wins. W&B's history is metrics.csv row for row, plotted against ``trainer/global
 step); the summary holds the final and best metrics, the memoryless baseline, the parameter count
 and the throughput of results.json.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,9 +23,10 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 
@@ -109,9 +111,15 @@ class RunTracker:
             self.wandb.log_row(row)
 
     def provenance(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "config_hash": self.cfg.config_hash(), "seed": self.cfg.seed,
-                "git_sha": git_sha(), "versions": versions(), "argv": self.argv,
-                "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.started))}
+        return {
+            "run_id": self.run_id,
+            "config_hash": self.cfg.config_hash(),
+            "seed": self.cfg.seed,
+            "git_sha": git_sha(),
+            "versions": versions(),
+            "argv": self.argv,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.started)),
+        }
 
     def finish(self, results: Results) -> Path:
         return artifacts.write_results(self.dir, results)
@@ -134,8 +142,10 @@ class RunTracker:
                 self.wandb = None
                 return None
             _unreachable.append(" ".join(str(e).split())[:200])
-            _warn_once(f"W&B could not start online ({type(e).__name__}: {_unreachable[0]}); this process logs "
-                       "offline from now on (upload later with `wandb sync`)")
+            _warn_once(
+                f"W&B could not start online ({type(e).__name__}: {_unreachable[0]}); this process logs "
+                "offline from now on (upload later with `wandb sync`)"
+            )
             return self.start_wandb(config_extra)
         return self.wandb
 
@@ -208,8 +218,15 @@ class WandbRun:
     failure warns once and switches W&B off for the rest of the run.
     """
 
-    def __init__(self, cfg: RunConfig, run_id: str, target: WandbTarget, *, resumed: bool = False,
-                 config_extra: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        cfg: RunConfig,
+        run_id: str,
+        target: WandbTarget,
+        *,
+        resumed: bool = False,
+        config_extra: Mapping[str, Any] | None = None,
+    ):
         os.environ.setdefault("WANDB_SILENT", "true")
         # W&B records this process's sys.argv in the run's metadata (its settings read it when sent); a sweep
         # worker runs in the command's process (or a fork of it), whose command line may hold a storage password
@@ -220,13 +237,22 @@ class WandbRun:
         (target.root / "wandb").mkdir(parents=True, exist_ok=True)
         self.broken = False
         self.run = wandb.init(
-            id=run_id, name=run_id, project=target.project, entity=target.entity, group=target.group,
-            tags=list(cfg.tracking.tags) or None, dir=str(target.root), mode=target.mode,
-            resume="allow" if resumed else None, reinit="create_new",
+            id=run_id,
+            name=run_id,
+            project=target.project,
+            entity=target.entity,
+            group=target.group,
+            tags=list(cfg.tracking.tags) or None,
+            dir=str(target.root),
+            mode=target.mode,
+            resume="allow" if resumed else None,
+            reinit="create_new",
             config={**cfg.to_dict(), "config_hash": cfg.config_hash(), **(config_extra or {})},
             # the harness records code, versions and console itself (results.json, the terminal)
-            settings=wandb.Settings(console="off", save_code=False, x_save_requirements=False,
-                                    init_timeout=cfg.tracking.init_timeout))
+            settings=wandb.Settings(
+                console="off", save_code=False, x_save_requirements=False, init_timeout=cfg.tracking.init_timeout
+            ),
+        )
         self.run.define_metric(STEP)
         self.run.define_metric("*", step_metric=STEP)
 
@@ -247,8 +273,22 @@ class WandbRun:
     def summary(self, results: Mapping[str, Any]) -> None:
         """What results.json says, as W&B summary keys: final and best metrics, baseline, status,
         parameter count, throughput and where it trained."""
-        keys = ("status", "solved", "steps", "n_params", "samples_per_s", "tokens_per_s", "model_flops_per_s",
-                "mfu", "train_time_s", "wall_time_s", "device", "device_name", "precision", "world_size")
+        keys = (
+            "status",
+            "solved",
+            "steps",
+            "n_params",
+            "samples_per_s",
+            "tokens_per_s",
+            "model_flops_per_s",
+            "mfu",
+            "train_time_s",
+            "wall_time_s",
+            "device",
+            "device_name",
+            "precision",
+            "world_size",
+        )
         out: dict[str, Any] = {k: results[k] for k in keys if results.get(k) is not None}
         out.update(results.get("final") or {})
         out.update({f"best/{k}": v for k, v in (results.get("best") or {}).items()})

@@ -4,6 +4,7 @@
 ``test_at_lengths`` (at the training length and each ``eval.lengths``) -> ``assemble_results``.
 Under several processes each rank runs it (``bench.distributed``); rank 0 writes the files.
 """
+
 from __future__ import annotations
 
 import logging
@@ -11,9 +12,10 @@ import shlex
 import sys
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pytorch_lightning as pl
 import torch
@@ -47,10 +49,19 @@ def quiet_lightning() -> None:
     """Keep Lightning's banners and data-loader advice out of the user's terminal."""
     for name in ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "lightning"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    for msg in (".*does not have many workers.*", ".*LeafSpec.*", ".*is an invalid version.*",
-                ".*Checkpoint directory.*", ".*`isinstance.*treespec.*", ".*GPU available but not used.*",
-                ".*The number of training batches.*", ".*on_validation_end.*", ".*sync_dist.*",
-                ".*IterableDataset.*has `__len__` defined.*", ".*You defined a `validation_step` but have no `val_dataloader`.*"):
+    for msg in (
+        ".*does not have many workers.*",
+        ".*LeafSpec.*",
+        ".*is an invalid version.*",
+        ".*Checkpoint directory.*",
+        ".*`isinstance.*treespec.*",
+        ".*GPU available but not used.*",
+        ".*The number of training batches.*",
+        ".*on_validation_end.*",
+        ".*sync_dist.*",
+        ".*IterableDataset.*has `__len__` defined.*",
+        ".*You defined a `validation_step` but have no `val_dataloader`.*",
+    ):
         warnings.filterwarnings("ignore", message=msg)
 
 
@@ -62,8 +73,15 @@ def build_task(cfg: RunConfig) -> Task:
 
 # -- entry point ---------------------------------------------------------------------------------
 
-def train_run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: Sequence[pl.Callback] = (),
-        progress: bool = True, tracker: RunTracker | None = None) -> RunResult:
+
+def train_run(
+    cfg: RunConfig,
+    *,
+    argv: Sequence[str] | None = None,
+    callbacks: Sequence[pl.Callback] = (),
+    progress: bool = True,
+    tracker: RunTracker | None = None,
+) -> RunResult:
     """Train and evaluate one configuration; returns the run with what it wrote to results.json."""
     check_shared_run_id(cfg)
     if tracker is None:
@@ -73,18 +91,23 @@ def train_run(cfg: RunConfig, *, argv: Sequence[str] | None = None, callbacks: S
         done = read_results(tracker.dir)
         if done is not None and done.get("status") != Status.INTERRUPTED:
             if progress:
-                print(f"[{cfg.task.name}/{cfg.model.name}] {tracker.run_id} already finished "
-                      f"({done.get('status')}); nothing to resume")
+                print(
+                    f"[{cfg.task.name}/{cfg.model.name}] {tracker.run_id} already finished "
+                    f"({done.get('status')}); nothing to resume"
+                )
             return RunResult.of(tracker.dir, done)
     try:
         if needs_launch(cfg.train):  # seqbench starts the processes; rank 0 writes the run's files
             return RunResult.of(tracker.dir, launch(cfg, tracker, callbacks, progress, target=run_in_process))
-        return RunResult.of(tracker.dir, run_in_process(cfg, tracker, callbacks, progress,
-                                                        strategy=cfg.train.strategy))
+        return RunResult.of(tracker.dir, run_in_process(cfg, tracker, callbacks, progress, strategy=cfg.train.strategy))
     except KeyboardInterrupt:
         if progress:
-            print(f"[{cfg.task.name}/{cfg.model.name}] {tracker.run_id} interrupted; continue it with:\n  "
-                  f"{resume_command(tracker)}", file=sys.stderr, flush=True)
+            print(
+                f"[{cfg.task.name}/{cfg.model.name}] {tracker.run_id} interrupted; continue it with:\n  "
+                f"{resume_command(tracker)}",
+                file=sys.stderr,
+                flush=True,
+            )
         raise
     except OSError as e:
         if not is_disk_full(e):
@@ -97,8 +120,11 @@ def out_of_space(tracker: RunTracker, e: OSError) -> UserError:
     beside the last one before it replaces it), and how the run continues from its last checkpoint."""
     ckpt = tracker.checkpoint
     need = ckpt.stat().st_size if ckpt.is_file() else tree_size(tracker.dir)
-    then = (f"free space and continue it from its last checkpoint: {resume_command(tracker)}" if ckpt.is_file()
-            else "free space and run it again")
+    then = (
+        f"free space and continue it from its last checkpoint: {resume_command(tracker)}"
+        if ckpt.is_file()
+        else "free space and run it again"
+    )
     return disk_full("out_dir", e.filename or tracker.dir, need, e, then)
 
 
@@ -112,11 +138,15 @@ def check_resumable(cfg: RunConfig) -> None:
     if not saved.exists():
         known = sorted(p.parent.name for p in runs.glob(f"*/{artifacts.CONFIG}"))
         shown = ", ".join(known[-8:]) + (f" (+{len(known) - 8} older)" if len(known) > 8 else "")
-        raise UserError(f"run_id: no run {cfg.run_id!r} under {runs} to resume; "
-                        + (f"known: {shown}" if known else "it holds no runs"))
+        raise UserError(
+            f"run_id: no run {cfg.run_id!r} under {runs} to resume; "
+            + (f"known: {shown}" if known else "it holds no runs")
+        )
     if load_config(saved).config_hash() != cfg.config_hash():
-        raise UserError(f"resume: run {cfg.run_id!r} was made with another configuration; continue it with "
-                        f"seqbench run --config {saved} resume=true run_id={cfg.run_id}")
+        raise UserError(
+            f"resume: run {cfg.run_id!r} was made with another configuration; continue it with "
+            f"seqbench run --config {saved} resume=true run_id={cfg.run_id}"
+        )
 
 
 def resume_command(tracker: RunTracker) -> str:
@@ -132,6 +162,7 @@ def resume_command(tracker: RunTracker) -> str:
 
 # -- one process ----------------------------------------------------------------------------------
 
+
 @dataclass
 class Fitted:
     """What ``fit`` leaves for evaluation and the results file."""
@@ -143,8 +174,14 @@ class Fitted:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
-def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.Callback] = (),
-                   progress: bool = True, *, strategy: str = "auto") -> Results:
+def run_in_process(
+    cfg: RunConfig,
+    tracker: RunTracker,
+    callbacks: Sequence[pl.Callback] = (),
+    progress: bool = True,
+    *,
+    strategy: str = "auto",
+) -> Results:
     """``train_run`` in this process (one of several under DDP, see ``bench.distributed``)."""
     quiet_lightning()
     if cfg.train.threads:
@@ -161,8 +198,9 @@ def run_in_process(cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.C
     compile_net(cfg, module)
     trainer, parts = build_trainer(cfg, tracker, module, task, callbacks, progress, strategy)
     if trainer.global_rank == 0:  # the process that writes the run's files feeds W&B
-        tracker.start_wandb({"n_params": n_params(module),
-                             "baseline": {f"val/{k}": v for k, v in task.baseline().items()}})
+        tracker.start_wandb(
+            {"n_params": n_params(module), "baseline": {f"val/{k}": v for k, v in task.baseline().items()}}
+        )
     fitted: Fitted | None = None
     try:
         if ckpt is not None and progress:
@@ -213,8 +251,15 @@ class Parts:
     stoppers: list[RunStopper]  # in precedence order: the first that stopped names the status
 
 
-def build_trainer(cfg: RunConfig, tracker: RunTracker, module: SeqModule, task: Task,
-                  callbacks: Sequence[pl.Callback], progress: bool, strategy: str) -> tuple[pl.Trainer, Parts]:
+def build_trainer(
+    cfg: RunConfig,
+    tracker: RunTracker,
+    module: SeqModule,
+    task: Task,
+    callbacks: Sequence[pl.Callback],
+    progress: bool,
+    strategy: str,
+) -> tuple[pl.Trainer, Parts]:
     t = cfg.train
     clock = TrainClock(process_start=time.perf_counter() - (time.time() - tracker.started))  # setup included
     facts = DeviceFacts()
@@ -226,21 +271,47 @@ def build_trainer(cfg: RunConfig, tracker: RunTracker, module: SeqModule, task: 
     if cfg.diagnostics.gradients:
         cbs.append(GradientDiagnostics(cfg.diagnostics.every, tracker.dir))
     if progress:
-        cbs.append(ProgressPrinter(f"{cfg.task.name}/{cfg.model.name}", t.max_steps,
-                                   {f"val/{k}": v for k, v in task.baseline().items()}, writer, clock))
+        cbs.append(
+            ProgressPrinter(
+                f"{cfg.task.name}/{cfg.model.name}",
+                t.max_steps,
+                {f"val/{k}": v for k, v in task.baseline().items()},
+                writer,
+                clock,
+            )
+        )
     if t.early_stop is not None:
-        cbs.append(pl.callbacks.EarlyStopping(
-            monitor=t.early_stop.metric, mode=cfg.task.facts.goal(t.early_stop.metric).value,
-            stopping_threshold=t.early_stop.threshold, patience=10**9, check_on_train_epoch_end=False))
+        cbs.append(
+            pl.callbacks.EarlyStopping(
+                monitor=t.early_stop.metric,
+                mode=cfg.task.facts.goal(t.early_stop.metric).value,
+                stopping_threshold=t.early_stop.threshold,
+                patience=10**9,
+                check_on_train_epoch_end=False,
+            )
+        )
     trainer = pl.Trainer(
-        max_steps=t.max_steps, val_check_interval=min(t.val_every, t.max_steps), check_val_every_n_epoch=None,
-        num_sanity_val_steps=0, accelerator=t.accelerator, devices=t.devices, strategy=strategy,
-        num_nodes=t.num_nodes, precision=t.precision, deterministic=t.deterministic,
-        gradient_clip_val=cfg.optim.grad_clip, gradient_clip_algorithm="norm",
-        logger=False, callbacks=cbs,  # W&B is fed from the metrics.csv rows (tracking.WandbRun)
-        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-        use_distributed_sampler=False, log_every_n_steps=min(CHECK_EVERY, t.val_every),
-        default_root_dir=str(tracker.dir))
+        max_steps=t.max_steps,
+        val_check_interval=min(t.val_every, t.max_steps),
+        check_val_every_n_epoch=None,
+        num_sanity_val_steps=0,
+        accelerator=t.accelerator,
+        devices=t.devices,
+        strategy=strategy,
+        num_nodes=t.num_nodes,
+        precision=t.precision,
+        deterministic=t.deterministic,
+        gradient_clip_val=cfg.optim.grad_clip,
+        gradient_clip_algorithm="norm",
+        logger=False,
+        callbacks=cbs,  # W&B is fed from the metrics.csv rows (tracking.WandbRun)
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        use_distributed_sampler=False,
+        log_every_n_steps=min(CHECK_EVERY, t.val_every),
+        default_root_dir=str(tracker.dir),
+    )
     stoppers = [diverge, graceful, *(cb for cb in callbacks if isinstance(cb, RunStopper))]
     return trainer, Parts(writer, clock, facts, graceful, stoppers)
 
@@ -293,8 +364,10 @@ def throughput(cfg: RunConfig, steps: int, world_size: int, train_s: float) -> d
     if train_s <= 0 or steps <= 0:
         return {}
     samples = steps * cfg.train.batch_size * world_size
-    return {"samples_per_s": round(samples / train_s, 2),
-            "tokens_per_s": round(samples * cfg.task.seq_len() / train_s, 1)}
+    return {
+        "samples_per_s": round(samples / train_s, 2),
+        "tokens_per_s": round(samples * cfg.task.seq_len() / train_s, 1),
+    }
 
 
 def _utilisation(cfg: RunConfig, spec: Any, tokens_per_s: float | None, facts: dict[str, Any]) -> dict[str, float]:
@@ -313,8 +386,9 @@ def _utilisation(cfg: RunConfig, spec: Any, tokens_per_s: float | None, facts: d
     return out
 
 
-def assemble_results(cfg: RunConfig, tracker: RunTracker, task: Task, module: SeqModule, fitted: Fitted,
-                     test: dict[str, float]) -> Results:
+def assemble_results(
+    cfg: RunConfig, tracker: RunTracker, task: Task, module: SeqModule, fitted: Fitted, test: dict[str, float]
+) -> Results:
     """The results.json dict: metrics, status, timing, where it trained, provenance."""
     rows = tracker.rows
     final = {k: v for k, v in (rows[-1] if rows else {}).items() if k.startswith("val/")}
@@ -327,13 +401,21 @@ def assemble_results(cfg: RunConfig, tracker: RunTracker, task: Task, module: Se
     extras = task.final_report(module.net, module.device) if fitted.status is Status.COMPLETED else {}
     return {
         **tracker.provenance(),
-        "status": fitted.status, "reason": fitted.reason,
-        "task": cfg.task.name, "model": cfg.model.name,
-        "final": final, "best": best_of(cfg, rows), "baseline": baseline,
+        "status": fitted.status,
+        "reason": fitted.reason,
+        "task": cfg.task.name,
+        "model": cfg.model.name,
+        "final": final,
+        "best": best_of(cfg, rows),
+        "baseline": baseline,
         "solved": bool(task.solved(final, "val")) if final else False,
-        "primary_metric": f"val/{cfg.task.facts.primary}", "primary_goal": cfg.task.facts.primary_goal.value,
-        "steps": fitted.steps, "wall_time_s": round(fitted.clock.wall_s, 3), "train_time_s": round(train_s, 3),
-        **speed, **_utilisation(cfg, task.spec, speed.get("tokens_per_s"), facts),
+        "primary_metric": f"val/{cfg.task.facts.primary}",
+        "primary_goal": cfg.task.facts.primary_goal.value,
+        "steps": fitted.steps,
+        "wall_time_s": round(fitted.clock.wall_s, 3),
+        "train_time_s": round(train_s, 3),
+        **speed,
+        **_utilisation(cfg, task.spec, speed.get("tokens_per_s"), facts),
         "n_params": n_params(module),
         **facts,
         "extras": extras,

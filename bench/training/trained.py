@@ -5,12 +5,13 @@ its evaluation at new lengths or on another split without training (``seqbench e
 The run's folder is only read here: the new evaluation's settings live in memory (an
 ``eval.lengths`` override changes the config hash, so it is never written back to config.yaml).
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
 
 import pytorch_lightning as pl
 import torch
@@ -37,8 +38,10 @@ def run_dir_of(run: str | Path, out_dir: str | Path = "outputs") -> Path:
 def checkpoint_of(run_dir: Path) -> Path:
     path = run_dir / artifacts.CHECKPOINT
     if not path.is_file():
-        raise UserError(f"run: {run_dir.name} has no {artifacts.CHECKPOINT} (trained with "
-                        "train.checkpoint_every=null, or before seqbench kept the final step); train it again")
+        raise UserError(
+            f"run: {run_dir.name} has no {artifacts.CHECKPOINT} (trained with "
+            "train.checkpoint_every=null, or before seqbench kept the final step); train it again"
+        )
     return path
 
 
@@ -65,8 +68,10 @@ def eval_config(cfg: RunConfig, overrides: Sequence[str]) -> RunConfig:
     pairs = parse_pairs(overrides)
     other = [k for k, _ in pairs if k not in EVAL_KEYS]
     if other:
-        raise UserError(f"eval: {', '.join(other)} cannot change for a trained run; only "
-                        f"{', '.join(EVAL_KEYS)} apply (train another run with `seqbench run` for the rest)")
+        raise UserError(
+            f"eval: {', '.join(other)} cannot change for a trained run; only "
+            f"{', '.join(EVAL_KEYS)} apply (train another run with `seqbench run` for the rest)"
+        )
     return override(cfg, **dict(pairs)) if pairs else cfg
 
 
@@ -78,8 +83,13 @@ class Evaluated:
     warning: str | None  # the checkpoint is not the run's last step
 
 
-def evaluate_run(run: str | Path, overrides: Sequence[str] = (), split: str = "test",
-                 out_dir: str | Path = "outputs", argv: Sequence[str] = ()) -> Evaluated:
+def evaluate_run(
+    run: str | Path,
+    overrides: Sequence[str] = (),
+    split: str = "test",
+    out_dir: str | Path = "outputs",
+    argv: Sequence[str] = (),
+) -> Evaluated:
     """Evaluate a trained run's checkpoint on ``split`` at its training length and each
     ``eval.lengths``; writes ``<run>/evals/<n>.json`` and returns it."""
     if split not in SPLITS:
@@ -91,9 +101,18 @@ def evaluate_run(run: str | Path, overrides: Sequence[str] = (), split: str = "t
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
     module = load_model(run_dir, cfg=cfg)
-    trainer = pl.Trainer(accelerator=cfg.train.accelerator, devices=1, precision=cfg.train.precision,
-                         logger=False, callbacks=[], enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False, use_distributed_sampler=False, default_root_dir=str(run_dir))
+    trainer = pl.Trainer(
+        accelerator=cfg.train.accelerator,
+        devices=1,
+        precision=cfg.train.precision,
+        logger=False,
+        callbacks=[],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        use_distributed_sampler=False,
+        default_root_dir=str(run_dir),
+    )
     lengths: list[int | None] = [None, *cfg.eval.lengths]
     metrics: dict[str, float] = {}
     for length in lengths:
@@ -101,14 +120,25 @@ def evaluate_run(run: str | Path, overrides: Sequence[str] = (), split: str = "t
     done = artifacts.read_results(run_dir) or {}
     warning = None
     if not done:
-        warning = (f"{run_dir.name} has not finished (no results.json); evaluated its checkpoint at step "
-                   f"{module.trained_step}")
+        warning = (
+            f"{run_dir.name} has not finished (no results.json); evaluated its checkpoint at step {module.trained_step}"
+        )
     elif done.get("steps") is not None and done["steps"] != module.trained_step:
-        warning = (f"{run_dir.name}: its checkpoint is step {module.trained_step} of the {done['steps']} it "
-                   f"trained (saved before seqbench kept the final step); evaluated step {module.trained_step}")
+        warning = (
+            f"{run_dir.name}: its checkpoint is step {module.trained_step} of the {done['steps']} it "
+            f"trained (saved before seqbench kept the final step); evaluated step {module.trained_step}"
+        )
     record: artifacts.EvalRecord = {
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "split": split, "lengths": lengths,
-        "batches": cfg.eval.test_batches, "step": module.trained_step, "metrics": metrics,
-        "eval_s": round(time.perf_counter() - t0, 3), "argv": list(argv), "versions": versions(), "git_sha": git_sha()}
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "split": split,
+        "lengths": lengths,
+        "batches": cfg.eval.test_batches,
+        "step": module.trained_step,
+        "metrics": metrics,
+        "eval_s": round(time.perf_counter() - t0, 3),
+        "argv": list(argv),
+        "versions": versions(),
+        "git_sha": git_sha(),
+    }
     path = artifacts.write_eval(run_dir, record)
     return Evaluated(run_dir, {**record, "n": int(path.stem)}, path, warning)

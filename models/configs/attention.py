@@ -1,5 +1,6 @@
 """``attention``: softmax multi-head self-attention as a mixer (Vaswani et al. 2017, Sec. 3.2), causal
 on causal tasks; the same layer as the Transformer's (``models/blocks.py`` ``Attention``)."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -25,4 +26,3 @@ class AttentionConfig(MixerConfig):
         """q, k, v and output projections (4 d^2 per position), scores and weighted sum (2 T d per
         position; causal masks are not halved), as ``transformer_layer_macs`` counts them."""
         return T * 4 * d_model * d_model + 2 * T * T * d_model
-

@@ -33,6 +33,7 @@ architecture, so no harness module keeps a table keyed by model name:
 - limits it knows of (a TCN's receptive field) are checked where the module is built and
   warn there.
 """
+
 from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
@@ -65,7 +66,8 @@ class ModelConfig(Section):
 
     d_model: int = Field(128, ge=1, description="hidden/feature width")
     embedding: Literal["learned", "onehot"] = Field(
-        "learned", description="token inputs: learned d_model embedding or fixed one-hot vectors")
+        "learned", description="token inputs: learned d_model embedding or fixed one-hot vectors"
+    )
 
     def sees_future(self) -> bool:
         """True when outputs at t depend on inputs after t (refused on causal tasks)."""
@@ -80,8 +82,10 @@ class ModelConfig(Section):
         """Refuse a sequence of ``n`` positions (``what``: which one) longer than ``max_positions``."""
         most = self.max_positions()
         if most is not None and n > most:
-            raise ValueError(f"model.max_len: {what} has {n} positions, more than the learned encoding's "
-                             f"model.max_len={most}; raise model.max_len or set model.pos_encoding=sinusoidal")
+            raise ValueError(
+                f"model.max_len: {what} has {n} positions, more than the learned encoding's "
+                f"model.max_len={most}; raise model.max_len or set model.pos_encoding=sinusoidal"
+            )
 
     def forward_macs(self, spec: TaskSpec, T: int, target_len: int | None) -> int | None:
         """Multiply-accumulates of one forward pass over one training sequence of ``T`` input

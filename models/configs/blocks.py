@@ -11,6 +11,7 @@
 
 Attention goes through ``F.scaled_dot_product_attention`` so GPUs get the fused kernels.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -31,10 +32,12 @@ class TransformerFields(ModelConfig):
     n_heads: int = Field(4, ge=1, description="attention heads; must divide d_model")
     d_ff: int | None = Field(None, ge=1, description="feed-forward width; null = 4 * d_model")
     norm_position: NormPosition = Field(
-        "pre", description="residual placement: post (original), pre (+ final norm), rezero (alpha=0), none")
+        "pre", description="residual placement: post (original), pre (+ final norm), rezero (alpha=0), none"
+    )
     norm: NormKind = Field("layernorm", description="normalisation layer used by post/pre placement")
     pos_encoding: Literal["sinusoidal", "learned", "none"] = Field(
-        "sinusoidal", description="position signal; sinusoidal extends to lengths longer than training")
+        "sinusoidal", description="position signal; sinusoidal extends to lengths longer than training"
+    )
     max_len: int = Field(2048, ge=1, description="positions a learned encoding has (longer inputs are refused)")
 
     def max_positions(self) -> int | None:
@@ -44,8 +47,10 @@ class TransformerFields(ModelConfig):
     def _heads_divide(self):
         if self.d_model % self.n_heads:
             ok = [h for h in range(1, min(self.d_model, 16) + 1) if self.d_model % h == 0]
-            raise ValueError(f"model.n_heads: {self.n_heads} does not divide model.d_model={self.d_model}; "
-                             f"set model.n_heads to one of {ok} or change model.d_model")
+            raise ValueError(
+                f"model.n_heads: {self.n_heads} does not divide model.d_model={self.d_model}; "
+                f"set model.n_heads to one of {ok} or change model.d_model"
+            )
         return self
 
     def ff_width(self) -> int:

@@ -12,6 +12,7 @@ and gets ``generate`` (greedy, or beam search of ``decode.beam_width``) and ``sc
 (log-likelihood of given outputs) here. Generated rows end at the first <eos>; every
 position after it holds the pad id.
 """
+
 from __future__ import annotations
 
 from pydantic import Field
@@ -21,5 +22,8 @@ from seqbench.bench.core.schema import Section
 
 class DecodeConfig(Section):
     beam_width: int = Field(1, ge=1, description="beams at evaluation; 1 = greedy decoding")
-    max_len: int | None = Field(None, ge=1, description="most generated tokens (incl. <eos>); "
-                                "null = the length the task asks for (its reference length)")
+    max_len: int | None = Field(
+        None,
+        ge=1,
+        description="most generated tokens (incl. <eos>); null = the length the task asks for (its reference length)",
+    )

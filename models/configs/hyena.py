@@ -12,6 +12,7 @@ is ``h_t = FFN(PositionalFeatures(t)) · exp(-α t)`` (Sec. 3.3, eq. 7): an FFN 
 of ``emb_dim`` positional features, windowed by exponential decays of channel-dependent rates, and
 applied by an FFT convolution of length 2T (counted with ``s4d``'s FFT convention: ``rfft_macs``).
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -33,17 +34,31 @@ class HyenaConfig(MixerConfig):
     # projections (d² per position) and FFT convolutions (d·T log T)
     complexity = ("O(T·d·(d + log T))", 1)
 
-    order: int = Field(2, ge=2, description="Hyena order N: N + 1 projections, N gates, N - 1 long convolutions "
-                       "(2 is the H3-like operator of the paper's experiments)")
-    filter_order: int = Field(64, ge=1, description="width of the FFN that generates the long filters (the "
-                              "reference's 64)")
-    short_filter: int = Field(3, ge=1, description="taps of the short causal depthwise convolution on the "
-                              "projections (the reference's 3)")
-    emb_dim: int = Field(33, ge=3, description="positional features fed to the filter FFN: t and (emb_dim-1)/2 "
-                         "sine/cosine bands; odd (the reference's language-model configs use 33)")
-    l_max: int = Field(1024, ge=2, description="length over which the positional features and decay windows "
-                       "are laid out (the reference's l_max); not a limit: filters are computed at any position, "
-                       "so a filter tap does not change with the sequence length")
+    order: int = Field(
+        2,
+        ge=2,
+        description="Hyena order N: N + 1 projections, N gates, N - 1 long convolutions "
+        "(2 is the H3-like operator of the paper's experiments)",
+    )
+    filter_order: int = Field(
+        64, ge=1, description="width of the FFN that generates the long filters (the reference's 64)"
+    )
+    short_filter: int = Field(
+        3, ge=1, description="taps of the short causal depthwise convolution on the projections (the reference's 3)"
+    )
+    emb_dim: int = Field(
+        33,
+        ge=3,
+        description="positional features fed to the filter FFN: t and (emb_dim-1)/2 "
+        "sine/cosine bands; odd (the reference's language-model configs use 33)",
+    )
+    l_max: int = Field(
+        1024,
+        ge=2,
+        description="length over which the positional features and decay windows "
+        "are laid out (the reference's l_max); not a limit: filters are computed at any position, "
+        "so a filter tap does not change with the sequence length",
+    )
 
     @field_validator("emb_dim")
     @classmethod
@@ -66,5 +81,8 @@ class HyenaConfig(MixerConfig):
         """In projection to (order + 1)·d, the short depthwise convolution, the filter FFN, the FFT
         convolutions and the out projection; gates and decay windows are element-wise."""
         d, streams = d_model, (self.order + 1) * d_model
-        return (T * (d * streams + self.short_filter * streams + d * d)
-                + self.shared_macs(d_model, T) + self.fft_macs(d_model, T))
+        return (
+            T * (d * streams + self.short_filter * streams + d * d)
+            + self.shared_macs(d_model, T)
+            + self.fft_macs(d_model, T)
+        )

@@ -20,6 +20,7 @@ The causal form runs in chunks of ``CHUNK`` positions: quadratic inside a chunk,
 φ(k) vᵀ across chunks (the chunked form of Yang et al. 2024, GLA Sec. 2.2, without gates), so every
 product is a matrix product.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,17 +43,27 @@ class LinearAttentionConfig(MixerConfig):
     complexity = ("O(T·d·F)", 1)
     needs_positions = True  # φ(q)·φ(k) sees contents only: without positions the order is lost
 
-    n_heads: int = Field(4, ge=1, description="heads, each with its own q/k features and running sums; must "
-                         "divide d_model")
+    n_heads: int = Field(
+        4, ge=1, description="heads, each with its own q/k features and running sums; must divide d_model"
+    )
     feature_map: Literal["elu", "taylor"] = Field(
-        "taylor", description="φ: elu (elu(x)+1, Katharopoulos et al.) or taylor (Based's 2nd-order Taylor "
-        "approximation of exp(q·k), width 1 + f + f²)")
-    feature_dim: int = Field(16, ge=1, description="width f that q and k are projected to per head before φ "
-                             "(Based's 16): taylor's state grows as f²")
+        "taylor",
+        description="φ: elu (elu(x)+1, Katharopoulos et al.) or taylor (Based's 2nd-order Taylor "
+        "approximation of exp(q·k), width 1 + f + f²)",
+    )
+    feature_dim: int = Field(
+        16,
+        ge=1,
+        description="width f that q and k are projected to per head before φ (Based's 16): taylor's state grows as f²",
+    )
 
-    short_conv: int = Field(3, ge=0, description="taps of a causal depthwise convolution on the input "
-                            "before the projections (Based's short convolution, 3 as in Zoology's MQAR configs; "
-                            "0 = none, as in Katharopoulos et al.)")
+    short_conv: int = Field(
+        3,
+        ge=0,
+        description="taps of a causal depthwise convolution on the input "
+        "before the projections (Based's short convolution, 3 as in Zoology's MQAR configs; "
+        "0 = none, as in Katharopoulos et al.)",
+    )
 
     _heads_divide = field_validator("n_heads", mode="after")(heads_divide_width)
 

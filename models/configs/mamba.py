@@ -6,6 +6,7 @@ Per channel of the inner width ``E * d_model`` the recurrence is ``h_t = exp(Δ_
 position (the "selection" of Sec. 3.2), so the state can keep or drop a token depending on its
 content; A is diagonal with the S4D-Real initialisation ``A_n = -(n + 1)``.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,20 +26,28 @@ class MambaConfig(MixerConfig):
     # in/out projections (d x E·d) and the scan's E·d·N state updates at every position
     complexity = ("O(T·E·d·(d + N))", 1)
 
-    d_state: int = Field(16, ge=1, description="state size N per inner channel (the paper's 16): how much "
-                         "of the past one channel can hold")
+    d_state: int = Field(
+        16,
+        ge=1,
+        description="state size N per inner channel (the paper's 16): how much of the past one channel can hold",
+    )
     expand: int = Field(2, ge=1, description="inner width E * d_model of the block (the paper's E = 2)")
-    d_conv: int = Field(4, ge=1, description="taps of the short causal depthwise convolution before the SSM "
-                        "(the paper's 4): local context the selection sees")
+    d_conv: int = Field(
+        4,
+        ge=1,
+        description="taps of the short causal depthwise convolution before the SSM "
+        "(the paper's 4): local context the selection sees",
+    )
     dt_rank: int | Literal["auto"] = Field(
-        "auto", description="rank (>= 1) of the low-rank projection that computes Δ; auto = ceil(d_model / 16), "
-        "the paper's")
+        "auto",
+        description="rank (>= 1) of the low-rank projection that computes Δ; auto = ceil(d_model / 16), the paper's",
+    )
 
     @field_validator("dt_rank")
     @classmethod
     def _positive_rank(cls, v: int | str) -> int | str:
         # a bound on the int member alone (ge=1 would be tried on "auto" too)
-        if v != "auto" and v < 1:
+        if isinstance(v, int) and v < 1:
             raise ValueError(f"{v}: the rank of Δ's projection must be >= 1, or auto")
         return v
 

@@ -9,6 +9,7 @@ and its module, ``@MIXERS.module("name")`` in ``models/NAME.py``, built as
 ``Cls(d_model, **mixer_args)`` (plus ``causal=`` when its ``__init__`` takes it). A plug-in mixer
 is any class with that constructor (``bench/plugins.py``; ``seqbench.testing.check_mixer``).
 """
+
 from __future__ import annotations
 
 from typing import ClassVar

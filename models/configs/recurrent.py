@@ -9,6 +9,7 @@
 - ``gru``.
 All support stacking (``n_layers``) and ``bidirectional`` (refused on causal tasks).
 """
+
 from __future__ import annotations
 
 from typing import ClassVar, Literal
@@ -56,9 +57,12 @@ class OrthogonalInitConfig(RecurrentConfig):
 
     # ADDED_LATER: at "default" the config hash is the one runs recorded before the field existed.
     recurrent_init: Literal["default", "orthogonal"] = Field(
-        "default", description="W_hh at init: PyTorch's uniform +-1/sqrt(d) (rnn: spectral radius ~0.58) or "
+        "default",
+        description="W_hh at init: PyTorch's uniform +-1/sqrt(d) (rnn: spectral radius ~0.58) or "
         "orthogonal per gate block (all singular values 1: a tanh RNN's gradient then vanishes only "
-        "through tanh saturation)", json_schema_extra=ADDED_LATER)
+        "through tanh saturation)",
+        json_schema_extra=ADDED_LATER,
+    )
 
 
 @MODELS.config("rnn")

@@ -12,6 +12,7 @@ FFT convention (``fft_macs``, shared by ``hyena``): a real FFT (rfft or irfft) o
 (n/2)·log2(n) butterflies, 4 real multiplies each). The spectra's point-wise product is element-wise
 work and, like every element-wise product here, not counted. torch's FlopCounterMode counts no FFT.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,17 +37,27 @@ class S4DConfig(MixerConfig):
     # kernel (d·N per position), FFT convolution (d·T log T), output projection (2d² per position)
     complexity = ("O(T·d·(N + log T + d))", 1)
 
-    d_state: int = Field(64, ge=2, multiple_of=2, description="state size N of the S4D paper, kept as N/2 "
-                         "complex-conjugate pairs (the reference's 64)")
-    dt_min: float = Field(0.001, gt=0, description="smallest initial step Δ: the slowest channels remember "
-                          "about 1/Δ steps (log Δ is uniform in [log dt_min, log dt_max])")
+    d_state: int = Field(
+        64,
+        ge=2,
+        multiple_of=2,
+        description="state size N of the S4D paper, kept as N/2 complex-conjugate pairs (the reference's 64)",
+    )
+    dt_min: float = Field(
+        0.001,
+        gt=0,
+        description="smallest initial step Δ: the slowest channels remember "
+        "about 1/Δ steps (log Δ is uniform in [log dt_min, log dt_max])",
+    )
     dt_max: float = Field(0.1, gt=0, description="largest initial step Δ: the fastest-forgetting channels")
 
     @model_validator(mode="after")
-    def _dt_range(self) -> "S4DConfig":
+    def _dt_range(self) -> S4DConfig:
         if self.dt_min > self.dt_max:
-            raise ValueError(f"model.mixer_args.dt_min={self.dt_min} exceeds model.mixer_args.dt_max={self.dt_max}; "
-                             "Δ is drawn log-uniformly between them")
+            raise ValueError(
+                f"model.mixer_args.dt_min={self.dt_min} exceeds model.mixer_args.dt_max={self.dt_max}; "
+                "Δ is drawn log-uniformly between them"
+            )
         return self
 
     def fft_macs(self, d_model: int, T: int) -> int:

@@ -15,6 +15,7 @@ token (scheduled sampling, Bengio et al. 2015), per token, in training only; wit
 ``teacher_forcing_end`` it decays linearly to that ratio over
 ``teacher_forcing_decay_steps`` training batches (counted by the model itself).
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -41,11 +42,14 @@ class Seq2SeqConfig(ModelConfig):
     dropout: Dropout = 0.0
     cell: Literal["lstm", "gru"] = Field("lstm", description="recurrent cell of encoder and decoder")
     attention: Literal["none", "bahdanau", "dot"] = Field(
-        "dot", description="none = final encoder state only (the bottleneck); bahdanau = additive; dot = scaled dot")
-    teacher_forcing: float = Field(1.0, ge=0.0, le=1.0,
-                                   description="probability of feeding the true previous token in training")
-    teacher_forcing_end: float | None = Field(None, ge=0.0, le=1.0,
-                                              description="ratio reached after the decay; null = constant ratio")
+        "dot", description="none = final encoder state only (the bottleneck); bahdanau = additive; dot = scaled dot"
+    )
+    teacher_forcing: float = Field(
+        1.0, ge=0.0, le=1.0, description="probability of feeding the true previous token in training"
+    )
+    teacher_forcing_end: float | None = Field(
+        None, ge=0.0, le=1.0, description="ratio reached after the decay; null = constant ratio"
+    )
     teacher_forcing_decay_steps: int = Field(1000, ge=1, description="training batches of the linear decay")
     decode: DecodeConfig = Field(default_factory=DecodeConfig, description="greedy/beam decoding at evaluation")
 

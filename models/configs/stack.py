@@ -12,6 +12,7 @@ and warmup sweeps apply to every mixer.
 for a plug-in, by its ``Config`` class when it declares one; the resolved config records every
 knob with its value, so the config hash names the whole mixer.
 """
+
 from __future__ import annotations
 
 from typing import Any, Literal
@@ -32,21 +33,34 @@ class StackConfig(ModelConfig):
     """Residual stack around a sequence mixer (attention, mamba, s4d, linear_attention, hyena or a plug-in)."""
 
     name: Literal["stack"] = "stack"
-    mixer: str = Field(DEFAULT_MIXER, min_length=1, description="sequence mixer: a name from `seqbench list` "
-                       "(mixers) or a plug-in class by import path, pkg.module:Class")
-    mixer_args: dict[str, Any] = Field(default_factory=dict, description="the mixer's own knobs, e.g. "
-                                       "{d_state: 16}; validated by the mixer's config, every default filled in")
+    mixer: str = Field(
+        DEFAULT_MIXER,
+        min_length=1,
+        description="sequence mixer: a name from `seqbench list` "
+        "(mixers) or a plug-in class by import path, pkg.module:Class",
+    )
+    mixer_args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the mixer's own knobs, e.g. "
+        "{d_state: 16}; validated by the mixer's config, every default filled in",
+    )
     n_layers: Layers = 2
     dropout: Dropout = 0.0
-    mlp: bool = Field(True, description="a feed-forward sublayer after each mixer (Transformer, Zoology, MAD); "
-                      "false = mixer blocks only (the Mamba paper's stack)")
+    mlp: bool = Field(
+        True,
+        description="a feed-forward sublayer after each mixer (Transformer, Zoology, MAD); "
+        "false = mixer blocks only (the Mamba paper's stack)",
+    )
     d_ff: int | None = Field(None, ge=1, description="feed-forward width; null = 4 * d_model")
     norm_position: NormPosition = Field(
-        "pre", description="residual placement: post (original), pre (+ final norm), rezero (alpha=0), none")
+        "pre", description="residual placement: post (original), pre (+ final norm), rezero (alpha=0), none"
+    )
     norm: NormKind = Field("layernorm", description="normalisation layer used by post/pre placement")
     pos_encoding: Literal["auto", "none", "sinusoidal", "learned"] = Field(
-        "auto", description="position signal; auto = sinusoidal for mixers that need one (attention, linear "
-        "attention), none for those that order the sequence themselves (recurrences, convolutions)")
+        "auto",
+        description="position signal; auto = sinusoidal for mixers that need one (attention, linear "
+        "attention), none for those that order the sequence themselves (recurrences, convolutions)",
+    )
     max_len: int = Field(2048, ge=1, description="positions a learned encoding has (longer inputs are refused)")
 
     @field_validator("mixer_args", mode="after")
@@ -57,7 +71,9 @@ class StackConfig(ModelConfig):
             return args
         config_cls = MIXERS.get(mixer).config_cls
         try:  # the context gives a mixer's validators the width it is built at (heads must divide it)
-            return config_cls.model_validate({**args, "name": mixer}, context={"d_model": info.data.get("d_model")}).args()
+            return config_cls.model_validate(
+                {**args, "name": mixer}, context={"d_model": info.data.get("d_model")}
+            ).args()
         except ValidationError as e:
             own = [f for f in config_cls.model_fields if f != "name"]
             problems = validation_problems(e, prefix="model.mixer_args.", allowed_fields=lambda loc: own)
@@ -74,8 +90,9 @@ class StackConfig(ModelConfig):
 
     def mixer_config(self) -> Any:
         """The mixer's validated config (its ``complexity``, ``needs_positions``, ``forward_macs``)."""
-        return MIXERS.get(self.mixer).config_cls.model_validate({**self.mixer_args, "name": self.mixer},
-                                                                context={"d_model": self.d_model})
+        return MIXERS.get(self.mixer).config_cls.model_validate(
+            {**self.mixer_args, "name": self.mixer}, context={"d_model": self.d_model}
+        )
 
     def positions(self) -> str:
         if self.pos_encoding != "auto":

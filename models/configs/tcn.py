@@ -10,6 +10,7 @@ residual path when the input width differs. The receptive field is
 steps; a task whose dependency is longer than that cannot be solved, and building the
 model for such a task warns once.
 """
+
 from __future__ import annotations
 
 from typing import Any, Literal
@@ -45,8 +46,10 @@ class TCNConfig(ModelConfig):
         # n_layers: 1 (which meant nothing for a TCN): they still load. Any other value is refused.
         if isinstance(data, dict) and "n_layers" in data:
             if not (type(data["n_layers"]) is int and data["n_layers"] == 1):
-                raise ValueError("model.n_layers: a tcn has no n_layers; its depth is model.n_levels (block i has "
-                                 f"dilation 2^i); allowed: {', '.join(cls.model_fields)}")
+                raise ValueError(
+                    "model.n_layers: a tcn has no n_layers; its depth is model.n_levels (block i has "
+                    f"dilation 2^i); allowed: {', '.join(cls.model_fields)}"
+                )
             data = {k: v for k, v in data.items() if k != "n_layers"}
         return data
 
@@ -65,4 +68,4 @@ class TCNConfig(ModelConfig):
 
 def receptive_field(kernel_size: int, n_levels: int) -> int:
     """Steps of input one output sees: two convs per level, dilations 1, 2, ..., 2^(n-1)."""
-    return 1 + 2 * (kernel_size - 1) * (2 ** n_levels - 1)
+    return 1 + 2 * (kernel_size - 1) * (2**n_levels - 1)

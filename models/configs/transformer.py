@@ -6,6 +6,7 @@ residual blocks and norm placement (post / pre / rezero / none) come from ``mode
 Inputs arrive from the shared ``InputEncoder`` as (B, T, d_in) and are projected to
 ``d_model`` when the widths differ (one-hot tokens, real-valued channels).
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -27,9 +28,11 @@ class TransformerConfig(TransformerFields):
     complexity = ("O(T²·d + T·d²)", 2)  # all pairs of positions, then per-position products
     # ADDED_LATER: at "default" the config hash is the one runs recorded before the field existed.
     init: Literal["default", "xavier"] = Field(
-        "default", description="linear layers at init: PyTorch's kaiming-uniform (a=sqrt(5), variance x~1/3 "
+        "default",
+        description="linear layers at init: PyTorch's kaiming-uniform (a=sqrt(5), variance x~1/3 "
         "per layer) or Xavier-uniform with zero bias (fairseq, Xiong et al. 2020; q, k, v each on its own)",
-        json_schema_extra=ADDED_LATER)
+        json_schema_extra=ADDED_LATER,
+    )
 
     def forward_macs(self, spec: TaskSpec, T: int, target_len: int | None) -> int:
         d, d_in = self.d_model, input_width(self, spec.vocab_size, spec.input_dim)

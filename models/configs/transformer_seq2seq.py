@@ -7,6 +7,7 @@ positional encodings mean exactly what they mean for the ``transformer`` backbon
 Incremental decoding re-runs the decoder over the prefix at each step (no key/value
 cache): quadratic in the output length, simple, and exact.
 """
+
 from __future__ import annotations
 
 from typing import Literal

@@ -2,6 +2,7 @@
 by look as a sweep claim's seeds. Each replicate gives every model one ``CostRow`` (its fitted exponents, the
 FLOP count's at the same lengths and the fixed-cost share), and the rules judge those rows, the replicate
 standing where a sweep claim's seed does."""
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,13 @@ class CostRow:
     def judged(self) -> dict[str, Any]:
         """As the judge reads a run (``sweeps.table`` columns): the replicate is the seed, the model the
         configuration, the metrics final values."""
-        return {"seed": self.replicate, "run_id": f"cost-{self.replicate}-{self.model}", "status": "completed",
-                PARAM + "model.name": self.model, **{FINAL + k: v for k, v in self.metrics.items()}}
+        return {
+            "seed": self.replicate,
+            "run_id": f"cost-{self.replicate}-{self.model}",
+            "status": "completed",
+            PARAM + "model.name": self.model,
+            **{FINAL + k: v for k, v in self.metrics.items()},
+        }
 
 
 def cost_table(rows: list[CostRow]) -> pd.DataFrame:
@@ -54,18 +60,26 @@ def run_cost_claim(claim: Claim, profile: str, out_dir: Path) -> ClaimResult:
     folder = out_dir / "verify" / claim.name
     folder.mkdir(parents=True, exist_ok=True)
     lock, replicates = lock_path(folder, profile, digest), list(range(looks[-1]))
-    study = study_for(lock, f"{profile}-{digest}-cost", replicates, looks, f"{claim.name} (profile {profile})",
-                      FRESH_REPLICATES)  # the replicates' cache names; refused when the looks changed
+    study = study_for(
+        lock, f"{profile}-{digest}-cost", replicates, looks, f"{claim.name} (profile {profile})", FRESH_REPLICATES
+    )  # the replicates' cache names; refused when the looks changed
     rows: list[CostRow] = []
     measured: list[Measurement] = []
     for k, n in enumerate(looks):
         for rep in range(len(measured), n):
             measured.append(_replicate(folder / f"{profile}-{digest}-cost-{rep}.json", cfg))
-            rows += [CostRow(model, rep, cost_metrics(model, measured[-1]["rows"], cfg))
-                     for model in measured[-1]["summary"]]
+            rows += [
+                CostRow(model, rep, cost_metrics(model, measured[-1]["rows"], cfg)) for model in measured[-1]["summary"]
+            ]
         table = cost_table(rows)
-        look = judge_look(claim, table, swept, profile, Look(looks, k, f"n={n} replicates"),
-                          lambda: f"measuring up to {looks[k + 1]}")
+        look = judge_look(
+            claim,
+            table,
+            swept,
+            profile,
+            Look(looks, k, f"n={n} replicates"),
+            lambda k=k: f"measuring up to {looks[k + 1]}",
+        )
         record(lock, study, replicates, looks)
         if look.done or k == len(looks) - 1:
             break
@@ -91,8 +105,9 @@ def cost_metrics(model: str, rows: list[dict[str, Any]], cfg: CostConfig) -> dic
     the same lengths and d_model), ``fixed_share`` (median step time at the shortest length / at the
     longest: near 0 when the fixed per-step cost is negligible) and ``memory_exponent``. A fit over
     fewer than 4 measured lengths is NaN (not judged), not a slope through 2 points."""
-    ok = sorted((r for r in rows if r["model"] == model and r["status"] == "ok" and r.get("time_ms")),
-                key=lambda r: r["length"])
+    ok = sorted(
+        (r for r in rows if r["model"] == model and r["status"] == "ok" and r.get("time_ms")), key=lambda r: r["length"]
+    )
     ts = [r["length"] for r in ok]
     nan = float("nan")
 
@@ -105,12 +120,15 @@ def cost_metrics(model: str, rows: list[dict[str, Any]], cfg: CostConfig) -> dic
     upper = len(ts) // 2
     k = MIN_COST_LENGTHS
     mem = [(r["length"], r["peak_mem_mib"]) for r in ok if r.get("peak_mem_mib")]
-    return {"time_exponent": fit(ts, times), "time_exponent_upper": fit(ts[upper:], times[upper:]),
-            "time_exponent_long": fit(ts[-k:], times[-k:]),
-            "flops_exponent": fit(ts, macs) if macs else nan,
-            "flops_exponent_long": fit(ts[-k:], macs[-k:]) if macs else nan,
-            "fixed_share": times[0] / times[-1] if len(times) >= 2 else nan,
-            "memory_exponent": fit([m[0] for m in mem], [m[1] for m in mem])}
+    return {
+        "time_exponent": fit(ts, times),
+        "time_exponent_upper": fit(ts[upper:], times[upper:]),
+        "time_exponent_long": fit(ts[-k:], times[-k:]),
+        "flops_exponent": fit(ts, macs) if macs else nan,
+        "flops_exponent_long": fit(ts[-k:], macs[-k:]) if macs else nan,
+        "fixed_share": times[0] / times[-1] if len(times) >= 2 else nan,
+        "memory_exponent": fit([m[0] for m in mem], [m[1] for m in mem]),
+    }
 
 
 def flops_per_length(model: str, lengths: list[int], cfg: CostConfig) -> list[float] | None:

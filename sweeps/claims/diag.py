@@ -1,5 +1,6 @@
 """Per-run diagnostics metrics a claim's rules can judge, added to its run table from each run's
 ``diagnostics.json`` (``diagnostics.gradients=true``; format in ``bench/core/diagnostics_format.py``)."""
+
 from __future__ import annotations
 
 import math
@@ -10,8 +11,13 @@ import pandas as pd
 
 from seqbench.bench.core.diagnostics_format import FILENAME, DiagnosticsFormatError, Record, read_diagnostics
 
-DIAG_METRICS = ("diag/decay_rate@first", "diag/decay_rate@last", "diag/last_layer_grad_norm@first",
-                "diag/global_grad_norm@first", "diag/global_grad_norm@max")
+DIAG_METRICS = (
+    "diag/decay_rate@first",
+    "diag/decay_rate@last",
+    "diag/last_layer_grad_norm@first",
+    "diag/global_grad_norm@first",
+    "diag/global_grad_norm@max",
+)
 _LAYER = re.compile(r"\.layers\.(\d+)$")
 
 
@@ -48,10 +54,13 @@ def diag_metrics(recs: list[Record]) -> dict[str, float]:
     """The per-run diagnostics metrics of :func:`add_diagnostic_metrics` from its records (NaN when absent)."""
     nan = float("nan")
     tt = [r for r in recs if r.through_time is not None]
-    out = {"diag/decay_rate@first": tt[0].through_time.decay_rate() if tt else nan,
-           "diag/decay_rate@last": tt[-1].through_time.decay_rate() if tt else nan,
-           "diag/last_layer_grad_norm@first": nan, "diag/global_grad_norm@first": nan,
-           "diag/global_grad_norm@max": nan}
+    out = {
+        "diag/decay_rate@first": tt[0].through_time.decay_rate() if tt else nan,
+        "diag/decay_rate@last": tt[-1].through_time.decay_rate() if tt else nan,
+        "diag/last_layer_grad_norm@first": nan,
+        "diag/global_grad_norm@first": nan,
+        "diag/global_grad_norm@max": nan,
+    }
     if recs:
         layers = [(int(m.group(1)), v) for k, v in recs[0].layer_grad_norm.items() if (m := _LAYER.search(k))]
         if layers:

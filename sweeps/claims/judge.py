@@ -33,6 +33,7 @@ is within alpha. The interval shown is at the level that rule was tested at, so 
 A claim is ``invalid`` when a control (or a rule) is invalid, else ``fails`` when any rule fails,
 ``holds`` when every rule holds, ``inconclusive`` otherwise. No torch here: judging is pure over the table.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,12 +43,35 @@ import pandas as pd
 
 from seqbench.bench.core.artifacts import FINAL
 from seqbench.bench.core.stats import Estimate, holm, holm_divisors
-from seqbench.sweeps.claims.measure import (RUN_STATUSES, _label, _measured, _threshold, best_rows,  # noqa: F401
-                                            largest_values, metric_column, metric_scale, per_seed_why, picks_text,
-                                            seed_values, select)
-from seqbench.sweeps.claims.results import (ERROR, FAILS, HOLDS, INCONCLUSIVE, INVALID, MISSING,  # noqa: F401
-                                            ClaimResult, RuleResult, claim_verdict, quantity_text, verdict_table)
+from seqbench.sweeps.claims.measure import (  # noqa: F401
+    RUN_STATUSES,
+    _label,
+    _measured,
+    _threshold,
+    best_rows,
+    largest_values,
+    metric_column,
+    metric_scale,
+    per_seed_why,
+    picks_text,
+    seed_values,
+    select,
+)
+from seqbench.sweeps.claims.results import (  # noqa: F401
+    ERROR,
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    INVALID,
+    MISSING,
+    ClaimResult,
+    RuleResult,
+    claim_verdict,
+    quantity_text,
+    verdict_table,
+)
 from seqbench.sweeps.claims.schema import ALPHA, Claim, Rule, best_goal, resolve_where
+
 
 def _beside(rows: pd.DataFrame, metric: str) -> str:
     """For a measured time exponent: the exponent the FLOP count predicts over the same lengths and the
@@ -70,8 +94,9 @@ def _conditions(th: dict[str, float]) -> list[tuple[float, str]]:
     return [(v, k) for k, v in th.items()]
 
 
-def judge_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], alpha: float = ALPHA,
-               goal: str = "") -> RuleResult:
+def judge_rule(
+    rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], alpha: float = ALPHA, goal: str = ""
+) -> RuleResult:
     """One rule on its own at ``alpha`` (no multiplicity correction: :func:`judge` applies Holm); ``goal``:
     the direction a ``best_of`` picks in when the rule does not say (:func:`schema.best_goal`)."""
     res = measure_rule(rule, table, swept, goal)
@@ -109,14 +134,17 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], g
         scale, bounds = "rate", (0.0, 1.0)
     elif any(math.isinf(v) for v in values):
         res.verdict = INCONCLUSIVE
-        res.why = (f"{sum(map(math.isinf, values))} seed(s) measured an infinite {rule.metric}: no mean; "
-                   "judge it per seed (success: {above: ...})")
+        res.why = (
+            f"{sum(map(math.isinf, values))} seed(s) measured an infinite {rule.metric}: no mean; "
+            "judge it per seed (success: {above: ...})"
+        )
         return res
     return _test(res, values, th, scale, bounds, unresolved)
 
 
-def _best_of(res: RuleResult, rule: Rule, rows: pd.DataFrame, col: str, goal: str, swept: dict[str, list[Any]]
-             ) -> tuple[pd.DataFrame, tuple[str, str]]:
+def _best_of(
+    res: RuleResult, rule: Rule, rows: pd.DataFrame, col: str, goal: str, swept: dict[str, list[Any]]
+) -> tuple[pd.DataFrame, tuple[str, str]]:
     """best_of: each seed's best run over the free keys (``measure.best_rows``), the picks named in the
     configuration and in the measured text; no rows (res says why) when no seed ran every free value."""
     if not goal:
@@ -129,16 +157,24 @@ def _best_of(res: RuleResult, rule: Rule, rows: pd.DataFrame, col: str, goal: st
     return rows, (picks, left_out)
 
 
-def _quantities(res: RuleResult, rule: Rule, table: pd.DataFrame, rows: pd.DataFrame, col: str,
-                swept: dict[str, list[Any]], goal: str, notes: tuple[str, str]
-                ) -> tuple[list[float], dict[str, float], str, tuple[float, float], bool] | None:
+def _quantities(
+    res: RuleResult,
+    rule: Rule,
+    table: pd.DataFrame,
+    rows: pd.DataFrame,
+    col: str,
+    swept: dict[str, list[Any]],
+    goal: str,
+    notes: tuple[str, str],
+) -> tuple[list[float], dict[str, float], str, tuple[float, float], bool] | None:
     """Each seed's quantity (the metric, a largest: grid step, or a minus: paired difference), the thresholds
     on its scale, the scale and range it is judged on, and whether a diverged seed is unresolved; None (res
     says why) when nothing can be judged."""
     vals, res.n_diverged, unresolved = rule_values(rows, rule, col, swept)
     res.beside = "; ".join(x for x in (*notes, _beside(rows, rule.metric)) if x)
-    scale, bounds = metric_scale(rule.metric) if rule.largest is None else \
-        ("linear", (0.0, float(len(swept[rule.largest.over]))))  # grid steps
+    scale, bounds = (
+        metric_scale(rule.metric) if rule.largest is None else ("linear", (0.0, float(len(swept[rule.largest.over]))))
+    )  # grid steps
     if rule.scale != "auto":
         scale = rule.scale
     raw = {"below": rule.below, "above": rule.above}
@@ -162,8 +198,14 @@ def _quantities(res: RuleResult, rule: Rule, table: pd.DataFrame, rows: pd.DataF
     return values, th, scale, bounds, unresolved
 
 
-def _test(res: RuleResult, values: list[float], th: dict[str, float], scale: str, bounds: tuple[float, float],
-          unresolved: bool) -> RuleResult:
+def _test(
+    res: RuleResult,
+    values: list[float],
+    th: dict[str, float],
+    scale: str,
+    bounds: tuple[float, float],
+    unresolved: bool,
+) -> RuleResult:
     """The estimate of ``values`` and its one-sided p-values against the thresholds ``th``; inconclusive
     (out of the Holm family) when a diverged seed is unresolved or too few seeds have a value."""
     rule = res.rule
@@ -173,14 +215,21 @@ def _test(res: RuleResult, values: list[float], th: dict[str, float], scale: str
         res.interval = res.estimate.interval()  # shown though not judged (decide() sets the judged ones')
     if unresolved:
         res.verdict = INCONCLUSIVE
-        res.why = (f"{res.n_diverged} seed(s) diverged and the rule does not say what a diverged seed counts as "
-                   "(diverged: exclude | baseline | <value>)")
+        res.why = (
+            f"{res.n_diverged} seed(s) diverged and the rule does not say what a diverged seed counts as "
+            "(diverged: exclude | baseline | <value>)"
+        )
         res.estimate = None  # not judged: out of the Holm family
         return res
     if res.estimate.n < (1 if scale == "rate" else 2):
-        res.verdict, res.why = INCONCLUSIVE, (
-            "no value: an exponent is fitted over >= 4 measured lengths" if res.estimate.n == 0 and
-            "exponent" in rule.metric else f"n={res.estimate.n}: fewer than 2 replicates with a value, no interval")
+        res.verdict, res.why = (
+            INCONCLUSIVE,
+            (
+                "no value: an exponent is fitted over >= 4 measured lengths"
+                if res.estimate.n == 0 and "exponent" in rule.metric
+                else f"n={res.estimate.n}: fewer than 2 replicates with a value, no interval"
+            ),
+        )
         res.estimate = None
         return res
     opposite = {"below": "above", "above": "below"}
@@ -191,9 +240,17 @@ def _test(res: RuleResult, values: list[float], th: dict[str, float], scale: str
     return res
 
 
-def _paired(res: RuleResult, rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], goal: str,
-            vals: dict[Any, float], th: dict[str, float], scale: str, where_notes: tuple[str, str]
-            ) -> tuple[list[float], dict[str, float], bool] | None:
+def _paired(
+    res: RuleResult,
+    rule: Rule,
+    table: pd.DataFrame,
+    swept: dict[str, list[Any]],
+    goal: str,
+    vals: dict[Any, float],
+    th: dict[str, float],
+    scale: str,
+    where_notes: tuple[str, str],
+) -> tuple[list[float], dict[str, float], bool] | None:
     """minus: the seed-paired differences where - minus (log ratios on scale: log), the thresholds on
     their scale and whether a diverged seed of the minus side is unresolved; None (res says why) when
     the minus side cannot be measured."""
@@ -227,8 +284,9 @@ def _paired(res: RuleResult, rule: Rule, table: pd.DataFrame, swept: dict[str, l
     return diffs, th, unresolved_b
 
 
-def _outcomes(rule: Rule, values: list[float], th: dict[str, float], rows: pd.DataFrame, ratio: bool
-              ) -> tuple[list[float], dict[str, float], dict[str, float]] | None:
+def _outcomes(
+    rule: Rule, values: list[float], th: dict[str, float], rows: pd.DataFrame, ratio: bool
+) -> tuple[list[float], dict[str, float], dict[str, float]] | None:
     """Per seed 1 (passes) or 0, the thresholds on the share of seeds that pass, and what a seed must pass:
     ``success:``'s cut with the rule's thresholds on the share; by default (:func:`measure.per_seed_why`)
     the rule's own thresholds per seed and "more than half" on the share (a sign test). None when a
@@ -246,8 +304,9 @@ def _outcomes(rule: Rule, values: list[float], th: dict[str, float], rows: pd.Da
     return [float(v < cut if side == "below" else v > cut) for v in values], th, {side: cut}
 
 
-def rule_values(rows: pd.DataFrame, rule: Rule, col: str, swept: dict[str, list[Any]]
-                ) -> tuple[dict[Any, float], int, bool]:
+def rule_values(
+    rows: pd.DataFrame, rule: Rule, col: str, swept: dict[str, list[Any]]
+) -> tuple[dict[Any, float], int, bool]:
     """Seed -> value of one configuration: the metric, or (largest:) the largest passing value of a swept key."""
     if rule.largest is None:
         return seed_values(rows, rule, col)
@@ -260,29 +319,39 @@ def decide(res: RuleResult, alpha: float, divisor: int = 1, adjusted: float | No
     res.p_adjusted = p
     res.interval = res.estimate.interval(1 - alpha / divisor)
     if p <= alpha:
-        res.verdict, res.why = (HOLDS, "") if res.p_holds <= res.p_fails else \
-            (FAILS, "the interval lies outside the thresholds")
+        res.verdict, res.why = (
+            (HOLDS, "") if res.p_holds <= res.p_fails else (FAILS, "the interval lies outside the thresholds")
+        )
     elif res.estimate.tied:
         res.verdict = INCONCLUSIVE
-        res.why = (f"every seed measured the same {res.rule.metric}: zero spread over {res.estimate.n} seeds is "
-                   "not zero spread of the metric, and a mean has no test without it; judge it per seed "
-                   "(success:, an exact test)")
+        res.why = (
+            f"every seed measured the same {res.rule.metric}: zero spread over {res.estimate.n} seeds is "
+            "not zero spread of the metric, and a mean has no test without it; judge it per seed "
+            "(success:, an exact test)"
+        )
     else:
         res.verdict = INCONCLUSIVE
-        res.why = "the interval contains the threshold" if res.p_alone > alpha else \
-            (f"decided alone (p={res.p_alone:.2g}) but not after Holm over {family} rules and controls "
-             f"(adjusted p={p:.2g} > {alpha:.3g})")
+        res.why = (
+            "the interval contains the threshold"
+            if res.p_alone > alpha
+            else (
+                f"decided alone (p={res.p_alone:.2g}) but not after Holm over {family} rules and controls "
+                f"(adjusted p={p:.2g} > {alpha:.3g})"
+            )
+        )
 
 
-def judge(claim: Claim, table: pd.DataFrame, swept: dict[str, list[Any]], profile: str, alpha: float = ALPHA
-          ) -> tuple[str, list[RuleResult]]:
+def judge(
+    claim: Claim, table: pd.DataFrame, swept: dict[str, list[Any]], profile: str, alpha: float = ALPHA
+) -> tuple[str, list[RuleResult]]:
     """The claim's verdict and each rule's result (controls: :func:`judge_all`)."""
     verdict, rules, _, _ = judge_all(claim, table, swept, profile, alpha)
     return verdict, rules
 
 
-def judge_all(claim: Claim, table: pd.DataFrame, swept: dict[str, list[Any]], profile: str, alpha: float = ALPHA
-              ) -> tuple[str, list[RuleResult], list[RuleResult], str]:
+def judge_all(
+    claim: Claim, table: pd.DataFrame, swept: dict[str, list[Any]], profile: str, alpha: float = ALPHA
+) -> tuple[str, list[RuleResult], list[RuleResult], str]:
     """Verdict, rules, controls and (for invalid) why, with Holm over rules + controls at ``alpha``."""
     controls = [measure_rule(c, table, swept, best_goal(claim, profile, c)) for c in claim.controls_for(profile)]
     for c in controls:
@@ -301,8 +370,10 @@ def judge_all(claim: Claim, table: pd.DataFrame, swept: dict[str, list[Any]], pr
         if failed:
             r.verdict, r.why = INVALID, f"control: {failed[0]} failed"
         elif r.rule.needs_control and not names:
-            r.verdict, r.why = INVALID, ("no control: a rule that says a model did not learn or is worse names "
-                                         "a positive control (control:)")
+            r.verdict, r.why = (
+                INVALID,
+                ("no control: a rule that says a model did not learn or is worse names a positive control (control:)"),
+            )
         elif open_ and r.verdict in (HOLDS, FAILS):
             r.verdict, r.why = INCONCLUSIVE, f"control {open_[0]} is not shown to hold"
     verdict, why = claim_verdict(rules, controls)
@@ -312,5 +383,3 @@ def judge_all(claim: Claim, table: pd.DataFrame, swept: dict[str, list[Any]], pr
 def decided(verdict: str, rules: list[RuleResult], controls: list[RuleResult]) -> bool:
     """Nothing more seeds could change: invalid, or every rule and control holds or fails."""
     return verdict == INVALID or all(r.verdict in (HOLDS, FAILS) for r in [*rules, *controls])
-
-

@@ -12,6 +12,7 @@ of their own (the first one keeps the digest's plain name). The lock is one JSON
 claim's look specs, ``<out>/verify/<claim>/<profile>-<digest>-looks.json``:
 ``{"studies": [{"study": name, "seeds": [...], "looks": [...]}]}``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -44,7 +45,8 @@ def study_for(path: Path, base: str, seeds: list[int], looks: list[int], claim: 
         raise UserError(
             f"claim {claim}: seeds {_span(seeds)} at looks {looks}, but study {clash['study']} already judged seeds "
             f"{_span(clash['seeds'])} at looks {clash['looks']} ({path}); looks are locked once judged (more looks "
-            f"over seen seeds stretch the verdict's 95%): restore them, or start a fresh study with {fresh}")
+            f"over seen seeds stretch the verdict's 95%): restore them, or start a fresh study with {fresh}"
+        )
     if not studies:
         return base
     return f"{base}-{hashlib.sha256(json.dumps(seeds).encode()).hexdigest()[:6]}"

@@ -3,10 +3,12 @@
 to 0.05, so the stated 95% holds whichever look stops), and the claim stops at the first look that
 decides every rule or finds a failed control. Shared by sweep claims (looks of seeds) and cost claims
 (looks of replicates)."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
@@ -47,17 +49,27 @@ class Judged:
     said: str  # "decided at look k of K, ..." or "undecided after ..."
 
     def result(self, claim: Claim, profile: str, **kw: Any) -> ClaimResult:
-        return ClaimResult(claim, profile, self.verdict, self.rules, controls=self.controls, why=self.why,
-                           looks=self.said, **kw)
+        return ClaimResult(
+            claim, profile, self.verdict, self.rules, controls=self.controls, why=self.why, looks=self.said, **kw
+        )
 
 
-def judge_look(claim: Claim, table: pd.DataFrame, swept: dict[str, list[Any]], profile: str, look: Look,
-               next_step: Callable[[], str]) -> Judged:
+def judge_look(
+    claim: Claim,
+    table: pd.DataFrame,
+    swept: dict[str, list[Any]],
+    profile: str,
+    look: Look,
+    next_step: Callable[[], str],
+) -> Judged:
     """Judge everything measured up to ``look`` at the alpha that look spends; print the look's verdict
     and, if undecided with looks left, ``next_step()``."""
     verdict, rules, controls, why = judge_all(claim, table, swept, profile, look.alpha)
     done = decided(verdict, rules, controls)
     if len(look.looks) > 1:
-        print(f"[verify] {claim.name}: {look.text()}: {verdict}"
-              + ("" if done or look.last else f"; undecided, {next_step()}"), flush=True)
+        print(
+            f"[verify] {claim.name}: {look.text()}: {verdict}"
+            + ("" if done or look.last else f"; undecided, {next_step()}"),
+            flush=True,
+        )
     return Judged(verdict, rules, controls, why, done, ("decided at " if done else "undecided after ") + look.text())

@@ -1,6 +1,7 @@
 """A rule's seed values from a study table (one row per run, ``sweeps.table`` columns): the runs of
 one configuration, one value per seed (diverged seeds as the rule says), the threshold after baseline
 scaling, and the scale and range a metric is judged on. Pure pandas: no torch."""
+
 from __future__ import annotations
 
 import itertools
@@ -10,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from seqbench.bench.core.artifacts import BASELINE, BEST, FINAL, PARAM
-from seqbench.bench.core.stats import metric_scale  # noqa: F401  (judge and the verify page read it from here)
+from seqbench.bench.core.stats import metric_scale
 from seqbench.sweeps.claims.rules import Baseline, Rule
 
 RUN_STATUSES = ("completed", "diverged")
@@ -59,7 +60,7 @@ def select(table: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
         col = PARAM + k
         if col not in rows.columns:
             return rows.iloc[0:0]
-        rows = rows[rows[col].map(lambda x: _same(x, v))]
+        rows = rows[rows[col].map(lambda x, v=v: _same(x, v))]
     return rows.drop_duplicates("run_id", keep="last")
 
 
@@ -131,8 +132,7 @@ def _measured(table: pd.DataFrame, where: dict[str, Any], metric: str) -> tuple[
     return rows, col, ""
 
 
-def largest_values(rows: pd.DataFrame, rule: Rule, col: str, grid: list[Any]
-                   ) -> tuple[dict[Any, float], int, bool]:
+def largest_values(rows: pd.DataFrame, rule: Rule, col: str, grid: list[Any]) -> tuple[dict[Any, float], int, bool]:
     """``largest:`` rules: seed -> the grid step of the largest value of ``rule.largest.over`` at which the
     seed's run passes the threshold (1 = the smallest value in ``grid``, len(grid) = the largest, 0 = none
     passes), over the runs of one configuration. Steps, not the values themselves, so that "one step
@@ -152,13 +152,17 @@ def largest_values(rows: pd.DataFrame, rule: Rule, col: str, grid: list[Any]
         for seed, v in vals.items():
             passed.setdefault(seed, {})[float(value)] = v < cut if lg.below is not None else v > cut
     steps = {v: i + 1 for i, v in enumerate(sorted(float(x) for x in grid))}
-    out = {s: float(max([steps[x] for x, ok in p.items() if ok], default=0))
-           for s, p in passed.items() if set(p) == set(steps)}
+    out = {
+        s: float(max([steps[x] for x, ok in p.items() if ok], default=0))
+        for s, p in passed.items()
+        if set(p) == set(steps)
+    }
     return out, n_div, unresolved
 
 
-def best_rows(rows: pd.DataFrame, rule: Rule, col: str, goal: str, swept: dict[str, list[Any]]
-              ) -> tuple[pd.DataFrame, dict[Any, dict[str, Any]], str]:
+def best_rows(
+    rows: pd.DataFrame, rule: Rule, col: str, goal: str, swept: dict[str, list[Any]]
+) -> tuple[pd.DataFrame, dict[Any, dict[str, Any]], str]:
     """``best_of``: per seed, the run at the best value of the rule's free keys (``goal``), so each seed is
     one value, as everywhere else; also seed -> the values picked, and a note on seeds left out.
 
@@ -181,8 +185,7 @@ def best_rows(rows: pd.DataFrame, rule: Rule, col: str, goal: str, swept: dict[s
     for seed, g in rows.groupby("seed", sort=False):
         idx = {}
         for i, r in g.iterrows():
-            cand = next((j for j, c in enumerate(cands) if all(_same(r[PARAM + k], v) for k, v in zip(keys, c))),
-                        None)
+            cand = next((j for j, c in enumerate(cands) if all(_same(r[PARAM + k], v) for k, v in zip(keys, c))), None)
             if cand is not None:
                 idx[i] = cand
         if len(set(idx.values())) < len(cands):
@@ -195,9 +198,14 @@ def best_rows(rows: pd.DataFrame, rule: Rule, col: str, goal: str, swept: dict[s
         out.append(best)
         picked[seed] = dict(zip(keys, cands[idx[best]]))
         lost += sum(g.at[i, "status"] == "diverged" for i in idx if i != best)
-    note = "; ".join(x for x in (
-        f"seed(s) {', '.join(map(str, short))} left out: a {'/'.join(keys)} run missing" if short else "",
-        f"{lost} diverged run(s) not picked" if lost else "") if x)
+    note = "; ".join(
+        x
+        for x in (
+            f"seed(s) {', '.join(map(str, short))} left out: a {'/'.join(keys)} run missing" if short else "",
+            f"{lost} diverged run(s) not picked" if lost else "",
+        )
+        if x
+    )
     return rows.loc[out], picked, note  # the winners' rows, dtypes kept
 
 

@@ -1,6 +1,7 @@
 """What judging a claim returns and how it reads: a rule's result (its estimate, thresholds, p-values and
 verdict; ``sweeps/claims/judge.py`` fills it), the claim's, and the verdict table that the terminal,
 ``verify.md`` and the page show. No torch, no statistics: text over results."""
+
 from __future__ import annotations
 
 import math
@@ -51,15 +52,24 @@ class RuleResult:
         div = ""
         if self.n_diverged:
             d = self.rule.diverged
-            div = f" ({self.n_diverged} diverged" + (
-                ", left out" if d == "exclude" else ", as baseline" if d == "baseline" else
-                f", as {d}" if not isinstance(d, str) else "") + ")"
+            div = (
+                f" ({self.n_diverged} diverged"
+                + (
+                    ", left out"
+                    if d == "exclude"
+                    else ", as baseline"
+                    if d == "baseline"
+                    else f", as {d}"
+                    if not isinstance(d, str)
+                    else ""
+                )
+                + ")"
+            )
         p = f", p={self.p_adjusted:.2g}" if math.isfinite(self.p_adjusted) else ""
         iv = self.interval
         if self.log_ratio:  # estimated as a log ratio, shown as the ratio where/minus
             iv = Interval(*(math.exp(v) for v in (iv.mean, iv.lo, iv.hi)), iv.n, iv.std, iv.level)
-        return ("ratio " if self.log_ratio else "") + iv.fmt() + div + p + (f"; {self.beside}" if self.beside
-                                                                                   else "")
+        return ("ratio " if self.log_ratio else "") + iv.fmt() + div + p + (f"; {self.beside}" if self.beside else "")
 
     def threshold_text(self) -> str:
         """What the rule needs, on the quantity judged: ``< 0.01``, ``in [0.9, 1.1]``, or for a per-seed rule
@@ -72,8 +82,11 @@ class RuleResult:
         if r.success is not None:
             cond = f"{'<' if r.success.below is not None else '>'} {_fmt_thr(r.success_cut)}"
         else:
-            cond = _bounds_text({k: v for k, v in (("below", r.below), ("above", r.above)) if v is not None}
-                                if r.between is None else {"lo": r.between[0], "hi": r.between[1]})
+            cond = _bounds_text(
+                {k: v for k, v in (("below", r.below), ("above", r.above)) if v is not None}
+                if r.between is None
+                else {"lo": r.between[0], "hi": r.between[1]}
+            )
         what = ("ratio of " if self.ratio else "difference of ") if r.minus is not None else ""
         return f"share of seeds with {what}{quantity_text(r)} {cond}: {text}"
 
@@ -81,8 +94,14 @@ class RuleResult:
 def _bounds_text(t: dict[str, Any]) -> str:
     if "lo" in t:
         return f"in [{_fmt_thr(t['lo'])}, {_fmt_thr(t['hi'])}]"
-    return " and ".join(p for p in [f"< {_fmt_thr(t['below'])}" if "below" in t else "",
-                                    f"> {_fmt_thr(t['above'])}" if "above" in t else ""] if p)
+    return " and ".join(
+        p
+        for p in [
+            f"< {_fmt_thr(t['below'])}" if "below" in t else "",
+            f"> {_fmt_thr(t['above'])}" if "above" in t else "",
+        ]
+        if p
+    )
 
 
 def _fmt_thr(t: Any) -> str:
@@ -136,15 +155,19 @@ def quantity_text(rule: Rule, long: bool = True) -> str:
         return rule.metric
     if not long:
         return f"grid step of the largest {lg.over}"
-    return f"grid step of the largest {lg.over} per seed with {rule.metric} {'<' if lg.below is not None else '>'} " \
-           f"{_fmt_thr(lg.below if lg.below is not None else lg.above)}"
+    return (
+        f"grid step of the largest {lg.over} per seed with {rule.metric} {'<' if lg.below is not None else '>'} "
+        f"{_fmt_thr(lg.below if lg.below is not None else lg.above)}"
+    )
 
 
 def _needs(r: RuleResult) -> str:
     """The verdict table's needs cell: the thresholds and why the rule is judged the way it is."""
-    notes = [f"no control: {r.rule.no_control}" if r.rule.no_control else "",
-             f"per seed: {r.per_seed}" if r.per_seed and r.rule.success is None else "",
-             f"by mean: {r.rule.by_mean}" if r.rule.by_mean else ""]
+    notes = [
+        f"no control: {r.rule.no_control}" if r.rule.no_control else "",
+        f"per seed: {r.per_seed}" if r.per_seed and r.rule.success is None else "",
+        f"by mean: {r.rule.by_mean}" if r.rule.by_mean else "",
+    ]
     return r.threshold_text() + "".join(f" ({n})" for n in notes if n)
 
 
@@ -155,15 +178,34 @@ def verdict_table(results: list[ClaimResult]) -> pd.DataFrame:
     rows = []
     for res in results:
         src = res.claim.source.cite
-        claim_cols = {"claim": res.claim.name, "source": src, "claim verdict": res.verdict_text(),
-                      "wall s": round(res.wall_s)}
+        claim_cols = {
+            "claim": res.claim.name,
+            "source": src,
+            "claim verdict": res.verdict_text(),
+            "wall s": round(res.wall_s),
+        }
         if not res.rules:
-            rows.append({**claim_cols, "rule": "-", "configuration": "", "paper": "",
-                         "measured (mean [95% CI] n)": res.error or "not judged", "needs": "", "verdict": res.verdict})
+            rows.append(
+                {
+                    **claim_cols,
+                    "rule": "-",
+                    "configuration": "",
+                    "paper": "",
+                    "measured (mean [95% CI] n)": res.error or "not judged",
+                    "needs": "",
+                    "verdict": res.verdict,
+                }
+            )
         for r in [*res.controls, *res.rules]:
-            rows.append({**claim_cols, "rule": ("control: " if r.control else "") + r.rule.name,
-                         "configuration": r.config, "paper": r.rule.paper,
-                         "measured (mean [95% CI] n)": f"{quantity_text(r.rule, long=False)}: {r.measured()}",
-                         "needs": _needs(r),
-                         "verdict": r.verdict + (f" ({r.why})" if r.why and r.verdict != HOLDS else "")})
+            rows.append(
+                {
+                    **claim_cols,
+                    "rule": ("control: " if r.control else "") + r.rule.name,
+                    "configuration": r.config,
+                    "paper": r.rule.paper,
+                    "measured (mean [95% CI] n)": f"{quantity_text(r.rule, long=False)}: {r.measured()}",
+                    "needs": _needs(r),
+                    "verdict": r.verdict + (f" ({r.why})" if r.why and r.verdict != HOLDS else ""),
+                }
+            )
     return pd.DataFrame(rows)

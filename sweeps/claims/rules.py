@@ -1,16 +1,17 @@
 """The parts of a claim file (``sweeps/claims/schema.py`` has the whole file and its checks): the
 source with its published numbers and parameter counts, thresholds, and the rules that ``expect:``
 and ``controls:`` list (how each is judged: ``sweeps/claims/judge.py``)."""
+
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from seqbench.bench.core.schema import Section
 
 PROFILES = ("quick", "paper")
-Scalar = Union[None, bool, int, float, str]  # None: a swept null (e.g. optim.grad_clip: off)
+Scalar = None | bool | int | float | str  # None: a swept null (e.g. optim.grad_clip: off)
 
 
 class Published(Section):
@@ -24,8 +25,9 @@ class ParamCount(Section):
     (checked against build_model by tests/test_claims_profiles.py)."""
 
     where: dict[str, Scalar] = Field(default_factory=dict, description="swept keys -> value, a subset ({} = all)")
-    paper: int | None = Field(gt=0, description="the paper's count; null where the paper has no comparable "
-                              "architecture (then from: says why)")
+    paper: int | None = Field(
+        gt=0, description="the paper's count; null where the paper has no comparable architecture (then from: says why)"
+    )
     seqbench: int = Field(gt=0, description="what build_model counts for those configurations")
     from_: str = Field(alias="from", min_length=1, description="where the paper states it, or 'derived: ...'")
 
@@ -37,15 +39,17 @@ class Source(Section):
     metric: str = Field(min_length=1, description="the metric the paper's numbers use, defined")
     published: list[Published] = Field(min_length=1, description="the paper's numbers, with units")
     differs: str = Field("", description="where our measurement differs from theirs")
-    params: list[ParamCount] = Field(default_factory=list, description="the paper's parameter counts beside "
-                                     "seqbench's, per group of paper-profile configurations")
+    params: list[ParamCount] = Field(
+        default_factory=list,
+        description="the paper's parameter counts beside seqbench's, per group of paper-profile configurations",
+    )
 
 
 class Baseline(Section):
     baseline: float = Field(description="this multiple of the task's memoryless baseline of the metric")
 
 
-Threshold = Union[float, Baseline]
+Threshold = float | Baseline
 
 
 class OneBound(Section):
@@ -56,7 +60,7 @@ class OneBound(Section):
     above: Threshold | None = Field(None, description="passes when the value is above this")
 
     @model_validator(mode="after")
-    def _one(self) -> "OneBound":
+    def _one(self) -> OneBound:
         if (self.below is None) == (self.above is None):
             raise ValueError(f"{self.key}: give exactly one of below: / above:")
         return self
@@ -89,48 +93,79 @@ class BestOf(Section):
 
     params: list[str] = Field(min_length=1, description="swept keys the rule does not fix, e.g. [optim.lr]")
     goal: Literal["maximize", "minimize"] | None = Field(
-        None, description="which value is best; default the claim's metric goal when the rule judges that "
-        "metric (metric: solved: maximize)")
+        None,
+        description="which value is best; default the claim's metric goal when the rule judges that "
+        "metric (metric: solved: maximize)",
+    )
 
 
 class Rule(Section):
     name: str = Field(min_length=1, description="what the rule checks, in words")
     where: dict[str, Scalar] = Field(description="the configuration: every swept key -> value (or max/min)")
-    metric: str = Field(min_length=1, description="results.json final key (val/mse), best.<key>, solved (the "
-                        "run's solved flag), a diagnostics metric (diag/decay_rate@first) or a cost metric "
-                        "(time_exponent_long, flops_exponent_long, fixed_share)")
+    metric: str = Field(
+        min_length=1,
+        description="results.json final key (val/mse), best.<key>, solved (the "
+        "run's solved flag), a diagnostics metric (diag/decay_rate@first) or a cost metric "
+        "(time_exponent_long, flops_exponent_long, fixed_share)",
+    )
     minus: dict[str, Scalar] | None = Field(None, description="judge where - minus, paired by seed")
     below: Threshold | None = Field(None, description="the value (or difference) must be below this")
     above: Threshold | None = Field(None, description="the value (or difference) must be above this")
-    between: list[Threshold] | None = Field(None, min_length=2, max_length=2, description="[lo, hi]: the "
-                                            "value must lie inside this band (two-sided: 'at the baseline')")
-    success: Success | None = Field(None, description="a seed succeeds when its value (minus: its paired "
-                                    "difference; largest: its grid step) passes this; the thresholds then apply "
-                                    "to the share of seeds that succeed (exact binomial)")
-    by_mean: str = Field("", description="why this rule's mean (Student-t) is a fair quantity although its "
-                         "metric is bounded, its threshold a baseline multiple or its diverged seeds imputed "
-                         "(else each seed is judged: a sign test on the share past the thresholds); shown "
-                         "beside the verdict")
-    largest: Largest | None = Field(None, description="judge, per seed, the grid step (1 = smallest) of the "
-                                    "largest value of a swept key (largest.over, left out of where:) at which the "
-                                    "run passes a threshold; 0 = none passes")
+    between: list[Threshold] | None = Field(
+        None,
+        min_length=2,
+        max_length=2,
+        description="[lo, hi]: the value must lie inside this band (two-sided: 'at the baseline')",
+    )
+    success: Success | None = Field(
+        None,
+        description="a seed succeeds when its value (minus: its paired "
+        "difference; largest: its grid step) passes this; the thresholds then apply "
+        "to the share of seeds that succeed (exact binomial)",
+    )
+    by_mean: str = Field(
+        "",
+        description="why this rule's mean (Student-t) is a fair quantity although its "
+        "metric is bounded, its threshold a baseline multiple or its diverged seeds imputed "
+        "(else each seed is judged: a sign test on the share past the thresholds); shown "
+        "beside the verdict",
+    )
+    largest: Largest | None = Field(
+        None,
+        description="judge, per seed, the grid step (1 = smallest) of the "
+        "largest value of a swept key (largest.over, left out of where:) at which the "
+        "run passes a threshold; 0 = none passes",
+    )
     scale: Literal["auto", "linear", "log"] = Field(
-        "auto", description="auto: log for positive skewed metrics (loss, mse, bpc, ppl), else linear; on a "
-        "minus: rule, log judges the paired ratio where/minus (thresholds are ratios)")
-    control: Union[str, list[str], dict[str, Any], None] = Field(
-        None, description="the positive control(s) this rule needs: names in controls: (or one inline rule)")
-    no_control: str = Field("", description="why this rule needs no positive control although it compares "
-                            "(e.g. measured at initialisation: nothing trains); shown beside the verdict")
-    diverged: Union[Literal["inconclusive", "exclude", "baseline"], float] = Field(
-        "inconclusive", description="what a diverged seed counts as: the rule becomes inconclusive, the seed is "
-        "left out, it counts as the memoryless baseline (did not train), or as this value")
-    best_of: BestOf | None = Field(None, description="swept keys (optim.lr, or [optim.lr, ...], or {params: "
-                                   "[...], goal: ...}) at whose best value each seed is judged: 'best of 3 "
-                                   "learning rates'; where: leaves them out")
+        "auto",
+        description="auto: log for positive skewed metrics (loss, mse, bpc, ppl), else linear; on a "
+        "minus: rule, log judges the paired ratio where/minus (thresholds are ratios)",
+    )
+    control: str | list[str] | dict[str, Any] | None = Field(
+        None, description="the positive control(s) this rule needs: names in controls: (or one inline rule)"
+    )
+    no_control: str = Field(
+        "",
+        description="why this rule needs no positive control although it compares "
+        "(e.g. measured at initialisation: nothing trains); shown beside the verdict",
+    )
+    diverged: Literal["inconclusive", "exclude", "baseline"] | float = Field(
+        "inconclusive",
+        description="what a diverged seed counts as: the rule becomes inconclusive, the seed is "
+        "left out, it counts as the memoryless baseline (did not train), or as this value",
+    )
+    best_of: BestOf | None = Field(
+        None,
+        description="swept keys (optim.lr, or [optim.lr, ...], or {params: "
+        "[...], goal: ...}) at whose best value each seed is judged: 'best of 3 "
+        "learning rates'; where: leaves them out",
+    )
     paper: str = Field("", description="the paper's number for this quantity, with unit, shown beside ours")
     profiles: list[Literal["quick", "paper"]] = Field(
-        default_factory=lambda: list(PROFILES), min_length=1,
-        description="profiles the rule applies to (a configuration only the paper profile runs)")
+        default_factory=lambda: list(PROFILES),
+        min_length=1,
+        description="profiles the rule applies to (a configuration only the paper profile runs)",
+    )
 
     @field_validator("best_of", mode="before")
     @classmethod
@@ -138,14 +173,17 @@ class Rule(Section):
         return {"params": [v]} if isinstance(v, str) else {"params": v} if isinstance(v, list) else v
 
     @model_validator(mode="after")
-    def _has_threshold(self) -> "Rule":
+    def _has_threshold(self) -> Rule:
         n = f"expect: rule {self.name!r}"
         if self.below is None and self.above is None and self.between is None:
             raise ValueError(f"{n} needs below:, above: or between:")
         if self.between is not None and (self.below is not None or self.above is not None):
             raise ValueError(f"{n}: between: is a band of its own; drop below:/above:")
-        if self.between is not None and all(isinstance(b, float) for b in self.between) \
-                and not self.between[0] < self.between[1]:
+        if (
+            self.between is not None
+            and all(isinstance(b, float) for b in self.between)
+            and not self.between[0] < self.between[1]
+        ):
             raise ValueError(f"{n}: between: [lo, hi] needs lo < hi (got {self.between})")
         if self.minus is not None and any(isinstance(t, Baseline) for t in self.stated_thresholds()):
             raise ValueError(f"{n}: a difference (minus:) takes numeric thresholds")
@@ -169,8 +207,10 @@ class Rule(Section):
     def _check_rate(self, n: str) -> None:
         """A share of seeds: thresholds in (0, 1); success: on a difference or a grid step takes a number."""
         if self.minus is not None and self.success is None:
-            raise ValueError(f"{n}: metric: solved is a flag per seed; a difference of flags is no per-seed "
-                             "outcome: compare values with success: on a minus: rule")
+            raise ValueError(
+                f"{n}: metric: solved is a flag per seed; a difference of flags is no per-seed "
+                "outcome: compare values with success: on a minus: rule"
+            )
         if (self.minus is not None or self.largest is not None) and isinstance(self.success_cut, Baseline):
             raise ValueError(f"{n}: success: on a difference or a grid step takes a number, not a baseline multiple")
         if self.by_mean:
@@ -194,8 +234,7 @@ class Rule(Section):
         if self.by_mean:
             raise ValueError(f"{n}: largest: grid steps are discrete and tie: judged per seed; drop by_mean:")
         if not self.rate and any(isinstance(t, Baseline) for t in self.stated_thresholds()):
-            raise ValueError(f"{n}: largest: compares grid steps of {self.largest.over}: numeric "
-                             "thresholds")
+            raise ValueError(f"{n}: largest: compares grid steps of {self.largest.over}: numeric thresholds")
         if self.best_of is not None:
             raise ValueError(f"{n}: largest: ranges over {self.largest.over} itself; drop best_of:")
         if self.scale == "log":

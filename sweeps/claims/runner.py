@@ -8,6 +8,7 @@ when first judged (``lock.py``): changing them afterwards is refused; fresh seed
 Each look's resolved spec is written beside the lock (``<out>/verify/<claim>/<profile>[-lookK].yaml``), so
 ``seqbench sweep`` can run it again.
 """
+
 from __future__ import annotations
 
 import time
@@ -36,8 +37,11 @@ def run_claim(claim: Claim, profile: str, out_dir: Path, workers: int, storage: 
     """Run and judge one claim; an exception becomes an ``error`` result (the other claims still run)."""
     t0 = time.perf_counter()
     try:
-        res = run_cost_claim(claim, profile, out_dir) if claim.kind == "cost" else \
-            run_sweep_claim(claim, profile, out_dir, workers, storage)
+        res = (
+            run_cost_claim(claim, profile, out_dir)
+            if claim.kind == "cost"
+            else run_sweep_claim(claim, profile, out_dir, workers, storage)
+        )
     except UserError:
         raise
     except Exception as e:  # noqa: BLE001 - one claim that cannot run never stops the others
@@ -54,8 +58,14 @@ def run_sweep_claim(claim: Claim, profile: str, out_dir: Path, workers: int, sto
     looks = claim.looks_for(profile) or [len(seeds)]
     digest = claim.digest(profile)  # leaves seeds and looks out: a change to them meets the lock
     lock = lock_path(out_dir / "verify" / claim.name, profile, digest)
-    base = study_for(lock, f"verify-{claim.name}-{profile}-{digest}", seeds[:looks[-1]], looks,
-                     f"{claim.name} (profile {profile})", FRESH_SEEDS)
+    base = study_for(
+        lock,
+        f"verify-{claim.name}-{profile}-{digest}",
+        seeds[: looks[-1]],
+        looks,
+        f"{claim.name} (profile {profile})",
+        FRESH_SEEDS,
+    )
     swept = swept_values(claim, profile)
     tables: list[pd.DataFrame] = []
     errors: list[str] = []
@@ -66,11 +76,20 @@ def run_sweep_claim(claim: Claim, profile: str, out_dir: Path, workers: int, sto
         table, err = _run_seeds(claim, profile, out_dir, workers, storage, study, chunk, k)
         tables.append(table)
         errors += err
-        table = pd.concat([t for t in tables if not t.empty], ignore_index=True) if any(
-            not t.empty for t in tables) else tables[0]
-        look = judge_look(claim, table, swept, profile, Look(looks, k, f"n={n}"),
-                          lambda: f"adding seeds {seeds[n:looks[k + 1]]}")
-        record(lock, base, seeds[:looks[-1]], looks)  # judged: from now on these seeds have these looks
+        table = (
+            pd.concat([t for t in tables if not t.empty], ignore_index=True)
+            if any(not t.empty for t in tables)
+            else tables[0]
+        )
+        look = judge_look(
+            claim,
+            table,
+            swept,
+            profile,
+            Look(looks, k, f"n={n}"),
+            lambda n=n, k=k: f"adding seeds {seeds[n : looks[k + 1]]}",
+        )
+        record(lock, base, seeds[: looks[-1]], looks)  # judged: from now on these seeds have these looks
         if look.done or k == len(looks) - 1:
             break
         prev = n
@@ -81,8 +100,16 @@ def run_sweep_claim(claim: Claim, profile: str, out_dir: Path, workers: int, sto
     return res
 
 
-def _run_seeds(claim: Claim, profile: str, out_dir: Path, workers: int, storage: str | None, study: str,
-               seeds: list[int], look: int) -> tuple[pd.DataFrame, list[str]]:
+def _run_seeds(
+    claim: Claim,
+    profile: str,
+    out_dir: Path,
+    workers: int,
+    storage: str | None,
+    study: str,
+    seeds: list[int],
+    look: int,
+) -> tuple[pd.DataFrame, list[str]]:
     """One look's new seeds as a sweep of their own (the runner keeps a study's seed list fixed), its run
     table (with the diagnostics metrics) and what failed to run."""
     folder = out_dir / "verify" / claim.name
@@ -90,16 +117,26 @@ def _run_seeds(claim: Claim, profile: str, out_dir: Path, workers: int, storage:
     raw = {"question": claim.question, **claim.resolved(profile), "seeds": seeds}
     spec_file = folder / (f"{profile}.yaml" if look == 0 else f"{profile}-look{look + 1}.yaml")
     # the resolved spec of these seeds: provenance, and `seqbench sweep` runs it again
-    spec_file.write_text(f"# {claim.path}, profile {profile}, look {look + 1} (written by seqbench verify)\n"
-                         + yaml.safe_dump(raw, sort_keys=False))
+    spec_file.write_text(
+        f"# {claim.path}, profile {profile}, look {look + 1} (written by seqbench verify)\n"
+        + yaml.safe_dump(raw, sort_keys=False)
+    )
     path = str(spec_file)
     try:
-        swept = run_sweep(parse_spec(raw, source=path), study=study, source=path, out_dir=str(out_dir),
-                          argv=sweep_argv(path, workers=workers, storage=storage, study=study, out_dir=str(out_dir)),
-                          workers=workers, storage=storage)
+        swept = run_sweep(
+            parse_spec(raw, source=path),
+            study=study,
+            source=path,
+            out_dir=str(out_dir),
+            argv=sweep_argv(path, workers=workers, storage=storage, study=study, out_dir=str(out_dir)),
+            workers=workers,
+            storage=storage,
+        )
     except SpecChanged as e:
-        raise UserError(f"claim {claim.name}: its seeds or looks changed since study {study} ran (a look's seeds "
-                        f"are fixed once run); restore them, or pass another --out-dir/--storage ({e})") from None
+        raise UserError(
+            f"claim {claim.name}: its seeds or looks changed since study {study} ran (a look's seeds "
+            f"are fixed once run); restore them, or pass another --out-dir/--storage ({e})"
+        ) from None
     table = add_diagnostic_metrics(swept.table())
     return table, ([f"sweep {study} exit status {swept.status}"] if swept.status else []) + failed_trials(table)
 

@@ -48,14 +48,15 @@ each seed is judged at its best value of them, e.g. the best of 3 learning rates
 ...}``, the goal by default the claim metric's), ``scale:`` (auto | linear | log), ``control:`` (names in
 ``controls:``, or one inline rule). A rule that says a model did not learn (``above``/``between`` a
 baseline multiple) or compares two configurations (``minus:``) names a control (or says why it needs
-none: ``no_control: reason``), else it is judged ``invalid``; a control that fails makes the claim ``invalid``. ``looks:`` may be set per profile;
-``seeds:`` then defaults to range(last look). Seeds and looks stay out of the study name
-(``Claim.digest``) so that changing them after a first verdict meets the lock (``lock.py``) and is refused.
+none: ``no_control: reason``), else it is judged ``invalid``; a control that fails makes the claim
+``invalid``. ``looks:`` may be set per profile; ``seeds:`` then defaults to range(last look). Seeds and
+looks stay out of the study name (``Claim.digest``) so that changing them after a first verdict meets the
+lock (``lock.py``) and is refused.
 
 ``kind: cost`` claims measure instead with ``seqbench cost`` (``bench/commands/cost.py``): a ``cost:``
 block of its settings plus ``replicates`` (or ``looks:``, counted in replicates of the whole measurement:
-verify measures up to each look and stops at the first that decides); their rows are models (``where: {model.name: lstm}``)
-and their metrics ``time_exponent`` (all lengths), ``time_exponent_upper`` (upper half),
+verify measures up to each look and stops at the first that decides); their rows are models
+(``where: {model.name: lstm}``) and their metrics ``time_exponent`` (all lengths), ``time_exponent_upper`` (upper half),
 ``time_exponent_long`` (the 4 longest), ``flops_exponent``/``flops_exponent_long`` (the FLOP count's
 prediction at the same lengths) and ``fixed_share`` (time at the shortest length / at the longest),
 one value per replicate; a fit needs at least 4 lengths.
@@ -64,6 +65,7 @@ A rule's ``where`` must fix every swept parameter of the profile (values may be 
 resolved per profile), so a rule never pools configurations by accident. Every profile is checked
 when the claim loads by building every run config (sweep claims) or the cost settings.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -111,20 +113,28 @@ class Claim(Section):
     kind: Literal["sweep", "cost"] = "sweep"
     profiles: dict[Literal["quick", "paper"], dict[str, Any]]
     expect: list[Rule] = Field(min_length=1)
-    controls: list[Rule] = Field(default_factory=list, description="rules that must hold for the claim to mean "
-                                 "anything (a comparator trains); one that fails makes the claim invalid")
-    looks: list[int] | None = Field(None, min_length=1, description="seed counts at which verify judges, "
-                                    "stopping at the first that decides every rule (alpha spent over them)")
+    controls: list[Rule] = Field(
+        default_factory=list,
+        description="rules that must hold for the claim to mean "
+        "anything (a comparator trains); one that fails makes the claim invalid",
+    )
+    looks: list[int] | None = Field(
+        None,
+        min_length=1,
+        description="seed counts at which verify judges, "
+        "stopping at the first that decides every rule (alpha spent over them)",
+    )
     figure: Literal["length", "factors", "heatmap", "learning_curves", "through_time", "cost"]
     note: str = ""
     spec: dict[str, Any] = Field(default_factory=dict, description="the sweep spec (or the cost block)")
 
     @model_validator(mode="after")
-    def _both_profiles(self) -> "Claim":
+    def _both_profiles(self) -> Claim:
         missing = [p for p in PROFILES if p not in self.profiles]
         if missing:
-            raise ValueError(f"profiles: needs {' and '.join(missing)} (quick: 2 CPU cores, ~5 min; paper: the "
-                             "paper's settings)")
+            raise ValueError(
+                f"profiles: needs {' and '.join(missing)} (quick: 2 CPU cores, ~5 min; paper: the paper's settings)"
+            )
         for r in self.expect:  # an inline control joins the claim's controls under its name
             if isinstance(r.control, dict):
                 inline = Rule.model_validate(r.control)
@@ -136,8 +146,10 @@ class Claim(Section):
         for r in self.expect:
             unknown = [c for c in r.control_names if c not in names]
             if unknown:
-                raise ValueError(f"expect: rule {r.name!r}: control {unknown[0]!r} is not in controls: "
-                                 f"({', '.join(names) or 'none'})")
+                raise ValueError(
+                    f"expect: rule {r.name!r}: control {unknown[0]!r} is not in controls: "
+                    f"({', '.join(names) or 'none'})"
+                )
         for p in PROFILES:
             looks_of(self.looks if "looks" not in self.profiles.get(p, {}) else self.profiles[p]["looks"], p)
         return self
@@ -164,8 +176,10 @@ class Claim(Section):
         """A cost claim's replicate count: the last look's, else ``replicates:`` (default 3)."""
         looks, reps = self.looks_for(profile), self.resolved(profile).get("replicates")
         if looks and reps is not None and reps != looks[-1]:
-            raise UserError(f"cost.replicates: {reps!r} disagrees with looks: {looks} (profile {profile}); the last "
-                            f"look is the replicate count: drop replicates:")
+            raise UserError(
+                f"cost.replicates: {reps!r} disagrees with looks: {looks} (profile {profile}); the last "
+                f"look is the replicate count: drop replicates:"
+            )
         return looks[-1] if looks else (3 if reps is None else reps)
 
     def seeds_for(self, profile: str) -> list[int]:
@@ -179,8 +193,10 @@ class Claim(Section):
         else:
             seeds = [int(x) for x in raw]
         if looks and len(seeds) < looks[-1]:
-            raise UserError(f"looks: the last look needs {looks[-1]} seeds; seeds: has "
-                            f"{len(seeds)} (drop seeds: for range({looks[-1]}))")
+            raise UserError(
+                f"looks: the last look needs {looks[-1]} seeds; seeds: has "
+                f"{len(seeds)} (drop seeds: for range({looks[-1]}))"
+            )
         return seeds
 
     def digest(self, profile: str) -> str:
@@ -196,8 +212,11 @@ def looks_of(looks: Any, profile: str) -> list[int] | None:
     """Validated looks: increasing seed counts >= 2 (a verdict needs replicates)."""
     if looks is None:
         return None
-    if not isinstance(looks, list) or not looks or not all(isinstance(n, int) and not isinstance(n, bool)
-                                                           for n in looks):
+    if (
+        not isinstance(looks, list)
+        or not looks
+        or not all(isinstance(n, int) and not isinstance(n, bool) for n in looks)
+    ):
         raise ValueError(f"looks: a list of seed counts, e.g. [3, 5, 8] (profile {profile}: got {looks!r})")
     if looks[0] < 2 or any(b <= a for a, b in zip(looks, looks[1:])):
         raise ValueError(f"looks: increasing seed counts, the first >= 2 (profile {profile}: got {looks})")
@@ -262,8 +281,10 @@ def check_profile(claim: Claim, profile: str, question: str = "") -> None:
     for rule in [*claim.rules(profile), *claim.controls_for(profile)]:
         check_largest(rule, swept)
         if rule.by_mean and not default_per_seed(rule):
-            raise UserError(f"expect: rule {rule.name!r}: by_mean: {rule.metric} is judged on its mean already "
-                            "(unbounded, an absolute threshold, nothing imputed); drop by_mean:")
+            raise UserError(
+                f"expect: rule {rule.name!r}: by_mean: {rule.metric} is judged on its mean already "
+                "(unbounded, an absolute threshold, nothing imputed); drop by_mean:"
+            )
         for sel in (rule.where, rule.minus):
             if sel is not None:
                 resolve_where(sel, swept, rule.name, rule.free)
@@ -272,8 +293,10 @@ def check_profile(claim: Claim, profile: str, question: str = "") -> None:
                 raise UserError(f"expect: rule {rule.name!r}: best_of: only for sweep claims")
             for k in rule.free:
                 if k not in swept or len(swept[k]) < 2:
-                    raise UserError(f"expect: rule {rule.name!r}: best_of: {k} must be swept over 2 or more values "
-                                    f"(swept: {', '.join(f'{s} {len(v)}' for s, v in swept.items()) or 'nothing'})")
+                    raise UserError(
+                        f"expect: rule {rule.name!r}: best_of: {k} must be swept over 2 or more values "
+                        f"(swept: {', '.join(f'{s} {len(v)}' for s, v in swept.items()) or 'nothing'})"
+                    )
             best_goal(claim, profile, rule)
 
 
@@ -289,8 +312,10 @@ def best_goal(claim: Claim, profile: str, rule: Rule) -> str:
     name, goal = (m.get("name"), m.get("goal")) if isinstance(m, dict) else (m, None)
     if goal and rule.metric.removeprefix("best.") == name:
         return str(goal)
-    raise UserError(f"expect: rule {rule.name!r}: best_of: needs goal: maximize | minimize (its metric "
-                    f"{rule.metric} is not the claim's metric {name or '(none)'} with a stated goal)")
+    raise UserError(
+        f"expect: rule {rule.name!r}: best_of: needs goal: maximize | minimize (its metric "
+        f"{rule.metric} is not the claim's metric {name or '(none)'} with a stated goal)"
+    )
 
 
 def sweep_spec(claim: Claim, profile: str, question: str = ""):
@@ -312,16 +337,23 @@ def cost_config(resolved: dict[str, Any]):
     try:
         cfg = CostConfig.model_validate(d)
     except ValidationError as e:
-        raise UserError("cost." + format_validation_error(
-            e, tagged=frozenset(), allowed_fields=lambda loc: [*CostConfig.model_fields, *COST_EXTRA])) from None
+        raise UserError(
+            "cost."
+            + format_validation_error(
+                e, tagged=frozenset(), allowed_fields=lambda loc: [*CostConfig.model_fields, *COST_EXTRA]
+            )
+        ) from None
     if len(cfg.lengths) < MIN_COST_LENGTHS:
-        raise UserError(f"cost.lengths: at least {MIN_COST_LENGTHS} (an exponent fitted over fewer is mostly noise "
-                        f"and fixed cost), got {cfg.lengths}")
+        raise UserError(
+            f"cost.lengths: at least {MIN_COST_LENGTHS} (an exponent fitted over fewer is mostly noise "
+            f"and fixed cost), got {cfg.lengths}"
+        )
     return cfg
 
 
-def resolve_where(where: dict[str, Any], swept: dict[str, list[Any]], rule: str, free: list[str] = ()
-                  ) -> dict[str, Any]:
+def resolve_where(
+    where: dict[str, Any], swept: dict[str, list[Any]], rule: str, free: list[str] = ()
+) -> dict[str, Any]:
     """``where`` with max/min replaced by the swept values; UserError unless it fixes every swept key
     but the ``free`` ones (``Rule.free``: left out of the result; the judge picks or ranges over them)."""
     unknown = [k for k in where if k not in swept]
@@ -330,8 +362,10 @@ def resolve_where(where: dict[str, Any], swept: dict[str, list[Any]], rule: str,
     swept = {k: v for k, v in swept.items() if k not in free}
     loose = [k for k in swept if k not in where and len(swept[k]) > 1]
     if loose:
-        raise UserError(f"expect: rule {rule!r}: where: must fix {', '.join(loose)} (swept), "
-                        "so configurations are never pooled (or best_of: it, judging each seed at its best value)")
+        raise UserError(
+            f"expect: rule {rule!r}: where: must fix {', '.join(loose)} (swept), "
+            "so configurations are never pooled (or best_of: it, judging each seed at its best value)"
+        )
     out = {}
     for k, values in swept.items():
         v = where.get(k, values[0])
@@ -350,8 +384,10 @@ def check_largest(rule: Rule, swept: dict[str, list[Any]]) -> None:
     over = rule.largest.over
     values = swept.get(over, [])
     if len(values) < 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        raise UserError(f"expect: rule {rule.name!r}: largest.over: {over} must be swept over at least 2 numbers "
-                        f"(got {values or 'not swept'})")
+        raise UserError(
+            f"expect: rule {rule.name!r}: largest.over: {over} must be swept over at least 2 numbers "
+            f"(got {values or 'not swept'})"
+        )
 
 
 def swept_values(claim: Claim, profile: str) -> dict[str, list[Any]]:

@@ -4,6 +4,7 @@ A task owns its data (generated or loaded), its loss, its metrics and its memory
 baseline. The Lightning module only talks to tasks through this interface, so a new
 task is one new file plus one import in ``tasks/__init__.py``.
 """
+
 from __future__ import annotations
 
 from typing import Any, ClassVar
@@ -41,8 +42,10 @@ class TaskConfig(Section):
         """Refuse an ``eval.lengths`` entry shorter than ``min_length`` (one line: the smallest and why)."""
         shortest, why = self.min_length()
         if n < shortest:
-            raise ValueError(f"eval.lengths: {n} is shorter than task {self.name!r} can build: its shortest "
-                             f"sequence is {shortest} ({why}); use lengths >= {shortest}")
+            raise ValueError(
+                f"eval.lengths: {n} is shorter than task {self.name!r} can build: its shortest "
+                f"sequence is {shortest} ({why}); use lengths >= {shortest}"
+            )
 
 
 class TokenTaskConfig(TaskConfig):
@@ -57,7 +60,7 @@ def positive_int(description: str, default: int) -> Any:
 
 
 def metric_goal_of(metric: str, tasks: list[str]) -> str:
-    """"maximize" or "minimize" for a metric key, as the runs' tasks declare it (``TaskFacts``; time:
+    """ "maximize" or "minimize" for a metric key, as the runs' tasks declare it (``TaskFacts``; time:
     minimize). A metric none of the tasks declares reads "maximize"; callers refuse it by name. The
     tasks must be registered (``seqbench.bench.config`` imports them all and re-exports this)."""
     if metric.startswith("time/"):

@@ -1,6 +1,7 @@
 """Adding problem: the data and metrics.
 
 The config (no torch) is in ``tasks/synthetic/configs/adding.py``, where the family is documented."""
+
 from __future__ import annotations
 
 import torch
@@ -10,7 +11,7 @@ from seqbench.bench.core.contract import Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import Task
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.adding import (  # noqa: F401  (the configs, re-exported beside their modules)
+from seqbench.tasks.synthetic.configs.adding import (  # the configs, re-exported beside their modules
     SOLVED_MSE,
     AddingConfig,
 )
@@ -18,6 +19,8 @@ from seqbench.tasks.synthetic.configs.adding import (  # noqa: F401  (the config
 
 @TASKS.module("adding")
 class AddingTask(SyntheticTask, Task):
+    cfg: AddingConfig  # the config beside this module
+
     @property
     def spec(self) -> TaskSpec:
         return self.build_spec(n_classes=1, input_dim=2, dependency=self.cfg.length)

@@ -1,6 +1,7 @@
 """Multi-query associative recall: the data and metrics.
 
 The config (no torch) is in ``tasks/synthetic/configs/assoc_recall.py``, where the family is documented."""
+
 from __future__ import annotations
 
 import math
@@ -11,13 +12,15 @@ from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.assoc_recall import (  # noqa: F401  (the configs, re-exported beside their modules)
+from seqbench.tasks.synthetic.configs.assoc_recall import (  # the configs, re-exported beside their modules
     AssocRecallConfig,
 )
 
 
 @TASKS.module("assoc_recall")
 class AssocRecallTask(SyntheticTask, TokenTask):
+    cfg: AssocRecallConfig  # the config beside this module
+
     @property
     def spec(self) -> TaskSpec:
         c = self.cfg
@@ -32,8 +35,8 @@ class AssocRecallTask(SyntheticTask, TokenTask):
         keys = torch.rand(batch_size, half - 1, generator=g, device=device).argsort(-1)[:, :n] + 1
         values = torch.randint(half, c.vocab, (batch_size, n), generator=g, device=device)
         x = torch.zeros(batch_size, length, dtype=torch.long, device=device)
-        x[:, 0:2 * n:2] = keys
-        x[:, 1:2 * n:2] = values
+        x[:, 0 : 2 * n : 2] = keys
+        x[:, 1 : 2 * n : 2] = values
         # each key queried once, at distinct random positions in the query region
         qpos = torch.rand(batch_size, region, generator=g, device=device).argsort(-1)[:, :n] + 2 * n
         order = torch.rand(batch_size, n, generator=g, device=device).argsort(-1)  # which key goes where

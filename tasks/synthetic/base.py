@@ -5,10 +5,11 @@ The loader yields integer keys; ``materialize`` turns a key into a batch with a
 rebuilt from its key (determinism, resume), splits use disjoint seed streams, and no
 data ever crosses the host->device boundary.
 """
+
 from __future__ import annotations
 
 import itertools
-from typing import Iterator
+from collections.abc import Iterator
 
 import torch
 
@@ -21,8 +22,13 @@ _MASK = (1 << 62) - 1
 
 def stream_seed(seed: int, split: str, index: int, rank: int = 0, length: int = 0) -> int:
     """A 62-bit seed for one batch; different splits/ranks/lengths never share a stream."""
-    h = (seed * 0x9E3779B97F4A7C15 + _SPLIT_ID[split] * 0xBF58476D1CE4E5B9
-         + rank * 0x94D049BB133111EB + length * 0x2545F4914F6CDD1D + index) & _MASK
+    h = (
+        seed * 0x9E3779B97F4A7C15
+        + _SPLIT_ID[split] * 0xBF58476D1CE4E5B9
+        + rank * 0x94D049BB133111EB
+        + length * 0x2545F4914F6CDD1D
+        + index
+    ) & _MASK
     # splitmix64 finaliser: nearby inputs give unrelated seeds
     h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
     h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & _MASK
@@ -34,8 +40,7 @@ class BatchKey(tuple):
 
 
 class KeyStream(torch.utils.data.IterableDataset):
-    def __init__(self, split: str, n_batches: int | None, rank: int, length: int, batch_size: int,
-                 start: int = 0):
+    def __init__(self, split: str, n_batches: int | None, rank: int, length: int, batch_size: int, start: int = 0):
         self.split, self.n, self.rank, self.length, self.bs = split, n_batches, rank, length, batch_size
         self.start = start
 
@@ -66,6 +71,5 @@ class SyntheticTask(Task):
         g.manual_seed(stream_seed(self.seed, split, int(index), int(rank), int(length)))
         return self.generate(g, int(bs), int(length), device)
 
-    def generate(self, g: torch.Generator, batch_size: int, length: int,
-                 device: torch.device) -> Batch:
+    def generate(self, g: torch.Generator, batch_size: int, length: int, device: torch.device) -> Batch:
         raise NotImplementedError

@@ -1,6 +1,7 @@
 """Copy memory: the data and metrics.
 
 The config (no torch) is in ``tasks/synthetic/configs/copy.py``, where the family is documented."""
+
 from __future__ import annotations
 
 import math
@@ -11,19 +12,18 @@ from seqbench.bench.core.contract import Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.copy import (  # noqa: F401  (the configs, re-exported beside their modules)
-    CopyConfig,
-)
+from seqbench.tasks.synthetic.configs.copy import CopyConfig  # the configs, re-exported beside their modules
 
 
 @TASKS.module("copy")
 class CopyTask(SyntheticTask, TokenTask):
+    cfg: CopyConfig  # the config beside this module
+
     # tokens: 0 = blank, 1..alphabet = symbols, alphabet+1 = delimiter
     @property
     def spec(self) -> TaskSpec:
         c = self.cfg
-        return self.build_spec(n_classes=c.alphabet + 1, vocab_size=c.alphabet + 2,
-                               dependency=c.delay + c.n_symbols)
+        return self.build_spec(n_classes=c.alphabet + 1, vocab_size=c.alphabet + 2, dependency=c.delay + c.n_symbols)
 
     def generate(self, g, batch_size, length, device) -> Batch:
         c = self.cfg

@@ -1,5 +1,6 @@
 """Fuzzy in-context recall: the data (the config and the worked example are in
 ``tasks/synthetic/configs/fuzzy_recall.py``)."""
+
 from __future__ import annotations
 
 import math
@@ -10,9 +11,7 @@ from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.fuzzy_recall import (  # noqa: F401  (the config, beside its module)
-    FuzzyRecallConfig,
-)
+from seqbench.tasks.synthetic.configs.fuzzy_recall import FuzzyRecallConfig  # the config, beside its module
 
 
 def first_of_equal(tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -24,6 +23,8 @@ def first_of_equal(tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
 
 @TASKS.module("fuzzy_recall")
 class FuzzyRecallTask(SyntheticTask, TokenTask):
+    cfg: FuzzyRecallConfig  # the config beside this module
+
     # tokens: 0 = pad, 1..vocab//2 keys, vocab//2+1..vocab values
     @property
     def spec(self) -> TaskSpec:
@@ -48,8 +49,9 @@ class FuzzyRecallTask(SyntheticTask, TokenTask):
     def generate(self, g, batch_size, length, device) -> Batch:
         c = self.cfg
         if length < c.seq_len():
-            raise ValueError(f"fuzzy_recall: length {length} is shorter than the layout of {c.n_pairs} pairs "
-                             f"({c.seq_len()})")
+            raise ValueError(
+                f"fuzzy_recall: length {length} is shorter than the layout of {c.n_pairs} pairs ({c.seq_len()})"
+            )
         tokens, on = self._pairs(g, batch_size, device)  # (B, n, S)
         order = torch.rand(batch_size, c.n_pairs, generator=g, device=device).argsort(-1)  # query order
         idx = order[..., None].expand_as(tokens)

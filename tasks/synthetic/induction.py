@@ -1,5 +1,6 @@
 """Induction heads: the data (the config and the worked example are in
 ``tasks/synthetic/configs/induction.py``)."""
+
 from __future__ import annotations
 
 import math
@@ -10,11 +11,13 @@ from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.induction import InductionConfig  # noqa: F401  (the config, beside its module)
+from seqbench.tasks.synthetic.configs.induction import InductionConfig  # the config, beside its module
 
 
 @TASKS.module("induction")
 class InductionTask(SyntheticTask, TokenTask):
+    cfg: InductionConfig  # the config beside this module
+
     # tokens: 0..vocab-1 noise and answers, vocab = the trigger
     @property
     def spec(self) -> TaskSpec:

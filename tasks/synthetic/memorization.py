@@ -1,7 +1,7 @@
 """Memorization: the data and the map's baseline (the config and the worked example are in
 ``tasks/synthetic/configs/memorization.py``)."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 import torch
 
@@ -9,9 +9,7 @@ from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.memorization import (  # noqa: F401  (the config, beside its module)
-    MemorizationConfig,
-)
+from seqbench.tasks.synthetic.configs.memorization import MemorizationConfig  # the config, beside its module
 
 
 def fixed_map(n_keys: int, n_values: int, map_seed: int) -> torch.Tensor:
@@ -22,6 +20,8 @@ def fixed_map(n_keys: int, n_values: int, map_seed: int) -> torch.Tensor:
 
 @TASKS.module("memorization")
 class MemorizationTask(SyntheticTask, TokenTask):
+    cfg: MemorizationConfig  # the config beside this module
+
     # tokens: 0..n_keys-1 keys, n_keys = the insert token; classes: the values
     def __init__(self, cfg, seed: int = 0):
         super().__init__(cfg, seed)

@@ -1,5 +1,6 @@
 """Noisy in-context recall: the data (the config and the worked example are in
 ``tasks/synthetic/configs/noisy_recall.py``)."""
+
 from __future__ import annotations
 
 import math
@@ -10,13 +11,13 @@ from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.noisy_recall import (  # noqa: F401  (the config, beside its module)
-    NoisyRecallConfig,
-)
+from seqbench.tasks.synthetic.configs.noisy_recall import NoisyRecallConfig  # the config, beside its module
 
 
 @TASKS.module("noisy_recall")
 class NoisyRecallTask(SyntheticTask, TokenTask):
+    cfg: NoisyRecallConfig  # the config beside this module
+
     # tokens: 1..vocab//2-1 keys, vocab//2..vocab-1 values, vocab..vocab+noise_vocab-1 noise (0 unused)
     @property
     def spec(self) -> TaskSpec:

@@ -1,6 +1,7 @@
 """Selective copying: the data and metrics.
 
 The config (no torch) is in ``tasks/synthetic/configs/selective_copy.py``, where the family is documented."""
+
 from __future__ import annotations
 
 import math
@@ -11,13 +12,15 @@ from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.selective_copy import (  # noqa: F401  (the configs, re-exported beside their modules)
+from seqbench.tasks.synthetic.configs.selective_copy import (  # the configs, re-exported beside their modules
     SelectiveCopyConfig,
 )
 
 
 @TASKS.module("selective_copy")
 class SelectiveCopyTask(SyntheticTask, TokenTask):
+    cfg: SelectiveCopyConfig  # the config beside this module
+
     # tokens: 0 = blank, 1..alphabet = symbols, alphabet+1 = marker
     @property
     def spec(self) -> TaskSpec:

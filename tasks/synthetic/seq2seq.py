@@ -1,6 +1,7 @@
 """The synthetic seq2seq tasks' shared data layout and metrics.
 
 The config (no torch) is in ``tasks/synthetic/configs/seq2seq.py``, where the family is documented."""
+
 from __future__ import annotations
 
 from typing import ClassVar
@@ -13,7 +14,7 @@ from sacrebleu.metrics import BLEU
 from seqbench.bench.core.contract import Batch, TaskSpec
 from seqbench.tasks.base import Task, TokenAccuracy
 from seqbench.tasks.synthetic.base import SyntheticTask
-from seqbench.tasks.synthetic.configs.seq2seq import (  # noqa: F401  (the configs, re-exported beside their modules)
+from seqbench.tasks.synthetic.configs.seq2seq import (  # the configs, re-exported beside their modules
     EOS,
     FIRST_SYMBOL,
     PAD,
@@ -28,6 +29,10 @@ class CorpusBLEU(torchmetrics.Metric):
     then ``sacrebleu.metrics.BLEU.compute_bleu`` turns the totals into the corpus score."""
 
     full_state_update = False
+    correct: torch.Tensor  # the states add_state registers (declared for the type checker)
+    total: torch.Tensor
+    sys_len: torch.Tensor
+    ref_len: torch.Tensor
 
     def __init__(self) -> None:
         super().__init__()
@@ -45,8 +50,14 @@ class CorpusBLEU(torchmetrics.Metric):
         self.ref_len += s.ref_len
 
     def compute(self) -> torch.Tensor:
-        s = BLEU.compute_bleu(self.correct.tolist(), self.total.tolist(), int(self.sys_len), int(self.ref_len),
-                              smooth_method="exp", max_ngram_order=self.bleu.max_ngram_order)
+        s = BLEU.compute_bleu(
+            self.correct.tolist(),
+            self.total.tolist(),
+            int(self.sys_len),
+            int(self.ref_len),
+            smooth_method="exp",
+            max_ngram_order=self.bleu.max_ngram_order,
+        )
         return torch.tensor(s.score)
 
 
@@ -67,20 +78,24 @@ def to_text(tokens: torch.Tensor) -> list[str]:
 class Seq2SeqTask(SyntheticTask, Task):
     """Subclasses implement ``target(src (B, T)) -> (B, T)`` and ``baseline``."""
 
+    cfg: Seq2SeqTaskConfig  # the config beside this module
+
     solve_threshold: ClassVar[float] = SOLVED_EXACT_MATCH
 
     @property
     def spec(self) -> TaskSpec:
         n = self.cfg.vocab + FIRST_SYMBOL
-        return self.build_spec(n_classes=n, vocab_size=n, pad_id=PAD, sos_id=SOS, eos_id=EOS,
-                               dependency=self.cfg.length)
+        return self.build_spec(
+            n_classes=n, vocab_size=n, pad_id=PAD, sos_id=SOS, eos_id=EOS, dependency=self.cfg.length
+        )
 
     def target(self, src: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
     def generate(self, g, batch_size, length, device) -> Batch:
-        src = torch.randint(FIRST_SYMBOL, self.cfg.vocab + FIRST_SYMBOL, (batch_size, length),
-                            generator=g, device=device)
+        src = torch.randint(
+            FIRST_SYMBOL, self.cfg.vocab + FIRST_SYMBOL, (batch_size, length), generator=g, device=device
+        )
         tgt = self.target(src)
         eos = torch.full_like(src[:, :1], EOS)
         sos = torch.full_like(src[:, :1], SOS)
@@ -91,8 +106,10 @@ class Seq2SeqTask(SyntheticTask, Task):
 
     def update_metrics(self, metrics, out, batch, net=None) -> None:
         if net is None or not hasattr(net, "generate"):
-            raise ValueError(f"task.name: {self.cfg.name!r} scores decoded outputs and needs a model with "
-                             "generate(); use model=seq2seq or model=transformer_seq2seq")
+            raise ValueError(
+                f"task.name: {self.cfg.name!r} scores decoded outputs and needs a model with "
+                "generate(); use model=seq2seq or model=transformer_seq2seq"
+            )
         y = batch.y  # (B, L)
         pred = net.generate(batch, max_len=y.shape[1])  # (B, <= L') decoded, pad after <eos>
         L = y.shape[1]

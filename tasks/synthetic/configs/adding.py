@@ -12,6 +12,7 @@ Memoryless baseline: always answer 1.0 (the mean of the sum of two U(0,1)), MSE 
 to the variance of that sum, 2/12 = 1/6 ~ 0.1667 (a widely copied README says 0.1767;
 that is wrong). Solved: ``val/mse < 0.01`` (6% of the baseline).
 """
+
 from __future__ import annotations
 
 from typing import Literal

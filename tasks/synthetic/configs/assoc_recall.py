@@ -14,6 +14,7 @@ Memoryless baseline: a uniform guess among the values, cross-entropy
 ``ln(n_values)`` and accuracy ``1 / n_values`` with ``n_values = vocab - vocab // 2``.
 Solved: ``val/acc >= 0.95``.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -39,8 +40,10 @@ class AssocRecallConfig(TokenTaskConfig):
         if self.n_pairs > self.vocab // 2 - 1:
             raise ValueError(f"task.n_pairs: {self.n_pairs} distinct keys need task.vocab >= {2 * self.n_pairs + 2}")
         if self.length < 3 * self.n_pairs:
-            raise ValueError(f"task.length: {self.length} is too short for {self.n_pairs} pairs and their queries; "
-                             f"use length >= {3 * self.n_pairs}")
+            raise ValueError(
+                f"task.length: {self.length} is too short for {self.n_pairs} pairs and their queries; "
+                f"use length >= {3 * self.n_pairs}"
+            )
         return self
 
     def seq_len(self) -> int:

@@ -20,6 +20,7 @@ plus a sinusoidal position embedding per reconstructed position; here the model'
 head emits all ``length x alphabet`` logits from the summary features (no decoder MLP, no decoder
 positions), ``alphabet`` counts symbols only, and training data is a fresh stream (MAD: 12,800).
 """
+
 from __future__ import annotations
 
 from typing import Literal

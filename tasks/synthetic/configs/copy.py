@@ -14,6 +14,7 @@ Memoryless baseline: predict blank everywhere except the last ``n_symbols`` step
 a uniform guess there, cross-entropy ``n_symbols * ln(alphabet) / (delay + 2 n_symbols)``
 and recall accuracy ``1 / alphabet``. Solved: ``val/acc >= 0.95``.
 """
+
 from __future__ import annotations
 
 from typing import Literal

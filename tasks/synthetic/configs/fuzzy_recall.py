@@ -23,6 +23,7 @@ the difficulty knob (MAD varies length, vocabulary and training-set size), every
 and queried once (the MQAR layout of ``assoc_recall``), tokens inside a motif are independent draws, a
 key drawn twice keeps its first value, and training data is a fresh stream (MAD: 12,800 sequences).
 """
+
 from __future__ import annotations
 
 from typing import Literal

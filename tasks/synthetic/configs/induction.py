@@ -18,6 +18,7 @@ Solved: ``val/acc >= 0.95``.
 Differs from Gu & Dao's: their vocabulary is 16 with the trigger among its tokens; here the trigger
 is a token of its own, never drawn as noise, so exactly one earlier occurrence exists.
 """
+
 from __future__ import annotations
 
 from typing import Literal

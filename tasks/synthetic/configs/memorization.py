@@ -5,10 +5,10 @@ Worked example (n_keys=4, keys k0..k3, the map k0->v2, k1->v0, k2->v2, k3->v1; i
     input : k1 ? k3 ? k0 ? k1 ?
     target: .  v0 . v1 .  v2 . v0     (. = not scored)
 
-The map from ``n_keys`` keys to ``n_values`` values (default: as many as keys) is drawn once from ``map_seed``, a seed of the
-task, not of the run: every run and every seed learns the same facts, and only the initialisation and
-the data order differ. Sequences are random keys, each followed by an insert token at which the model
-must emit the key's value. Nothing in the sequence tells the answer: it has to be stored in the
+The map from ``n_keys`` keys to ``n_values`` values (default: as many as keys) is drawn once from
+``map_seed``, a seed of the task, not of the run: every run and every seed learns the same facts, and
+only the initialisation and the data order differ. Sequences are random keys, each followed by an insert
+token at which the model must emit the key's value. Nothing in the sequence tells the answer: it has to be stored in the
 weights, so ``n_keys`` (the number of facts) is the difficulty knob.
 
 Memoryless baseline: a model that sees only the insert token can only guess from the map's value
@@ -22,6 +22,7 @@ trains on a fixed set of 256 sequences of 32 tokens for 200 epochs; here each ke
 independent draw (several keys may share a value), the map's seed is the task's own, and training
 sees a fresh stream of sequences of the same facts.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -39,11 +40,18 @@ class MemorizationConfig(TokenTaskConfig):
     name: Literal["memorization"] = "memorization"
 
     n_keys: int = Field(128, ge=2, description="facts to store: keys of the fixed map (MAD: 127-4095)")
-    n_values: int | None = Field(None, ge=2, description="values the keys map to, drawn per key (some repeat); "
-                                 "null = as many as keys, MAD's size (its map is a bijection)")
+    n_values: int | None = Field(
+        None,
+        ge=2,
+        description="values the keys map to, drawn per key (some repeat); "
+        "null = as many as keys, MAD's size (its map is a bijection)",
+    )
     length: int = Field(32, ge=2, description="positions per sequence, key and insert token alternating (MAD: 32)")
-    map_seed: int = Field(12345, ge=0, description="the map's seed, the task's own: every run learns the same "
-                          "facts (MAD's default seed 12345)")
+    map_seed: int = Field(
+        12345,
+        ge=0,
+        description="the map's seed, the task's own: every run learns the same facts (MAD's default seed 12345)",
+    )
 
     def values(self) -> int:
         """The number of values (``n_values``, or one per key)."""

@@ -22,6 +22,7 @@ length (more noise, fewer pairs), keys recur and every repeat is scored; here th
 ``n_pairs`` and the noise is added (more noise, a longer context), each key is stored once and
 queried once among noise, and training data is a fresh stream (MAD: 12,800 sequences).
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -41,8 +42,9 @@ class NoisyRecallConfig(TokenTaskConfig):
     vocab: int = Field(32, ge=8, description="key and value tokens; keys 1..vocab//2-1, values vocab//2..vocab-1")
     noise_vocab: int = positive_int("noise tokens, a vocabulary of their own (MAD: 16)", 16)
     n_pairs: int = positive_int("key-value pairs to store (each queried once)", 8)
-    noise: float = Field(0.5, ge=0.0, lt=1.0, description="share of the context's pairs that are noise "
-                         "(MAD's frac_noise: 0.2-0.8)")
+    noise: float = Field(
+        0.5, ge=0.0, lt=1.0, description="share of the context's pairs that are noise (MAD's frac_noise: 0.2-0.8)"
+    )
 
     @model_validator(mode="after")
     def _fits(self):

@@ -16,6 +16,7 @@ cross-entropy ``length * ln(vocab) / (length + 1)``, token accuracy
 ``(length / vocab + 1) / (length + 1)`` and exact match ``vocab ** -length``.
 Solved: ``val/exact_match >= 0.9``.
 """
+
 from __future__ import annotations
 
 from typing import Literal

@@ -13,6 +13,7 @@ Loss and accuracy are over the answer positions only.
 Memoryless baseline: a uniform guess, cross-entropy ``ln(alphabet)`` and accuracy
 ``1 / alphabet``. Solved: ``val/acc >= 0.95``.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -36,8 +37,10 @@ class SelectiveCopyConfig(TokenTaskConfig):
     @model_validator(mode="after")
     def _fits(self):
         if self.n_symbols > self.length:
-            raise ValueError(f"task.n_symbols: {self.n_symbols} symbols do not fit in task.length={self.length}; "
-                             "lower n_symbols or raise length")
+            raise ValueError(
+                f"task.n_symbols: {self.n_symbols} symbols do not fit in task.length={self.length}; "
+                "lower n_symbols or raise length"
+            )
         return self
 
     def seq_len(self) -> int:

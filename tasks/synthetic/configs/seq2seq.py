@@ -12,6 +12,7 @@ included), ``exact_match`` (whole output incl. <eos>), and ``bleu`` (corpus BLEU
 ``sacrebleu`` on the symbol ids, <eos> stripped). The loss stays teacher-forced
 cross-entropy. Solved: ``val/exact_match >= 0.9``.
 """
+
 from __future__ import annotations
 
 from pydantic import Field
@@ -25,9 +26,12 @@ SOLVED_EXACT_MATCH = 0.9
 
 class Seq2SeqTaskConfig(TaskConfig):
     # not causal: the whole source is read before the first output
-    facts = TaskFacts(OutputKind.SEQ2SEQ, causal=False, primary="exact_match",
-                      metrics=(MetricDef("token_acc", Goal.MAX), MetricDef("exact_match", Goal.MAX),
-                               MetricDef("bleu", Goal.MAX)))
+    facts = TaskFacts(
+        OutputKind.SEQ2SEQ,
+        causal=False,
+        primary="exact_match",
+        metrics=(MetricDef("token_acc", Goal.MAX), MetricDef("exact_match", Goal.MAX), MetricDef("bleu", Goal.MAX)),
+    )
 
     length: int = positive_int("source symbols; the target has length + 1 tokens (with <eos>)", 16)
     vocab: int = Field(16, ge=2, description="distinct symbols (ids 3..vocab+2; 0 <pad>, 1 <sos>, 2 <eos>)")

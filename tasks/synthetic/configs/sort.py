@@ -15,6 +15,7 @@ entropy of those distributions (with a certain <eos>), its token accuracy the me
 their modes' probabilities, and its exact match the probability of the most likely
 sorted sequence (symbol counts as even as possible). Solved: ``val/exact_match >= 0.9``.
 """
+
 from __future__ import annotations
 
 from typing import Literal

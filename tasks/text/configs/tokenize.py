@@ -13,6 +13,7 @@ For language modelling, ``encode_stream`` also returns how many characters of th
 token accounts for (whitespace counts towards the next token), so bits per character can be
 measured exactly for any tokenizer: the counts of a split sum to its length in characters.
 """
+
 from __future__ import annotations
 
 SPECIALS = ("<pad>", "<unk>", "<sos>", "<eos>")
