@@ -2,7 +2,7 @@
 
 Each section: the question, the source with its published numbers, the verdict table (ours beside
 the paper's), and the figure that shows the effect, drawn by the dashboard's own figure functions
-(``reports.figures``, ``reports.diagnostics``, ``bench.cost.fig_cost``) from the claim's run table.
+(``reports.figures``, ``reports.diagnostics``, ``reports.cost.fig_cost``) from the claim's run table.
 """
 
 from __future__ import annotations

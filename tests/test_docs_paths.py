@@ -32,14 +32,9 @@ NOT_OURS = {
     "seqbench.mixers",  # an entry-point group (bench/plugins.py), named like a module but none
     "models/s4/s4d.py",  # the state-spaces/s4 repository's file that models/s4d.py follows
 }
-# Stale names in the files another branch (issue 29, part A) restructures; the lead fixes them after merging
-# and removes their entries here (an entry no longer stale fails `test_known_stale_names_are_still_there`).
-KNOWN_STALE: set[tuple[str, str]] = {
-    ("bench/training/callbacks.py", "bench.train"),  # -> bench.training.train
-    ("bench/training/callbacks.py", "bench.train.fit"),
-    ("bench/training/train.py", "bench.distributed"),  # -> bench.training.distributed
-    ("reports/verify_html.py", "bench.cost.fig_cost"),  # -> reports.cost.fig_cost
-}
+# Stale names allowed for now, each with where it should point (none today); an entry no longer stale fails
+# `test_known_stale_names_are_still_there`, so the list can only shrink.
+KNOWN_STALE: set[tuple[str, str]] = set()
 
 
 def _module_file(parts: list[str]) -> Path | None:

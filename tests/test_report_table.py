@@ -96,7 +96,7 @@ def test_runs_found_under_fallback_out_dir_and_empty_study(out_dir, tmp_path):
 
 
 def test_real_run_folder_from_bench_train(out_dir):
-    """A trial whose run folder was written by bench.training.train.run itself (tiny config)."""
+    """A trial whose run folder was written by bench.training.train.train_run itself (tiny config)."""
     from optuna.distributions import CategoricalDistribution
     from optuna.trial import TrialState
 

@@ -1,7 +1,7 @@
 """Lightning callbacks the harness always installs: results rows, progress lines, training clock,
 where the run trained, divergence, graceful stop on a signal, atomic checkpoints.
 
-Callbacks that can end a run early derive from ``RunStopper``: ``bench.train`` records the first
+Callbacks that can end a run early derive from ``RunStopper``: ``bench.training.train`` records the first
 one that stopped the run (its ``stop_status`` and ``stop_reason``) in results.json.
 """
 
@@ -38,7 +38,7 @@ class RunStopper(pl.Callback):
     """A callback that may end the run early and says why (``diverged``, ``pruned``, ``interrupted``).
 
     ``stop`` asks the Trainer to stop after this step and keeps the first status and reason;
-    ``bench.train`` reads them off every ``RunStopper`` it was given, so a new kind of stop needs no
+    ``bench.training.train`` reads them off every ``RunStopper`` it was given, so a new kind of stop needs no
     change there.
     """
 
@@ -393,5 +393,5 @@ class GracefulStop(RunStopper):
 
 
 class StopNow(Exception):
-    """Raised by ``GracefulStop`` after its checkpoint to end ``fit`` at once; ``bench.train.fit``
+    """Raised by ``GracefulStop`` after its checkpoint to end ``fit`` at once; ``bench.training.train.fit``
     catches it and records the run as interrupted."""

@@ -2,7 +2,7 @@
 
 ``run_in_process`` reads as its steps: ``build_trainer`` -> ``fit`` (-> status) ->
 ``test_at_lengths`` (at the training length and each ``eval.lengths``) -> ``assemble_results``.
-Under several processes each rank runs it (``bench.distributed``); rank 0 writes the files.
+Under several processes each rank runs it (``bench.training.distributed``); rank 0 writes the files.
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def run_in_process(
     *,
     strategy: str = "auto",
 ) -> Results:
-    """``train_run`` in this process (one of several under DDP, see ``bench.distributed``)."""
+    """``train_run`` in this process (one of several under DDP, see ``bench.training.distributed``)."""
     quiet_lightning()
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
