@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,7 +151,7 @@ def _param_value(v: Any) -> Any:
     return json.dumps(v) if isinstance(v, (list, dict)) else v
 
 
-def run_fields(run_dir: Path, res: dict[str, Any] | None) -> dict[str, Any]:
+def run_fields(run_dir: Path, res: Mapping[str, Any] | None) -> dict[str, Any]:
     """A run's own columns (status, diverged, final./best./baseline., scalars) from its results.json
     ``res``; the report's table and ``reports.runs.load_runs`` both take them from here."""
     row: dict[str, Any] = {}

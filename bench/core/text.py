@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import textwrap
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 MISSING = "–"  # a cell with no value (None, NaN)
@@ -140,7 +140,7 @@ def _si(x: float) -> str:
     return f"{x:.3g}"
 
 
-def speed_summary(results: dict[str, Any]) -> str:
+def speed_summary(results: Mapping[str, Any]) -> str:
     """The closing line's speed facts: steps over training time, samples/s, tokens/s, model FLOP/s and
     MFU where measured, and where it ran (only the keys the run recorded)."""
     parts = [
