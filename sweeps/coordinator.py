@@ -177,4 +177,4 @@ def _announce(
     if spec.question:
         print(f"question: {spec.question}", flush=True)
     if placed[0] is not None:
-        print("CUDA_VISIBLE_DEVICES per worker: " + ", ".join(placed), flush=True)
+        print("CUDA_VISIBLE_DEVICES per worker: " + ", ".join(str(p) for p in placed), flush=True)

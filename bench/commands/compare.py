@@ -177,7 +177,7 @@ def route(base: dict[str, Any], axes: dict[str, list[Any]]) -> tuple[dict[str, d
                 own = dict.fromkeys(f for n in names for f in reg.get(n).config_cls.model_fields if f != "name")
                 raise UserError(
                     f"{key}: unknown field; allowed: {', '.join(own)};"
-                    + did_you_mean(field, own, lambda f, section=section: f"{section}.{f}")
+                    + did_you_mean(field, own, lambda f: f"{section}.{f}")  # noqa: B023  (called at once)
                 )
             if not have:
                 raise UserError(
@@ -250,7 +250,7 @@ def study_name(spec_dict: dict[str, Any]) -> str:
     return "compare-" + hashlib.sha1(json.dumps(canon, sort_keys=True).encode()).hexdigest()[:10]
 
 
-def spec_yaml(raw: dict[str, Any], name: str, notes: list[str] = (), command: str = "compare") -> str:
+def spec_yaml(raw: dict[str, Any], name: str, notes: Sequence[str] = (), command: str = "compare") -> str:
     head = [
         f"# written by seqbench {command}; `seqbench sweep THIS.yaml --study {name}` continues the same study",
         *(f"# {n}" for n in notes),

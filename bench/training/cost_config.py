@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -152,7 +153,7 @@ def point_line(r: dict[str, Any]) -> str:
     return f"[cost] {r['model']:<12} T={r['length']:<6} {what}"
 
 
-def fit_exponent(lengths: list[float], values: list[float]) -> float | None:
+def fit_exponent(lengths: Sequence[float], values: Sequence[float]) -> float | None:
     """Least-squares slope of log(value) against log(length); None with fewer than two points."""
     pts = [(math.log(t), math.log(v)) for t, v in zip(lengths, values) if v and v > 0]
     if len(pts) < 2:

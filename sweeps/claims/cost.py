@@ -78,7 +78,7 @@ def run_cost_claim(claim: Claim, profile: str, out_dir: Path) -> ClaimResult:
             swept,
             profile,
             Look(looks, k, f"n={n} replicates"),
-            lambda k=k: f"measuring up to {looks[k + 1]}",
+            lambda: f"measuring up to {looks[k + 1]}",  # noqa: B023  (called within this iteration)
         )
         record(lock, study, replicates, looks)
         if look.done or k == len(looks) - 1:

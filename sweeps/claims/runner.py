@@ -87,7 +87,7 @@ def run_sweep_claim(claim: Claim, profile: str, out_dir: Path, workers: int, sto
             swept,
             profile,
             Look(looks, k, f"n={n}"),
-            lambda n=n, k=k: f"adding seeds {seeds[n : looks[k + 1]]}",
+            lambda: f"adding seeds {seeds[n : looks[k + 1]]}",  # noqa: B023  (called within this iteration)
         )
         record(lock, base, seeds[: looks[-1]], looks)  # judged: from now on these seeds have these looks
         if look.done or k == len(looks) - 1:
