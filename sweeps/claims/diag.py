@@ -53,10 +53,10 @@ def _records(run_dir: str) -> list[Record]:
 def diag_metrics(recs: list[Record]) -> dict[str, float]:
     """The per-run diagnostics metrics of :func:`add_diagnostic_metrics` from its records (NaN when absent)."""
     nan = float("nan")
-    tt = [r for r in recs if r.through_time is not None]
+    tt = [r.through_time for r in recs if r.through_time is not None]
     out = {
-        "diag/decay_rate@first": tt[0].through_time.decay_rate() if tt else nan,
-        "diag/decay_rate@last": tt[-1].through_time.decay_rate() if tt else nan,
+        "diag/decay_rate@first": tt[0].decay_rate() if tt else nan,
+        "diag/decay_rate@last": tt[-1].decay_rate() if tt else nan,
         "diag/last_layer_grad_norm@first": nan,
         "diag/global_grad_norm@first": nan,
         "diag/global_grad_norm@max": nan,
