@@ -54,8 +54,8 @@ def test_forward_backward_two_steps(task_name, model_name, tmp_path):
 
 @pytest.mark.parametrize("task_name, model_name", PAIRS[:: max(1, len(PAIRS) // 6)])
 def test_full_run_through_the_harness(task_name, model_name, tmp_path):
-    from seqbench.bench.training.train import run
+    from seqbench.bench.training.train import train_run
 
-    r = run(build_config({}, tiny_overrides(task_name, model_name, tmp_path)), progress=False)
+    r = train_run(build_config({}, tiny_overrides(task_name, model_name, tmp_path)), progress=False)
     assert r["status"] == "completed" and r["steps"] == 2
     assert "val/loss" in r["final"] and "test/loss" in r["final"]

@@ -261,7 +261,7 @@ def test_a_kill_just_before_a_validation_row_loses_no_row(tmp_path):
         "        os._exit(9)  # as SIGKILL would, between the step's training and its row\n"
         "    log(self, row)\n"
         "tracking.RunTracker.log_eval = dying\n"
-        f"run(build_config({{}}, {ovs!r}), progress=False)\n"
+        f"train_run(build_config({{}}, {ovs!r}), progress=False)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled"}
     p = subprocess.run(
