@@ -1,6 +1,6 @@
 """Plug-ins without editing seqbench (``bench/plugins.py``): a toy package made in a temporary folder,
 announced by a ``*.dist-info/entry_points.txt`` on ``PYTHONPATH``, is seen by ``list``, trains through
-``run``, ``sweep``, ``compare`` and ``cost`` and appears in a report; the same classes by import path;
+``run``, ``sweep``, ``compare``, ``cost`` and ``verify``, is logged to W&B and appears in a report; the same classes by import path;
 each bad plug-in is refused with one line and exit 2, never a traceback.
 
 Entry points are read at start-up, so one fresh interpreter runs every command through the CLI entry.
@@ -139,6 +139,31 @@ parameters:
 seeds: 1
 """
 
+CLAIM = """
+question: Does a plug-in mixer go through verify like a shipped one?
+source:
+  cite: Test 2026 Tab. 1
+  paper: A. Test 2026
+  where: Table 1
+  metric: cross-entropy
+  published: [{what: "shift", value: 1.0, unit: nats}]
+base:
+  task: {name: copy, n_symbols: 2, alphabet: 3, delay: 4}
+  model: {name: stack, d_model: 8, n_layers: 1}
+  train: {max_steps: 2, val_every: 2, val_batches: 1, batch_size: 4}
+  eval: {test: false}
+  tracking: {wandb: "off"}
+method: grid
+metric: {name: val/loss, goal: minimize}
+parameters:
+  model.mixer: {values: ["myseq.layers:ShiftMixer", attention]}
+seeds: 2
+profiles: {quick: {}, paper: {}}
+figure: factors
+expect:
+  - {name: the plug-in's loss is finite, where: {model.mixer: "myseq.layers:ShiftMixer"}, metric: val/loss, below: 100}
+"""
+
 COPY = ["task=copy", "task.n_symbols=2", "task.alphabet=3", "task.delay=4"]
 SHORT = [
     "train.max_steps=2",
@@ -176,6 +201,7 @@ def plugin(tmp_path_factory) -> tuple[Path, dict]:
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: myseq\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text(ENTRY_POINTS)
     (root / "spec.yaml").write_text(SPEC)
+    (root / "plugin_claim.yaml").write_text(CLAIM)
     out = root / "out"
     run = [*COPY, *SHORT]
     commands = {
@@ -236,6 +262,16 @@ def plugin(tmp_path_factory) -> tuple[Path, dict]:
             "device=cpu",
             "isolate=false",
             f"out_dir={out / 'cost'}",
+        ],
+        "verify": ["verify", str(root / "plugin_claim.yaml"), "--out-dir", str(out / "verify")],
+        "run_wandb": [
+            "run",
+            *[a for a in run if a != "tracking.wandb=off"],
+            "tracking.wandb=offline",
+            "model=stack",
+            "model.mixer=myseq.layers:ShiftMixer",
+            "model.d_model=8",
+            f"out_dir={out / 'wandb'}",
         ],
         "bad_broken": ["run", *run, "model=stack", "model.mixer=broken"],
         "bad_leak": [
@@ -339,6 +375,24 @@ def test_a_plugin_goes_through_sweep_report_compare_and_cost(plugin):
     cost = json.loads((out / "cost" / "cost.json").read_text())
     assert {(r["model"], r["length"], r["status"]) for r in cost["rows"]} >= {("shift", 8, "ok"), ("shift", 16, "ok")}
     assert cost["summary"]["shift"]["complexity"] == "O(T·d²)"
+
+
+def test_a_plugin_is_judged_by_verify_and_logged_to_wandb(plugin):
+    out, report = plugin
+    assert report["verify"]["code"] == 0, report["verify"]["stderr"]
+    assert sorted(r["config"]["model"]["mixer"] for r in _results(out / "verify")) == [
+        "attention",
+        "attention",
+        "myseq.layers:ShiftMixer",
+        "myseq.layers:ShiftMixer",
+    ]
+    assert "| plugin_claim |" in (out / "verify" / "verify" / "verify.md").read_text()
+    assert "myseq.layers:ShiftMixer" in (out / "verify" / "verify" / "index.html").read_text()
+    assert report["run_wandb"]["code"] == 0, report["run_wandb"]["stderr"]
+    (run,) = _results(out / "wandb")
+    logs = [p.read_bytes() for p in (out / "wandb").glob("wandb/*/*.wandb")]
+    assert logs, "W&B offline wrote no run file"
+    assert any(b"myseq.layers:ShiftMixer" in b and run["run_id"].encode() in b for b in logs)
 
 
 @pytest.mark.parametrize(
