@@ -1,7 +1,7 @@
 """Plug-ins without editing seqbench (``bench/plugins.py``): a toy package made in a temporary folder,
 announced by a ``*.dist-info/entry_points.txt`` on ``PYTHONPATH``, is seen by ``list``, trains through
-``run``, ``sweep``, ``compare``, ``cost`` and ``verify``, is logged to W&B and appears in a report; the same classes by import path;
-each bad plug-in is refused with one line and exit 2, never a traceback.
+``run``, ``sweep``, ``compare``, ``cost`` and ``verify``, is logged to W&B and appears in a report; the
+same classes by import path; each bad plug-in is refused with one line and exit 2, never a traceback.
 
 Entry points are read at start-up, so one fresh interpreter runs every command through the CLI entry.
 """
