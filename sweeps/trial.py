@@ -34,12 +34,14 @@ from seqbench.sweeps.study import Job
 
 
 def suggest(trial: optuna.Trial, spec: SweepSpec) -> dict[str, Any]:
-    params = {}
+    params: dict[str, Any] = {}
     for k, p in spec.parameters.items():
         if p.values is not None:
             params[k] = trial.suggest_categorical(k, p.values)
-        elif p.distribution == "int_uniform":
-            params[k] = trial.suggest_int(k, int(p.min), int(p.max))  # type: ignore[arg-type]
+            continue
+        assert p.min is not None and p.max is not None  # Param's validator: a distribution has both
+        if p.distribution == "int_uniform":
+            params[k] = trial.suggest_int(k, int(p.min), int(p.max))
         else:
             params[k] = trial.suggest_float(k, p.min, p.max, log=p.distribution == "log_uniform")
     return params
@@ -106,7 +108,8 @@ def _run_seeds(trial: optuna.Trial, spec: SweepSpec, job: Job, reps: Replicates)
     metrics = spec.metrics()
     params = suggest(trial, spec)
     _set(trial, {"seeds": list(spec.seeds)})
-    group = wandb_group(job.study, str(journal_path(job.storage, job.out_dir) or redact(job.storage)))
+    journal = journal_path(job.storage, job.out_dir)  # None: a database URL (never None itself)
+    group = wandb_group(job.study, str(journal) if journal is not None else redact(str(job.storage)))
     extra: dict[str, Any] = {
         "out_dir": job.out_dir,
         "tracking.group": group,
