@@ -97,11 +97,11 @@ def setting_leaves(pairs: Iterable[tuple[str, Any]], repeated: list[str] | None 
     return leaves(((f"{k}.name" if k in CHOICES and not isinstance(v, dict) else k, v) for k, v in pairs), repeated)
 
 
-def _switch(d: dict[str, Any], sec: str, name: Any, reg: Registry[Any]) -> list[str]:
+def _switch(d: dict[str, Any], sec: str, name: object, reg: Registry[Any]) -> list[str]:
     """Choose ``name`` for section ``sec`` of ``d``; returns the base fields it drops."""
     node = d.get(sec)
     old: dict[str, Any] = node if isinstance(node, dict) else {}
-    if old.get("name", DEFAULT_NAMES[sec]) == name or not (isinstance(name, str) and name in reg):
+    if old.get("name", DEFAULT_NAMES[sec]) == name or not isinstance(name, str) or name not in reg:
         d[sec] = {**old, "name": name}  # an unknown name keeps everything: validation names the name
         return []
     own = reg.get(name).config_cls.model_fields

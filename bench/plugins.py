@@ -94,7 +94,7 @@ def resolve(reg: Registry[Any], name: str) -> Entry[Any] | None:
     return reg.get(name)
 
 
-def register(reg: Registry[Any], name: str, obj: Any, origin: str) -> None:
+def register(reg: Registry[Any], name: str, obj: object, origin: str) -> None:
     """Register the plug-in class ``obj`` under ``name`` with a config made for that name."""
     if not isinstance(obj, type):
         raise UserError(f"{reg.kind} {name!r}: {origin} is a {type(obj).__name__}, not a class")

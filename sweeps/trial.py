@@ -13,6 +13,7 @@ import os
 import socket
 import statistics
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,13 +29,13 @@ from seqbench.bench.training.tracking import RunTracker
 from seqbench.sweeps.liveness import Heartbeat, requeue, this_worker
 from seqbench.sweeps.optuna_adapter import frozen, set_trial_flag
 from seqbench.sweeps.pruning import PruningCallback
-from seqbench.sweeps.spec import Metric, SweepSpec, trial_config
+from seqbench.sweeps.spec import Metric, Scalar, SweepSpec, trial_config
 from seqbench.sweeps.storage import journal_path
 from seqbench.sweeps.study import Job
 
 
-def suggest(trial: optuna.Trial, spec: SweepSpec) -> dict[str, Any]:
-    params: dict[str, Any] = {}
+def suggest(trial: optuna.Trial, spec: SweepSpec) -> dict[str, Scalar]:
+    params: dict[str, Scalar] = {}
     for k, p in spec.parameters.items():
         if p.values is not None:
             params[k] = trial.suggest_categorical(k, p.values)
@@ -47,7 +48,7 @@ def suggest(trial: optuna.Trial, spec: SweepSpec) -> dict[str, Any]:
     return params
 
 
-def _tags(spec: SweepSpec, trial: optuna.Trial, params: dict[str, Any]) -> list[str]:
+def _tags(spec: SweepSpec, trial: optuna.Trial, params: Mapping[str, Scalar]) -> list[str]:
     base = list((spec.base.get("tracking") or {}).get("tags") or [])
     return [*base, f"trial-{trial.number}", *(f"{k}={v}"[:64] for k, v in params.items())]
 

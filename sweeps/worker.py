@@ -8,7 +8,7 @@ trials of dead workers (no heartbeat for the grace period) and queues their conf
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Literal
 
 import optuna
 from optuna.trial import TrialState
@@ -16,7 +16,7 @@ from optuna.trial import TrialState
 from seqbench.sweeps.liveness import reap_stale, superseded, waiting_line
 from seqbench.sweeps.optuna_adapter import claim_waiting
 from seqbench.sweeps.progress import Progress, start_line, trial_line
-from seqbench.sweeps.spec import SweepSpec, parse_spec
+from seqbench.sweeps.spec import Scalar, SweepSpec, parse_spec
 from seqbench.sweeps.storage import journal_space
 from seqbench.sweeps.study import Job, counts_as_done, n_done, open_study, optuna_quiet, space_needed
 from seqbench.sweeps.trial import run_trial, suggest
@@ -106,7 +106,7 @@ def _say_waiting(study: optuna.Study, grace: float, told: set[int]) -> None:
             print(waiting_line(t, grace), flush=True)
 
 
-def _params_or_none(trial: optuna.Trial, spec: SweepSpec) -> dict[str, Any]:
+def _params_or_none(trial: optuna.Trial, spec: SweepSpec) -> dict[str, Scalar]:
     """The trial's configuration for its start line (suggesting is idempotent: run_trial gets the same)."""
     try:
         return suggest(trial, spec)

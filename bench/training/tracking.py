@@ -278,7 +278,7 @@ class WandbRun:
             self.broken = True
             _warn_once(f"W&B {what} failed, continuing without it: {type(e).__name__}: {e}")
 
-    def log_row(self, row: Mapping[str, Any]) -> None:
+    def log_row(self, row: artifacts.MetricsRow) -> None:
         """One metrics.csv row at its trainer step (NaN cells, e.g. no train loss yet, left out)."""
         data = {k: v for k, v in row.items() if k != "step" and not (isinstance(v, float) and math.isnan(v))}
         self._guard("logging", self.run.log, {STEP: int(row["step"]), **data})

@@ -15,7 +15,6 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytorch_lightning as pl
 import torch
@@ -352,7 +351,7 @@ def test_at_lengths(trainer: pl.Trainer, module: SeqModule, lengths: Sequence[in
     return out
 
 
-def best_of(cfg: RunConfig, rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+def best_of(cfg: RunConfig, rows: Sequence[artifacts.MetricsRow]) -> dict[str, float]:
     """Best value of each validation metric over the run's rows (NaN skipped)."""
     best: dict[str, float] = {}
     for row in rows:

@@ -220,7 +220,7 @@ def is_profile(profile: str) -> TypeGuard[Profile]:
     return profile in PROFILES
 
 
-def looks_of(looks: Any, profile: str) -> list[int] | None:
+def looks_of(looks: object, profile: str) -> list[int] | None:
     """Validated looks: increasing seed counts >= 2 (a verdict needs replicates)."""
     if looks is None:
         return None
@@ -254,7 +254,7 @@ def _fields(loc: tuple) -> list[str] | None:
     return [f for f in cls.model_fields if f not in ("name", "path", "spec")] if cls else None
 
 
-def parse_claim(raw: dict[str, Any], name: str, path: str = "") -> Claim:
+def parse_claim(raw: Mapping[str, Any], name: str, path: str = "") -> Claim:
     """Validate a claim and every profile; UserError naming the file, the profile and the field."""
     pre = f"{path or name}: "
     spec = {k: v for k, v in raw.items() if k not in CLAIM_KEYS and k != "question"}
