@@ -4,15 +4,15 @@
 so a task or model registered in ``tasks/`` or ``models/`` is configurable the day it
 lands; the unions are rebuilt before a validation whenever an entry arrived after them (a plug-in,
 an import path, a notebook's ``@MODELS.register``). Configs come from YAML and/or dotted ``key=value``
-overrides; every change rebuilds and re-validates the whole tree.
+overrides, composed into one dict by ``bench/composition.py`` (whose names this module re-exports);
+every change rebuilds and re-validates the whole tree.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
@@ -22,10 +22,20 @@ from pydantic import Field, ValidationError, model_validator
 import seqbench.models  # fills MODELS
 import seqbench.tasks  # noqa: F401  (fills TASKS)
 from seqbench.bench import plugins
+from seqbench.bench.composition import (
+    CHOICES,
+    DEFAULT_NAMES,
+    Composed,
+    chosen,
+    compose,
+    foreign_at,
+    foreign_field,
+    notes,
+)
 from seqbench.bench.core.errors import UserError, validation_problems
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.schema import ADDED_LATER, NOT_IDENTITY, Section, identity
-from seqbench.bench.core.settings import comma_lists, leaves, load_yaml, parse_pairs, parse_value, safe_load, set_dotted
+from seqbench.bench.core.settings import comma_lists, load_yaml, parse_value, safe_load
 from seqbench.tasks.configs.base import metric_goal_of  # re-exported: callers import it from here
 
 if TYPE_CHECKING:
@@ -33,12 +43,17 @@ if TYPE_CHECKING:
     from seqbench.tasks.configs.base import TaskConfig
 
 __all__ = [
+    "DEFAULT_NAMES",
+    "Composed",
     "RunConfig",
     "build_config",
+    "chosen",
     "compose",
+    "foreign_field",
     "load_config",
     "load_yaml",
     "metric_goal_of",
+    "notes",
     "override",
     "parse_value",
     "safe_load",
@@ -182,9 +197,6 @@ class DiagnosticsConfig(Section):
     )
 
 
-DEFAULT_NAMES = {"task": "copy", "model": "lstm"}  # the task and model a config gets when it names none
-
-
 def _default_task():
     return TASKS.get(DEFAULT_NAMES["task"]).config_cls()
 
@@ -297,96 +309,6 @@ def sync_unions() -> None:
     _built_at = now
 
 
-# -- building configs ------------------------------------------------------------------
-
-CHOICES = {"task": TASKS, "model": MODELS}  # sections chosen by name, before any value is set
-_CHOICE_KEYS = ("task.name", "model.name")
-Blocks = Mapping[str, Mapping[str, Any]]  # per_model / per_task: name -> {dotted key: value}
-
-
-@dataclass(frozen=True)
-class Composed:
-    """A RunConfig dict before validation; the base fields a task/model switch left out, and
-    the keys given more than once (the last value counts)."""
-
-    data: dict[str, Any]
-    dropped: list[str]
-    repeated: list[str]
-    keys: list[str]  # the dotted leaf keys the overrides set (``model.name`` for ``model=``)
-    typed: list[str]  # every key given: the base's leaves (a file, a spec), the overrides, the blocks
-
-
-def compose(
-    base: Mapping[str, Any] | None = None,
-    overrides: Iterable[str] | Mapping[str, Any] = (),
-    *,
-    per_model: Blocks | None = None,
-    per_task: Blocks | None = None,
-) -> Composed:
-    """The one composition behind ``run``, ``sweep`` (its base and every trial), ``compare`` and
-    claims: ``base`` (a --config file, a sweep's base), then ``overrides`` (``key=value`` words or
-    a ``{dotted key: value}`` mapping, in any order), then the chosen model's and task's blocks.
-
-    Like Hydra, choices come before values: ``task=``/``model=`` (or ``task.name=``) is applied
-    first, then every value, so ``model.d_model=32 model=gru`` is a GRU with d_model 32. When a
-    choice switches the base's task or model, the base keeps the fields the new one also has
-    and drops the ones only other tasks/models have (listed in ``dropped``: a config.yaml of an
-    LSTM run holds ``forget_bias``, which a GRU has not; ``run`` notes them, a sweep refuses them).
-    A key no task/model has stays, so validation calls it unknown. A value typed in ``overrides``
-    is never dropped: one the chosen task/model lacks fails validation naming it. Last,
-    ``per_task[task]`` and ``per_model[model]`` (the model's win on a shared key) merge as
-    leaves: ``train: {early_stop: ...}`` in a block sets those leaves, not the whole section.
-    """
-    d = json.loads(json.dumps(base or {}, default=str))  # deep copy, plain types
-    for sec in CHOICES:  # `task: copy` is short for `task: {name: copy}`
-        if isinstance(d.get(sec), str):
-            d[sec] = {"name": d[sec]}
-    repeated: list[str] = []
-    pairs = overrides.items() if isinstance(overrides, Mapping) else parse_pairs(overrides)
-    values = setting_leaves(pairs, repeated)
-    keys, dropped = list(values), []
-    typed = [*leaves(d.items()), *keys]
-    for key in [k for k in values if k in _CHOICE_KEYS]:  # choices first; each is its own section's
-        sec = key.split(".")[0]
-        dropped += _switch(d, sec, values.pop(key), CHOICES[sec])
-    for key, value in values.items():  # leaves are disjoint: their order cannot matter
-        set_dotted(d, key, value)
-    if per_model or per_task:
-        task, model = chosen(d, "task"), chosen(d, "model")  # not text: no block (validation names it)
-        block = {
-            **((per_task or {}).get(task, {}) if isinstance(task, str) else {}),
-            **((per_model or {}).get(model, {}) if isinstance(model, str) else {}),
-        }  # the model's win
-        for key, value in leaves(block.items()).items():
-            set_dotted(d, key, value)
-            typed.append(key)
-    return Composed(d, dropped, repeated, keys, typed)
-
-
-def chosen(d: Mapping[str, Any], section: str) -> Any:
-    """The task/model name a config dict chooses (the default when it names none)."""
-    node = d.get(section)
-    return node.get("name", DEFAULT_NAMES[section]) if isinstance(node, dict) else DEFAULT_NAMES[section]
-
-
-def setting_leaves(pairs: Iterable[tuple[str, Any]], repeated: list[str] | None = None) -> dict[str, Any]:
-    """Settings as disjoint dotted leaves; ``model=gru`` is ``model.name=gru``."""
-    return leaves(((f"{k}.name" if k in CHOICES and not isinstance(v, dict) else k, v) for k, v in pairs), repeated)
-
-
-def _switch(d: dict[str, Any], sec: str, name: Any, reg: Any) -> list[str]:
-    """Choose ``name`` for section ``sec`` of ``d``; returns the base fields it drops."""
-    old = d.get(sec) if isinstance(d.get(sec), dict) else {}
-    if old.get("name", DEFAULT_NAMES[sec]) == name or not (isinstance(name, str) and name in reg):
-        d[sec] = {**old, "name": name}  # an unknown name keeps everything: validation names the name
-        return []
-    own = reg.get(name).config_cls.model_fields
-    others = {f for e in reg for f in e.config_cls.model_fields}
-    gone = [k for k in old if k != "name" and k not in own and k in others]
-    d[sec] = {"name": name, **{k: v for k, v in old.items() if k != "name" and k not in gone}}
-    return [f"{sec}.{k}" for k in gone]
-
-
 def build_config(
     base: dict[str, Any] | list[str] | None = None, overrides: Iterable[str] = (), *, source: str = ""
 ) -> RunConfig:
@@ -409,35 +331,18 @@ def validate(d: dict[str, Any], *, source: str = "", blocks_hint: bool = False, 
         if isinstance(d.get(section), dict) and "name" not in d[section]:
             d[section] = {"name": name, **d[section]}
     for section, reg in CHOICES.items():  # `model=pkg.module:Class`: import and register it first
-        chosen = d[section].get("name") if isinstance(d.get(section), dict) else None
-        if isinstance(chosen, str) and ":" in chosen:
-            reg.get(chosen)
+        given = d[section].get("name") if isinstance(d.get(section), dict) else None
+        if isinstance(given, str) and ":" in given:
+            reg.get(given)
     sync_unions()
     try:
         cfg = RunConfig.model_validate(d)
     except ValidationError as e:
         problems = validation_problems(
-            e, allowed_fields=section_fields, foreign=lambda loc, key: _foreign(loc, key, blocks_hint)
+            e, allowed_fields=section_fields, foreign=lambda loc, key: foreign_at(loc, key, blocks_hint)
         )
         raise UserError(*(f"{source}: {p}" if source else p for p in problems)) from None
     return cfg.with_typed(typed)
-
-
-def foreign_field(section: str, name: str, field: str, blocks_hint: bool = False) -> str | None:
-    """`` for model rnn (lstm has it)`` when other entries than ``name`` have ``field``, else None."""
-    reg = CHOICES[section]
-    owners = [e.name for e in reg if e.name != name and field in e.config_cls.model_fields]
-    if not owners:
-        return None
-    who = ", ".join(owners[:4]) + (", ..." if len(owners) > 4 else "")
-    hint = f"; fields only some {section}s have go under per_{section}.<name>" if blocks_hint else ""
-    return f" for {section} {name} ({who} {'has' if len(owners) == 1 else 'have'} it{hint})"
-
-
-def _foreign(loc: tuple, key: str, blocks_hint: bool) -> str | None:
-    if len(loc) == 2 and loc[0] in CHOICES and loc[1] in CHOICES[loc[0]]:
-        return foreign_field(str(loc[0]), str(loc[1]), key, blocks_hint)
-    return None
 
 
 def section_fields(loc: tuple) -> list[str] | None:
@@ -485,18 +390,6 @@ def resolve(path: str | Path | None = None, overrides: Iterable[str] = ()) -> tu
                 f"`seqbench compare {' '.join(swept)} ...` (a list value is written [a, b])"
             ) from None
         raise
-
-
-def notes(composed: Composed, source: str | None) -> list[str]:
-    """What the user should hear about the composition: repeated keys, file fields left out."""
-    out = [f"note: {k} is given more than once; the last value counts" for k in dict.fromkeys(composed.repeated)]
-    if composed.dropped:
-        sections = "/".join(sorted({k.split(".")[0] for k in composed.dropped}))
-        out.append(
-            f"note: {source or 'the base config'} sets {', '.join(composed.dropped)}, which the chosen "
-            f"{sections} has not; left out"
-        )
-    return out
 
 
 def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -> RunConfig:

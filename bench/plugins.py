@@ -94,7 +94,7 @@ def resolve(reg: Registry[Any], name: str) -> Entry[Any] | None:
     return reg.get(name)
 
 
-def register(reg: Registry[Any], name: str, obj: Any, origin: str) -> None:
+def register(reg: Registry[Any], name: str, obj: object, origin: str) -> None:
     """Register the plug-in class ``obj`` under ``name`` with a config made for that name."""
     if not isinstance(obj, type):
         raise UserError(f"{reg.kind} {name!r}: {origin} is a {type(obj).__name__}, not a class")
@@ -106,9 +106,10 @@ def _named(name: str, base: type[BaseModel], obj: type, fields: dict[str, Any]) 
     """``base`` subclassed with ``name: Literal[name] = name`` (the registries' discriminator) and
     ``fields``, in the plug-in's module, with its docstring (what ``seqbench list`` shows)."""
     # a Literal of a name known only at run time is no type a checker can read
+    literal: Any = Literal[name]  # pydantic reads it at run time; create_model's stub asks for a static type
     cfg = create_model(
-        f"{obj.__name__}Config", __base__=base, __module__=obj.__module__, name=(Literal[name], name), **fields
-    )  # type: ignore[arg-type]
+        f"{obj.__name__}Config", __base__=base, __module__=obj.__module__, name=(literal, name), **fields
+    )
     cfg.__doc__ = first_line(obj) or f"{obj.__module__}.{obj.__qualname__} (plug-in)"
     return cfg
 

@@ -19,6 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from optuna import visualization as vis
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.study import StudyDirection
 from optuna.trial import TrialState
 
 from seqbench.bench.core.artifacts import PARAM
@@ -47,12 +48,13 @@ def study_from_table(df: pd.DataFrame, objectives: list[Objective]) -> optuna.St
     params = [c for c in df.columns if c.startswith(PARAM)]
     trials = df.drop_duplicates("trial").sort_values("trial")
     done = trials[trials["state"] == "COMPLETE"]
-    dists = {}
+    dists: dict[str, BaseDistribution] = {}
     for p in params:
         vals = [_plain(v) for v in done[p] if not (isinstance(v, float) and math.isnan(v))]
         if vals:
             dists[p] = _distribution(vals)
-    study = optuna.create_study(directions=[o.goal for o in objectives])
+    # Objective.goal is Optuna's word for a direction ("minimize"), the enum's name in lower case
+    study = optuna.create_study(directions=[StudyDirection[o.goal.upper()] for o in objectives])
     for _, t in done.iterrows():
         values = [float(t[o.trial_column]) for o in objectives]
         if not all(math.isfinite(v) for v in values):

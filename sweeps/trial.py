@@ -13,6 +13,7 @@ import os
 import socket
 import statistics
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,24 +29,26 @@ from seqbench.bench.training.tracking import RunTracker
 from seqbench.sweeps.liveness import Heartbeat, requeue, this_worker
 from seqbench.sweeps.optuna_adapter import frozen, set_trial_flag
 from seqbench.sweeps.pruning import PruningCallback
-from seqbench.sweeps.spec import Metric, SweepSpec, trial_config
+from seqbench.sweeps.spec import Metric, Scalar, SweepSpec, trial_config
 from seqbench.sweeps.storage import journal_path
 from seqbench.sweeps.study import Job
 
 
-def suggest(trial: optuna.Trial, spec: SweepSpec) -> dict[str, Any]:
-    params = {}
+def suggest(trial: optuna.Trial, spec: SweepSpec) -> dict[str, Scalar]:
+    params: dict[str, Scalar] = {}
     for k, p in spec.parameters.items():
         if p.values is not None:
             params[k] = trial.suggest_categorical(k, p.values)
-        elif p.distribution == "int_uniform":
-            params[k] = trial.suggest_int(k, int(p.min), int(p.max))  # type: ignore[arg-type]
+            continue
+        assert p.min is not None and p.max is not None  # Param's validator: a distribution has both
+        if p.distribution == "int_uniform":
+            params[k] = trial.suggest_int(k, int(p.min), int(p.max))
         else:
             params[k] = trial.suggest_float(k, p.min, p.max, log=p.distribution == "log_uniform")
     return params
 
 
-def _tags(spec: SweepSpec, trial: optuna.Trial, params: dict[str, Any]) -> list[str]:
+def _tags(spec: SweepSpec, trial: optuna.Trial, params: Mapping[str, Scalar]) -> list[str]:
     base = list((spec.base.get("tracking") or {}).get("tags") or [])
     return [*base, f"trial-{trial.number}", *(f"{k}={v}"[:64] for k, v in params.items())]
 
@@ -106,7 +109,8 @@ def _run_seeds(trial: optuna.Trial, spec: SweepSpec, job: Job, reps: Replicates)
     metrics = spec.metrics()
     params = suggest(trial, spec)
     _set(trial, {"seeds": list(spec.seeds)})
-    group = wandb_group(job.study, str(journal_path(job.storage, job.out_dir) or redact(job.storage)))
+    journal = journal_path(job.storage, job.out_dir)  # None: a database URL (never None itself)
+    group = wandb_group(job.study, str(journal) if journal is not None else redact(str(job.storage)))
     extra: dict[str, Any] = {
         "out_dir": job.out_dir,
         "tracking.group": group,

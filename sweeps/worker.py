@@ -8,7 +8,7 @@ trials of dead workers (no heartbeat for the grace period) and queues their conf
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Literal
 
 import optuna
 from optuna.trial import TrialState
@@ -16,7 +16,7 @@ from optuna.trial import TrialState
 from seqbench.sweeps.liveness import reap_stale, superseded, waiting_line
 from seqbench.sweeps.optuna_adapter import claim_waiting
 from seqbench.sweeps.progress import Progress, start_line, trial_line
-from seqbench.sweeps.spec import SweepSpec, parse_spec
+from seqbench.sweeps.spec import Scalar, SweepSpec, parse_spec
 from seqbench.sweeps.storage import journal_space
 from seqbench.sweeps.study import Job, counts_as_done, n_done, open_study, optuna_quiet, space_needed
 from seqbench.sweeps.trial import run_trial, suggest
@@ -31,7 +31,7 @@ def _pop_waiting(study: optuna.Study) -> optuna.Trial | None:
     return None
 
 
-def next_trial(study: optuna.Study, spec: SweepSpec) -> optuna.Trial | None | bool:
+def next_trial(study: optuna.Study, spec: SweepSpec) -> optuna.Trial | None | Literal[False]:
     """A trial to run, None to wait (others still running), False when the budget is met."""
     trials = study.get_trials(deepcopy=False)
     gone = superseded(trials)
@@ -58,16 +58,16 @@ def worker(
     validated spec of ``job.spec`` when the caller holds it (a worker process parses the job's own)."""
     optuna_quiet()
     spec = spec if spec is not None else parse_spec(job.spec, source=job.spec_path)
-    opened = {"study": study}  # what a full disk's message estimates the rest of the study from
-    with journal_space(job.storage, job.out_dir, lambda: space_needed(opened["study"], spec, job.out_dir)):
-        opened["study"] = opened["study"] or open_study(job, spec, coordinator=False)
-        return _loop(job, opened["study"], spec, max_trials, timeout)
+    opened = study  # what a full disk's message estimates the rest of the study from (the lambda reads it late)
+    with journal_space(job.storage, job.out_dir, lambda: space_needed(opened, spec, job.out_dir)):
+        opened = opened if opened is not None else open_study(job, spec, coordinator=False)
+        return _loop(job, opened, spec, max_trials, timeout)
 
 
 def _loop(job: Job, study: optuna.Study, spec: SweepSpec, max_trials: int | None, timeout: float | None) -> int:
     """``worker``'s loop: reap dead workers' trials, take the next trial, run it, say so."""
     timeout = timeout if timeout is not None else spec.timeout
-    t0, finished, told = time.time(), 0, set()
+    t0, finished, told = time.time(), 0, set[int]()
     poll = max(0.2, min(2.0, job.heartbeat / 2))
     progress = Progress(spec.budget(), n_done(study.get_trials(deepcopy=False)))
     while max_trials is None or finished < max_trials:
@@ -106,7 +106,7 @@ def _say_waiting(study: optuna.Study, grace: float, told: set[int]) -> None:
             print(waiting_line(t, grace), flush=True)
 
 
-def _params_or_none(trial: optuna.Trial, spec: SweepSpec) -> dict[str, Any]:
+def _params_or_none(trial: optuna.Trial, spec: SweepSpec) -> dict[str, Scalar]:
     """The trial's configuration for its start line (suggesting is idempotent: run_trial gets the same)."""
     try:
         return suggest(trial, spec)

@@ -3,8 +3,8 @@
 cli > commands > reports > sweeps > training > config > plugins > models | tasks > core: a module imports
 only from floors below its own (function-level imports included); models and tasks never import each
 other; the ground (``bench/core``) imports no torch, Lightning, W&B or Optuna; and the config modules
-(``models/configs``, ``tasks/**/configs``, the cost settings, plug-in discovery, ``bench/config.py``)
-import no torch, which keeps ``seqbench list`` and ``--print-config`` light.
+(``models/configs``, ``tasks/**/configs``, the cost settings, plug-in discovery, ``bench/config.py`` and
+``bench/composition.py``) import no torch, which keeps ``seqbench list`` and ``--print-config`` light.
 
 import-linter finds a package by walking its folder, and seqbench's folders install under one name
 through pyproject's package-dir, so the check runs over a copy of the source laid out as it installs.

@@ -22,7 +22,7 @@ import pytorch_lightning as pl
 import torch
 
 from seqbench.bench.core import signals
-from seqbench.bench.core.artifacts import Status
+from seqbench.bench.core.artifacts import Results, Status
 from seqbench.bench.core.text import duration
 from seqbench.bench.training.tracking import RunTracker
 
@@ -129,7 +129,7 @@ class DeviceFacts(pl.Callback):
     to the CPU when ``fit`` ends, so reading ``module.device`` afterwards says ``cpu``)."""
 
     def __init__(self) -> None:
-        self.facts: dict[str, Any] = {}
+        self.facts: Results = {}  # results.json's where-it-trained keys
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
         device = pl_module.device

@@ -27,16 +27,23 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 import torch.multiprocessing as mp
 
+from seqbench.bench.config import RunConfig, TrainConfig
 from seqbench.bench.core import artifacts
-from seqbench.bench.core.artifacts import read_results
+from seqbench.bench.core.artifacts import Results, Status, read_results
 from seqbench.bench.core.errors import UserError
+
+if TYPE_CHECKING:  # names only: train passes its run_in_process in, tracking's tracker travels through
+    import pytorch_lightning as pl
+
+    from seqbench.bench.training.tracking import RunTracker
 
 SPAWN_STRATEGIES = ("ddp_spawn", "ddp_notebook", "ddp_fork")
 
@@ -46,7 +53,15 @@ def spawned(strategy: str) -> bool:
     return strategy.split("_find_unused")[0] in SPAWN_STRATEGIES
 
 
-def processes_per_node(train: Any) -> int:
+class InProcess(Protocol):
+    """What each launched process runs: ``bench.training.train.run_in_process``."""
+
+    def __call__(
+        self, cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.Callback], progress: bool, *, strategy: str
+    ) -> Results: ...
+
+
+def processes_per_node(train: TrainConfig) -> int:
     """Training processes this node runs: ``train.devices``, or every visible GPU for ``auto``
     (Lightning's own count: CPU and MPS give one)."""
     if train.devices != "auto":
@@ -62,14 +77,14 @@ def launched_outside() -> bool:
     return "LOCAL_RANK" in os.environ or "TORCHELASTIC_RUN_ID" in os.environ
 
 
-def needs_launch(train: Any) -> bool:
+def needs_launch(train: TrainConfig) -> bool:
     """Whether seqbench must start the training processes itself (see the module docstring)."""
     if launched_outside():
         return False
     return spawned(train.strategy) or processes_per_node(train) > 1 or train.num_nodes > 1
 
 
-def check_shared_run_id(cfg: Any) -> None:
+def check_shared_run_id(cfg: RunConfig) -> None:
     """Several independently started processes agree on one run folder only through ``run_id``."""
     if cfg.run_id is not None:
         return
@@ -101,8 +116,8 @@ def _rank_strategy(strategy: str) -> str:
 
 
 def launch(
-    cfg: Any, tracker: Any, callbacks: Sequence[Any], progress: bool, target: Callable[..., Any]
-) -> dict[str, Any]:
+    cfg: RunConfig, tracker: RunTracker, callbacks: Sequence[pl.Callback], progress: bool, target: InProcess
+) -> Results:
     """Run ``target(cfg, tracker, callbacks, progress, strategy=...)`` (``bench.training.train.run_in_process``,
     passed in so this module needs nothing from train) in one process per device of this node;
     returns the results rank 0 wrote."""
@@ -132,7 +147,7 @@ def launch(
         while not ctx.join():
             pass
     if env["NODE_RANK"] != "0":  # node 0 writes the results
-        return {"run_id": tracker.run_id, "status": "completed on this node", "node_rank": int(env["NODE_RANK"])}
+        return {"run_id": tracker.run_id, "status": Status.NODE_DONE}
     results = read_results(tracker.dir)
     if results is None:
         raise RuntimeError(f"the training processes ended without writing {tracker.dir / artifacts.RESULTS}")
@@ -150,7 +165,7 @@ def _forward_sigterm(pids: list[int]) -> Iterator[None]:
         yield
         return
 
-    def forward(signum: int, frame: Any) -> None:
+    def forward(signum: int, frame: FrameType | None) -> None:
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGTERM)
@@ -170,10 +185,10 @@ def _forward_sigterm(pids: list[int]) -> Iterator[None]:
 
 def _worker(
     local_rank: int,
-    target: Callable[..., Any],
-    cfg: Any,
-    tracker: Any,
-    callbacks: list[Any],
+    target: InProcess,
+    cfg: RunConfig,
+    tracker: RunTracker,
+    callbacks: list[pl.Callback],
     progress: bool,
     env: dict[str, str],
     strategy: str,

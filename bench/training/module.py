@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytorch_lightning as pl
 import torch
 import torchmetrics
+from lightning_fabric.utilities.types import _MAP_LOCATION_TYPE
 from torch import nn
 
 from seqbench.bench.config import RunConfig
@@ -104,18 +105,26 @@ class SeqModule(pl.LightningModule):
         super().__init__()
         self.cfg, self.task, self.spec = cfg, task, task.spec
         self.net = build_model(cfg.model, self.spec)
-        self.eval_metrics = nn.ModuleDict({s: nn.ModuleDict(task.metrics()) for s in SPLITS})
-        self.eval_loss = nn.ModuleDict({s: torchmetrics.MeanMetric() for s in SPLITS})
+        # per split: the task's metrics and the mean loss, typed here and registered below (so they follow
+        # the module's device; a ModuleDict hands its entries back as plain Modules)
+        self._metrics = {s: task.metrics() for s in SPLITS}
+        self._loss = {s: torchmetrics.MeanMetric() for s in SPLITS}
+        self.eval_metrics = nn.ModuleDict({s: nn.ModuleDict(m) for s, m in self._metrics.items()})
+        self.eval_loss = nn.ModuleDict(self._loss)
         self._test_length: int | None = None  # set only inside ``evaluate_at``
         self._test_split = "test"  # the split ``evaluate_at`` reads ("val" for ``seqbench eval --split val``)
         self._state: Any = None  # recurrent state carried across batches (stateful tasks)
         self.train_loss = LossMeter()
+        self.trained_step = -1  # load_model: the optimizer step of the weights it loaded
 
     @classmethod
     def load_from_checkpoint(
         cls,
-        checkpoint_path: Any,
-        map_location: Any = None,  # type: ignore[override]
+        checkpoint_path: str | Path | IO[Any],
+        map_location: _MAP_LOCATION_TYPE = None,
+        hparams_file: str | Path | None = None,
+        strict: bool | None = None,
+        weights_only: bool | None = None,
         **kwargs: Any,
     ) -> SeqModule:
         """Lightning's habit, on a seqbench checkpoint: a ``<run>/checkpoints/last.ckpt`` is read through
@@ -125,8 +134,10 @@ class SeqModule(pl.LightningModule):
 
         path = Path(str(checkpoint_path))
         run = path.parent.parent
-        if path.parent.name != "checkpoints" or not (run / artifacts.CONFIG).is_file() or kwargs:
-            extra = f" ({', '.join(kwargs)} not taken)" if kwargs else ""
+        lightnings = {"hparams_file": hparams_file, "strict": strict, "weights_only": weights_only}
+        refused = [*(k for k, v in lightnings.items() if v is not None), *kwargs]
+        if path.parent.name != "checkpoints" or not (run / artifacts.CONFIG).is_file() or refused:
+            extra = f" ({', '.join(refused)} not taken)" if refused else ""
             raise UserError(
                 f"checkpoint_path: {path} is not a checkpoint of a seqbench run folder{extra}; load "
                 "a trained run with seqbench.load_model(RUN_ID or run folder)"
@@ -182,7 +193,7 @@ class SeqModule(pl.LightningModule):
         loss, _ = self.model_step(batch, carry=True)
         step = self.global_step + 1  # the optimizer step this batch makes
         self.train_loss.add(loss, step)  # on the device: no host sync on the hot path
-        if step % self.trainer.log_every_n_steps == 0:
+        if step % self.trainer.log_every_n_steps == 0:  # type: ignore[attr-defined]  # set by Lightning, undeclared
             # the interval read (divergence check, logger); straight to the logger, not self.log,
             # whose per-step bookkeeping cost ~0.5 ms/step on CPU (benchmarks/overhead.py)
             mean = self.train_loss.sync()
@@ -192,8 +203,8 @@ class SeqModule(pl.LightningModule):
 
     def _eval_step(self, batch: Batch, split: str) -> None:
         loss, out = self.model_step(batch, carry=True)
-        self.eval_loss[split].update(loss.detach(), weight=batch.size)
-        self.task.update_metrics(self.eval_metrics[split], out.detach(), batch, net=self.net)
+        self._loss[split].update(loss.detach(), weight=batch.size)
+        self.task.update_metrics(self._metrics[split], out.detach(), batch, net=self.net)
 
     def _eval_start(self) -> None:
         self._saved_state, self._state = self._state, None
@@ -215,11 +226,11 @@ class SeqModule(pl.LightningModule):
 
     def _eval_end(self, split: str) -> None:
         prefix = self._prefix(self._test_split, self._test_length) if split == "test" else split
-        values = {f"{prefix}/loss": self.eval_loss[split].compute()}
-        for name, m in self.eval_metrics[split].items():
+        values = {f"{prefix}/loss": self._loss[split].compute()}
+        for name, m in self._metrics[split].items():
             values[f"{prefix}/{name}"] = m.compute()
             m.reset()
-        self.eval_loss[split].reset()
+        self._loss[split].reset()
         self.log_dict({k: v.float() for k, v in values.items()}, sync_dist=False)
         self._state = self._saved_state
 
@@ -264,6 +275,7 @@ class SeqModule(pl.LightningModule):
         o = self.cfg.optim
         params = self.net.parameters()
         betas = (o.betas[0], o.betas[1])
+        opt: torch.optim.Optimizer
         if o.optimizer == "adam":
             opt = torch.optim.Adam(params, lr=o.lr, betas=betas, weight_decay=o.weight_decay)
         elif o.optimizer == "adamw":

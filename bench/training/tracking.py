@@ -26,7 +26,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, Literal
 
 import torch
 
@@ -110,7 +111,7 @@ class RunTracker:
         if self.wandb is not None:
             self.wandb.log_row(row)
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> Results:
         return {
             "run_id": self.run_id,
             "config_hash": self.cfg.config_hash(),
@@ -162,17 +163,29 @@ def _warn_once(msg: str) -> None:
 
 # -- where and how W&B writes -------------------------------------------------------------------
 
-_MODES = {"disabled": "off", "offline": "offline", "dryrun": "offline", "online": "online", "run": "online"}
+Mode = Literal["off", "offline", "online"]  # tracking.wandb
+_MODES: dict[str, Mode] = {
+    "disabled": "off",
+    "offline": "offline",
+    "dryrun": "offline",
+    "online": "online",
+    "run": "online",
+}
 STEP = "trainer/global_step"  # W&B's x axis: the trainer step of metrics.csv (Lightning's own name for it)
 
 
 @dataclass(frozen=True)
 class WandbTarget:
-    mode: str  # off | offline | online
+    mode: Mode
     project: str
     entity: str | None  # None: W&B's default entity (the one `wandb login` belongs to)
     root: Path  # W&B writes <root>/wandb/offline-run-* (its own layout under WANDB_DIR)
     group: str | None
+
+    @property
+    def wandb_mode(self) -> Literal["disabled", "offline", "online"]:
+        """The mode as ``wandb.init`` spells it (a run with W&B off never starts one)."""
+        return "disabled" if self.mode == "off" else self.mode
 
 
 def wandb_target(cfg: RunConfig, env: Mapping[str, str] | None = None) -> WandbTarget:
@@ -193,7 +206,7 @@ def wandb_target(cfg: RunConfig, env: Mapping[str, str] | None = None) -> WandbT
     return WandbTarget(mode, project, env.get("WANDB_ENTITY", "").strip() or None, root, t.group)
 
 
-def _skip_unused_launch_import(wandb: Any) -> None:
+def _skip_unused_launch_import(wandb: ModuleType) -> None:
     """``wandb.init`` imports W&B Launch (``wandb.sdk.launch``: the public API's pydantic models,
     half of a process's first offline init, measured with cProfile) only to apply inputs staged by
     ``wandb.sdk.launch.manage_config_file``/``manage_wandb_config``, which a process can only have
@@ -244,7 +257,7 @@ class WandbRun:
             group=target.group,
             tags=list(cfg.tracking.tags) or None,
             dir=str(target.root),
-            mode=target.mode,
+            mode=target.wandb_mode,
             resume="allow" if resumed else None,
             reinit="create_new",
             config={**cfg.to_dict(), "config_hash": cfg.config_hash(), **(config_extra or {})},
@@ -265,7 +278,7 @@ class WandbRun:
             self.broken = True
             _warn_once(f"W&B {what} failed, continuing without it: {type(e).__name__}: {e}")
 
-    def log_row(self, row: Mapping[str, Any]) -> None:
+    def log_row(self, row: artifacts.MetricsRow) -> None:
         """One metrics.csv row at its trainer step (NaN cells, e.g. no train loss yet, left out)."""
         data = {k: v for k, v in row.items() if k != "step" and not (isinstance(v, float) and math.isnan(v))}
         self._guard("logging", self.run.log, {STEP: int(row["step"]), **data})

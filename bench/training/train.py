@@ -15,7 +15,6 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytorch_lightning as pl
 import torch
@@ -23,6 +22,7 @@ import torch
 from seqbench.bench.config import RunConfig, load_config
 from seqbench.bench.core import artifacts
 from seqbench.bench.core.artifacts import Results, RunResult, Status, read_results
+from seqbench.bench.core.contract import TaskSpec
 from seqbench.bench.core.disk import disk_full, is_disk_full, tree_size
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import TASKS
@@ -171,7 +171,7 @@ class Fitted:
     reason: str | None
     steps: int
     clock: TrainClock
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: Results = field(default_factory=Results)  # where it trained (DeviceFacts): device, precision, world_size ...
 
 
 def run_in_process(
@@ -235,7 +235,7 @@ def compile_net(cfg: RunConfig, module: SeqModule) -> None:
     # the first forward; with this they fall back to eager with a warning instead of ending the run
     dynamo.config.suppress_errors = True
     try:
-        module.net = torch.compile(module.net)
+        module.net = torch.compile(module.net)  # type: ignore[assignment]  # an OptimizedModule (a Module); stub: Callable
     except Exception as e:  # noqa: BLE001 - compile is an optimisation, never a requirement
         print(f"warning: torch.compile failed, running eager: {type(e).__name__}: {e}")
 
@@ -260,36 +260,9 @@ def build_trainer(
     progress: bool,
     strategy: str,
 ) -> tuple[pl.Trainer, Parts]:
+    """The Trainer of one process, with the harness's callbacks (:func:`harness_callbacks`) before the caller's."""
     t = cfg.train
-    clock = TrainClock(process_start=time.perf_counter() - (time.time() - tracker.started))  # setup included
-    facts = DeviceFacts()
-    writer = ResultsWriter(tracker, clock)
-    diverge = DivergenceStop(t.diverge_loss)
-    checkpoint = AtomicCheckpoint(tracker.checkpoint, t.checkpoint_every)  # after writer: it saves after the row
-    graceful = GracefulStop(checkpoint)
-    cbs: list[pl.Callback] = [clock, facts, writer, diverge, graceful, checkpoint, *callbacks]
-    if cfg.diagnostics.gradients:
-        cbs.append(GradientDiagnostics(cfg.diagnostics.every, tracker.dir))
-    if progress:
-        cbs.append(
-            ProgressPrinter(
-                f"{cfg.task.name}/{cfg.model.name}",
-                t.max_steps,
-                {f"val/{k}": v for k, v in task.baseline().items()},
-                writer,
-                clock,
-            )
-        )
-    if t.early_stop is not None:
-        cbs.append(
-            pl.callbacks.EarlyStopping(
-                monitor=t.early_stop.metric,
-                mode=cfg.task.facts.goal(t.early_stop.metric).value,
-                stopping_threshold=t.early_stop.threshold,
-                patience=10**9,
-                check_on_train_epoch_end=False,
-            )
-        )
+    cbs, parts = harness_callbacks(cfg, tracker, task, callbacks, progress)
     trainer = pl.Trainer(
         max_steps=t.max_steps,
         val_check_interval=min(t.val_every, t.max_steps),
@@ -312,8 +285,39 @@ def build_trainer(
         log_every_n_steps=min(CHECK_EVERY, t.val_every),
         default_root_dir=str(tracker.dir),
     )
+    return trainer, parts
+
+
+def harness_callbacks(
+    cfg: RunConfig, tracker: RunTracker, task: Task, callbacks: Sequence[pl.Callback], progress: bool
+) -> tuple[list[pl.Callback], Parts]:
+    """Every callback of a run in Lightning's calling order (the harness's, then ``callbacks``, then the
+    optional observers), and the ones ``fit`` and ``assemble_results`` read back."""
+    t = cfg.train
+    clock = TrainClock(process_start=time.perf_counter() - (time.time() - tracker.started))  # setup included
+    facts = DeviceFacts()
+    writer = ResultsWriter(tracker, clock)
+    diverge = DivergenceStop(t.diverge_loss)
+    checkpoint = AtomicCheckpoint(tracker.checkpoint, t.checkpoint_every)  # after writer: it saves after the row
+    graceful = GracefulStop(checkpoint)
+    cbs: list[pl.Callback] = [clock, facts, writer, diverge, graceful, checkpoint, *callbacks]
+    if cfg.diagnostics.gradients:
+        cbs.append(GradientDiagnostics(cfg.diagnostics.every, tracker.dir))
+    if progress:
+        baseline = {f"val/{k}": v for k, v in task.baseline().items()}
+        cbs.append(ProgressPrinter(f"{cfg.task.name}/{cfg.model.name}", t.max_steps, baseline, writer, clock))
+    if t.early_stop is not None:
+        cbs.append(
+            pl.callbacks.EarlyStopping(
+                monitor=t.early_stop.metric,
+                mode=cfg.task.facts.goal(t.early_stop.metric).value,
+                stopping_threshold=t.early_stop.threshold,
+                patience=10**9,
+                check_on_train_epoch_end=False,
+            )
+        )
     stoppers = [diverge, graceful, *(cb for cb in callbacks if isinstance(cb, RunStopper))]
-    return trainer, Parts(writer, clock, facts, graceful, stoppers)
+    return cbs, Parts(writer, clock, facts, graceful, stoppers)
 
 
 def fit(trainer: pl.Trainer, module: SeqModule, parts: Parts, ckpt: Path | None) -> Fitted:
@@ -336,7 +340,7 @@ def fit(trainer: pl.Trainer, module: SeqModule, parts: Parts, ckpt: Path | None)
     stopped = next((s for s in parts.stoppers if s.stop_status), None)
     if status is Status.COMPLETED and stopped is not None:
         status, reason = stopped.stop_status or status, stopped.stop_reason
-    return Fitted(status, reason, trainer.global_step, parts.clock, dict(parts.facts.facts))
+    return Fitted(status, reason, trainer.global_step, parts.clock, parts.facts.facts.copy())
 
 
 def test_at_lengths(trainer: pl.Trainer, module: SeqModule, lengths: Sequence[int | None]) -> dict[str, float]:
@@ -347,7 +351,7 @@ def test_at_lengths(trainer: pl.Trainer, module: SeqModule, lengths: Sequence[in
     return out
 
 
-def best_of(cfg: RunConfig, rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+def best_of(cfg: RunConfig, rows: Sequence[artifacts.MetricsRow]) -> dict[str, float]:
     """Best value of each validation metric over the run's rows (NaN skipped)."""
     best: dict[str, float] = {}
     for row in rows:
@@ -358,7 +362,7 @@ def best_of(cfg: RunConfig, rows: Sequence[dict[str, Any]]) -> dict[str, float]:
     return best
 
 
-def throughput(cfg: RunConfig, steps: int, world_size: int, train_s: float) -> dict[str, float]:
+def throughput(cfg: RunConfig, steps: int, world_size: int, train_s: float) -> Results:
     """Samples/s and tokens/s over training time (validation excluded, summed over resumed processes);
     a training token is one input position: batch_size * seq_len per step and process."""
     if train_s <= 0 or steps <= 0:
@@ -370,7 +374,7 @@ def throughput(cfg: RunConfig, steps: int, world_size: int, train_s: float) -> d
     }
 
 
-def _utilisation(cfg: RunConfig, spec: Any, tokens_per_s: float | None, facts: dict[str, Any]) -> dict[str, float]:
+def _utilisation(cfg: RunConfig, spec: TaskSpec, tokens_per_s: float | None, facts: Results) -> Results:
     """Achieved model FLOP/s (analytic forward+backward FLOPs per token x tokens/s) and, on a GPU,
     MFU = achieved / the device's peak for the precision. Keys that cannot be measured are left out.
     """
@@ -378,7 +382,7 @@ def _utilisation(cfg: RunConfig, spec: Any, tokens_per_s: float | None, facts: d
     if per_token is None or not tokens_per_s:
         return {}
     achieved = per_token * tokens_per_s
-    out = {"model_flops_per_token": per_token, "model_flops_per_s": achieved}
+    out: Results = {"model_flops_per_token": per_token, "model_flops_per_s": achieved}
     if str(facts.get("device", "")).startswith("cuda") and facts.get("device_name"):
         peak = peak_flops(facts["device_name"], facts.get("precision", cfg.train.precision))
         if peak:
@@ -396,7 +400,7 @@ def assemble_results(
     train_s = fitted.clock.train_s
     final["time/train_s"] = train_s
     baseline = {f"val/{k}": v for k, v in task.baseline().items()}
-    facts = fitted.facts or {"device": str(module.device)}  # training never started: where it would have
+    facts: Results = fitted.facts or {"device": str(module.device)}  # training never started: where it would have
     speed = throughput(cfg, fitted.steps, int(facts.get("world_size", 1)), train_s)
     extras = task.final_report(module.net, module.device) if fitted.status is Status.COMPLETED else {}
     return {

@@ -37,6 +37,7 @@ A claim is ``invalid`` when a control (or a rule) is invalid, else ``fails`` whe
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -72,6 +73,8 @@ from seqbench.sweeps.claims.results import (  # noqa: F401
 )
 from seqbench.sweeps.claims.schema import ALPHA, Claim, Rule, best_goal, resolve_where
 
+Swept = Mapping[str, Sequence[Any]]  # swept key -> its values in the profile (``schema.swept_values``)
+
 
 def _beside(rows: pd.DataFrame, metric: str) -> str:
     """For a measured time exponent: the exponent the FLOP count predicts over the same lengths and the
@@ -94,9 +97,7 @@ def _conditions(th: dict[str, float]) -> list[tuple[float, str]]:
     return [(v, k) for k, v in th.items()]
 
 
-def judge_rule(
-    rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], alpha: float = ALPHA, goal: str = ""
-) -> RuleResult:
+def judge_rule(rule: Rule, table: pd.DataFrame, swept: Swept, alpha: float = ALPHA, goal: str = "") -> RuleResult:
     """One rule on its own at ``alpha`` (no multiplicity correction: :func:`judge` applies Holm); ``goal``:
     the direction a ``best_of`` picks in when the rule does not say (:func:`schema.best_goal`)."""
     res = measure_rule(rule, table, swept, goal)
@@ -105,7 +106,7 @@ def judge_rule(
     return res
 
 
-def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], goal: str = "") -> RuleResult:
+def measure_rule(rule: Rule, table: pd.DataFrame, swept: Swept, goal: str = "") -> RuleResult:
     """The rule's seed values, estimate, thresholds and p-values; verdict only when nothing can be judged.
     Each kind of rule has its step: ``best_of`` picks per seed (:func:`_best_of`), ``largest`` measures grid
     steps (:func:`rule_values`), ``minus`` pairs seeds (:func:`_paired`), a per-seed or ``rate`` rule judges
@@ -143,7 +144,7 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: dict[str, list[Any]], g
 
 
 def _best_of(
-    res: RuleResult, rule: Rule, rows: pd.DataFrame, col: str, goal: str, swept: dict[str, list[Any]]
+    res: RuleResult, rule: Rule, rows: pd.DataFrame, col: str, goal: str, swept: Swept
 ) -> tuple[pd.DataFrame, tuple[str, str]]:
     """best_of: each seed's best run over the free keys (``measure.best_rows``), the picks named in the
     configuration and in the measured text; no rows (res says why) when no seed ran every free value."""
@@ -163,7 +164,7 @@ def _quantities(
     table: pd.DataFrame,
     rows: pd.DataFrame,
     col: str,
-    swept: dict[str, list[Any]],
+    swept: Swept,
     goal: str,
     notes: tuple[str, str],
 ) -> tuple[list[float], dict[str, float], str, tuple[float, float], bool] | None:
@@ -244,7 +245,7 @@ def _paired(
     res: RuleResult,
     rule: Rule,
     table: pd.DataFrame,
-    swept: dict[str, list[Any]],
+    swept: Swept,
     goal: str,
     vals: dict[Any, float],
     th: dict[str, float],
@@ -254,6 +255,7 @@ def _paired(
     """minus: the seed-paired differences where - minus (log ratios on scale: log), the thresholds on
     their scale and whether a diverged seed of the minus side is unresolved; None (res says why) when
     the minus side cannot be measured."""
+    assert rule.minus is not None  # _quantities pairs minus: rules only
     other = resolve_where(rule.minus, swept, rule.name, rule.free)
     label_a, label_b = res.config, _label(other)
     rows_b, col_b, res.why = _measured(table, other, rule.metric)
@@ -296,17 +298,15 @@ def _outcomes(
     if rule.success is None:
         passed = [float(all(v < t if side == "below" else v > t for t, side in _conditions(th))) for v in values]
         return passed, {"above": 0.5}, th
-    cut = _threshold(rule.success_cut, rows, rule.metric)
-    if cut is None or math.isnan(cut):
+    cut = _threshold(rule.success.threshold, rows, rule.metric)
+    if math.isnan(cut):
         return None
     side = "below" if rule.success.below is not None else "above"
     cut = math.log(cut) if ratio else cut
     return [float(v < cut if side == "below" else v > cut) for v in values], th, {side: cut}
 
 
-def rule_values(
-    rows: pd.DataFrame, rule: Rule, col: str, swept: dict[str, list[Any]]
-) -> tuple[dict[Any, float], int, bool]:
+def rule_values(rows: pd.DataFrame, rule: Rule, col: str, swept: Swept) -> tuple[dict[Any, float], int, bool]:
     """Seed -> value of one configuration: the metric, or (largest:) the largest passing value of a swept key."""
     if rule.largest is None:
         return seed_values(rows, rule, col)
@@ -317,15 +317,17 @@ def decide(res: RuleResult, alpha: float, divisor: int = 1, adjusted: float | No
     """Set the verdict at ``alpha`` (Holm: the adjusted p, the interval at alpha / divisor)."""
     p = res.p_adjusted if adjusted is None else adjusted
     res.p_adjusted = p
-    res.interval = res.estimate.interval(1 - alpha / divisor)
+    est = res.estimate
+    assert est is not None  # only measured rules are decided (judge_rule, judge_all's family)
+    res.interval = est.interval(1 - alpha / divisor)
     if p <= alpha:
         res.verdict, res.why = (
             (HOLDS, "") if res.p_holds <= res.p_fails else (FAILS, "the interval lies outside the thresholds")
         )
-    elif res.estimate.tied:
+    elif est.tied:
         res.verdict = INCONCLUSIVE
         res.why = (
-            f"every seed measured the same {res.rule.metric}: zero spread over {res.estimate.n} seeds is "
+            f"every seed measured the same {res.rule.metric}: zero spread over {est.n} seeds is "
             "not zero spread of the metric, and a mean has no test without it; judge it per seed "
             "(success:, an exact test)"
         )
@@ -342,7 +344,7 @@ def decide(res: RuleResult, alpha: float, divisor: int = 1, adjusted: float | No
 
 
 def judge(
-    claim: Claim, table: pd.DataFrame, swept: dict[str, list[Any]], profile: str, alpha: float = ALPHA
+    claim: Claim, table: pd.DataFrame, swept: Swept, profile: str, alpha: float = ALPHA
 ) -> tuple[str, list[RuleResult]]:
     """The claim's verdict and each rule's result (controls: :func:`judge_all`)."""
     verdict, rules, _, _ = judge_all(claim, table, swept, profile, alpha)
@@ -350,7 +352,7 @@ def judge(
 
 
 def judge_all(
-    claim: Claim, table: pd.DataFrame, swept: dict[str, list[Any]], profile: str, alpha: float = ALPHA
+    claim: Claim, table: pd.DataFrame, swept: Swept, profile: str, alpha: float = ALPHA
 ) -> tuple[str, list[RuleResult], list[RuleResult], str]:
     """Verdict, rules, controls and (for invalid) why, with Holm over rules + controls at ``alpha``."""
     controls = [measure_rule(c, table, swept, best_goal(claim, profile, c)) for c in claim.controls_for(profile)]

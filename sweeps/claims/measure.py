@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from seqbench.bench.core.artifacts import BASELINE, BEST, FINAL, PARAM
 from seqbench.bench.core.stats import metric_scale
-from seqbench.sweeps.claims.rules import Baseline, Rule
+from seqbench.sweeps.claims.rules import Baseline, Rule, Threshold
 
 RUN_STATUSES = ("completed", "diverged")
 
@@ -47,11 +48,11 @@ def default_per_seed(rule: Rule) -> str:
     return ""
 
 
-def _label(where: dict[str, Any]) -> str:
+def _label(where: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in where.items()) or "(one configuration)"
 
 
-def select(table: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
+def select(table: pd.DataFrame, where: Mapping[str, Any]) -> pd.DataFrame:
     """The runs (completed or diverged, each run once) of the configuration ``where``."""
     if table.empty or "status" not in table.columns:
         return table.iloc[0:0]
@@ -113,15 +114,16 @@ def seed_values(rows: pd.DataFrame, rule: Rule, col: str) -> tuple[dict[Any, flo
     return out, n_div, unresolved
 
 
-def _threshold(t: float | Baseline | None, rows: pd.DataFrame, metric: str) -> float | None:
-    if t is None or not isinstance(t, Baseline):
+def _threshold(t: Threshold, rows: pd.DataFrame, metric: str) -> float:
+    """``t`` as a number: a baseline multiple times the runs' mean memoryless baseline (NaN where none)."""
+    if not isinstance(t, Baseline):
         return t
     col = BASELINE + metric.removeprefix(BEST)
     vals = pd.to_numeric(rows[col], errors="coerce").dropna() if col in rows.columns else pd.Series(dtype=float)
     return t.baseline * float(vals.mean()) if len(vals) else math.nan
 
 
-def _measured(table: pd.DataFrame, where: dict[str, Any], metric: str) -> tuple[pd.DataFrame, str | None, str]:
+def _measured(table: pd.DataFrame, where: Mapping[str, Any], metric: str) -> tuple[pd.DataFrame, str | None, str]:
     """The runs of one configuration and the column holding ``metric`` (None, with why, when missing)."""
     rows = select(table, where)
     if rows.empty:
@@ -132,7 +134,7 @@ def _measured(table: pd.DataFrame, where: dict[str, Any], metric: str) -> tuple[
     return rows, col, ""
 
 
-def largest_values(rows: pd.DataFrame, rule: Rule, col: str, grid: list[Any]) -> tuple[dict[Any, float], int, bool]:
+def largest_values(rows: pd.DataFrame, rule: Rule, col: str, grid: Sequence[Any]) -> tuple[dict[Any, float], int, bool]:
     """``largest:`` rules: seed -> the grid step of the largest value of ``rule.largest.over`` at which the
     seed's run passes the threshold (1 = the smallest value in ``grid``, len(grid) = the largest, 0 = none
     passes), over the runs of one configuration. Steps, not the values themselves, so that "one step
@@ -140,9 +142,10 @@ def largest_values(rows: pd.DataFrame, rule: Rule, col: str, grid: list[Any]) ->
     A seed without a run at every value is left out (its largest passing value is not known); the
     diverged count and whether a diverged seed is unresolved, as :func:`seed_values`."""
     lg = rule.largest
+    assert lg is not None  # rule_values measures largest: rules only
     over = PARAM + lg.over
-    cut = _threshold(lg.below if lg.below is not None else lg.above, rows, rule.metric)
-    if over not in rows.columns or cut is None or math.isnan(cut):
+    cut = _threshold(lg.threshold, rows, rule.metric)
+    if over not in rows.columns or math.isnan(cut):
         return {}, 0, False
     passed: dict[Any, dict[float, bool]] = {}
     n_div, unresolved = 0, False
@@ -161,7 +164,7 @@ def largest_values(rows: pd.DataFrame, rule: Rule, col: str, grid: list[Any]) ->
 
 
 def best_rows(
-    rows: pd.DataFrame, rule: Rule, col: str, goal: str, swept: dict[str, list[Any]]
+    rows: pd.DataFrame, rule: Rule, col: str, goal: str, swept: Mapping[str, Sequence[Any]]
 ) -> tuple[pd.DataFrame, dict[Any, dict[str, Any]], str]:
     """``best_of``: per seed, the run at the best value of the rule's free keys (``goal``), so each seed is
     one value, as everywhere else; also seed -> the values picked, and a note on seeds left out.
@@ -209,7 +212,9 @@ def best_rows(
     return rows.loc[out], picked, note  # the winners' rows, dtypes kept
 
 
-def picks_text(picked: dict[Any, dict[str, Any]], keys: list[str], swept: dict[str, list[Any]] | None = None) -> str:
+def picks_text(
+    picked: Mapping[Any, Mapping[str, Any]], keys: Sequence[str], swept: Mapping[str, Sequence[Any]] | None = None
+) -> str:
     """``best of optim.lr [0.001, 0.003, 0.01] per seed: 0.003 x2, 0.01 x1`` (without ``swept``, short for
     the measured text: ``best optim.lr: 0.003 x2, 0.01 x1``)."""
     counts: dict[str, int] = {}

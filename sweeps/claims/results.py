@@ -5,13 +5,14 @@ verdict; ``sweeps/claims/judge.py`` fills it), the claim's, and the verdict tabl
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from seqbench.bench.core.stats import Estimate, Interval
-from seqbench.sweeps.claims.schema import Baseline, Claim, Rule
+from seqbench.sweeps.claims.schema import Baseline, Claim, Rule, Threshold
 from seqbench.sweeps.table import Objective
 
 HOLDS, FAILS, INCONCLUSIVE, MISSING, ERROR, INVALID = "holds", "fails", "inconclusive", "missing", "error", "invalid"
@@ -68,7 +69,7 @@ class RuleResult:
         p = f", p={self.p_adjusted:.2g}" if math.isfinite(self.p_adjusted) else ""
         iv = self.interval
         if self.log_ratio:  # estimated as a log ratio, shown as the ratio where/minus
-            iv = Interval(*(math.exp(v) for v in (iv.mean, iv.lo, iv.hi)), iv.n, iv.std, iv.level)
+            iv = Interval(math.exp(iv.mean), math.exp(iv.lo), math.exp(iv.hi), iv.n, iv.std, iv.level)
         return ("ratio " if self.log_ratio else "") + iv.fmt() + div + p + (f"; {self.beside}" if self.beside else "")
 
     def threshold_text(self) -> str:
@@ -80,7 +81,7 @@ class RuleResult:
             return f"{quantity_text(self.rule)}: {text}" if self.rule.largest is not None else text
         r = self.rule
         if r.success is not None:
-            cond = f"{'<' if r.success.below is not None else '>'} {_fmt_thr(r.success_cut)}"
+            cond = f"{'<' if r.success.below is not None else '>'} {_fmt_thr(r.success.threshold)}"
         else:
             cond = _bounds_text(
                 {k: v for k, v in (("below", r.below), ("above", r.above)) if v is not None}
@@ -91,7 +92,7 @@ class RuleResult:
         return f"share of seeds with {what}{quantity_text(r)} {cond}: {text}"
 
 
-def _bounds_text(t: dict[str, Any]) -> str:
+def _bounds_text(t: Mapping[str, Threshold]) -> str:
     if "lo" in t:
         return f"in [{_fmt_thr(t['lo'])}, {_fmt_thr(t['hi'])}]"
     return " and ".join(
@@ -104,7 +105,7 @@ def _bounds_text(t: dict[str, Any]) -> str:
     )
 
 
-def _fmt_thr(t: Any) -> str:
+def _fmt_thr(t: Threshold) -> str:
     return f"{t.baseline:g} x baseline" if isinstance(t, Baseline) else f"{t:.4g}"
 
 
@@ -131,7 +132,7 @@ class ClaimResult:
         return f"{self.verdict} ({detail})" if detail else self.verdict
 
 
-def claim_verdict(rules: list[RuleResult], controls: list[RuleResult] = ()) -> tuple[str, str]:
+def claim_verdict(rules: Sequence[RuleResult], controls: Sequence[RuleResult] = ()) -> tuple[str, str]:
     """The claim's verdict and, for invalid, why."""
     for c in controls:
         if c.verdict == FAILS:
@@ -157,7 +158,7 @@ def quantity_text(rule: Rule, long: bool = True) -> str:
         return f"grid step of the largest {lg.over}"
     return (
         f"grid step of the largest {lg.over} per seed with {rule.metric} {'<' if lg.below is not None else '>'} "
-        f"{_fmt_thr(lg.below if lg.below is not None else lg.above)}"
+        f"{_fmt_thr(lg.threshold)}"
     )
 
 

@@ -10,7 +10,8 @@ from pydantic import Field, field_validator, model_validator
 
 from seqbench.bench.core.schema import Section
 
-PROFILES = ("quick", "paper")
+Profile = Literal["quick", "paper"]
+PROFILES: tuple[Profile, ...] = ("quick", "paper")
 Scalar = None | bool | int | float | str  # None: a swept null (e.g. optim.grad_clip: off)
 
 
@@ -64,6 +65,13 @@ class OneBound(Section):
         if (self.below is None) == (self.above is None):
             raise ValueError(f"{self.key}: give exactly one of below: / above:")
         return self
+
+    @property
+    def threshold(self) -> Threshold:
+        """The one bound given (``below`` or ``above``; the validator holds that there is exactly one)."""
+        t = self.below if self.below is not None else self.above
+        assert t is not None
+        return t
 
 
 class Success(OneBound):
@@ -161,7 +169,7 @@ class Rule(Section):
         "learning rates'; where: leaves them out",
     )
     paper: str = Field("", description="the paper's number for this quantity, with unit, shown beside ours")
-    profiles: list[Literal["quick", "paper"]] = Field(
+    profiles: list[Profile] = Field(
         default_factory=lambda: list(PROFILES),
         min_length=1,
         description="profiles the rule applies to (a configuration only the paper profile runs)",
@@ -179,18 +187,15 @@ class Rule(Section):
             raise ValueError(f"{n} needs below:, above: or between:")
         if self.between is not None and (self.below is not None or self.above is not None):
             raise ValueError(f"{n}: between: is a band of its own; drop below:/above:")
-        if (
-            self.between is not None
-            and all(isinstance(b, float) for b in self.between)
-            and not self.between[0] < self.between[1]
-        ):
+        lo, hi = self.between or (None, None)
+        if isinstance(lo, float) and isinstance(hi, float) and not lo < hi:
             raise ValueError(f"{n}: between: [lo, hi] needs lo < hi (got {self.between})")
         if self.minus is not None and any(isinstance(t, Baseline) for t in self.stated_thresholds()):
             raise ValueError(f"{n}: a difference (minus:) takes numeric thresholds")
         if self.rate:
             self._check_rate(n)
         if self.largest is not None:
-            self._check_largest(n)
+            self._check_largest(n, self.largest)
         fixed = [k for k in self.free if k in self.where or k in (self.minus or {})]
         if fixed:
             why = "best_of: it is chosen per seed" if self.best_of else "it is what largest: ranges over"
@@ -222,25 +227,25 @@ class Rule(Section):
             raise ValueError(f"{n}: a success rate's thresholds are numbers in (0, 1), got {bad[0]!r}")
 
     @property
-    def success_cut(self) -> Any:
+    def success_cut(self) -> Threshold | None:
         """success:'s threshold (a number or a Baseline); None without success:."""
         s = self.success
-        return None if s is None else s.below if s.below is not None else s.above
+        return None if s is None else s.threshold
 
-    def _check_largest(self, n: str) -> None:
+    def _check_largest(self, n: str, largest: Largest) -> None:
         """largest: judges a grid step of the swept key per seed: numeric thresholds, never a mean."""
         if self.metric == "solved":
             raise ValueError(f"{n}: largest: needs a metric to pass a threshold; metric: solved is a flag")
         if self.by_mean:
             raise ValueError(f"{n}: largest: grid steps are discrete and tie: judged per seed; drop by_mean:")
         if not self.rate and any(isinstance(t, Baseline) for t in self.stated_thresholds()):
-            raise ValueError(f"{n}: largest: compares grid steps of {self.largest.over}: numeric thresholds")
+            raise ValueError(f"{n}: largest: compares grid steps of {largest.over}: numeric thresholds")
         if self.best_of is not None:
-            raise ValueError(f"{n}: largest: ranges over {self.largest.over} itself; drop best_of:")
+            raise ValueError(f"{n}: largest: ranges over {largest.over} itself; drop best_of:")
         if self.scale == "log":
             raise ValueError(f"{n}: largest: is a grid step (0 where no value passes): no log; use scale: linear")
 
-    def stated_thresholds(self) -> list[Any]:
+    def stated_thresholds(self) -> list[Threshold]:
         """below, above and between as written (numbers or baseline multiples)."""
         return [t for t in (self.below, self.above, *(self.between or [])) if t is not None]
 

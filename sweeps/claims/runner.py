@@ -94,6 +94,7 @@ def run_sweep_claim(claim: Claim, profile: str, out_dir: Path, workers: int, sto
             break
         prev = n
     m = spec.metrics()[0]
+    assert m.goal is not None  # metrics() states every goal (the task's where the spec leaves it out)
     res = look.result(claim, profile, study=base, table=table, objective=Objective(m.name, m.goal))
     if errors:
         res.error = "; ".join(errors)[:300]

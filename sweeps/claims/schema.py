@@ -70,8 +70,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -86,6 +87,7 @@ from seqbench.sweeps.claims.rules import (  # noqa: F401
     Baseline,
     BestOf,
     ParamCount,
+    Profile,
     Published,
     Rule,
     Scalar,
@@ -93,7 +95,7 @@ from seqbench.sweeps.claims.rules import (  # noqa: F401
     Success,
     Threshold,
 )
-from seqbench.sweeps.spec import parse_spec
+from seqbench.sweeps.spec import SweepSpec, parse_spec
 
 FIGURES = ("length", "factors", "heatmap", "learning_curves", "through_time", "cost")
 CLAIM_KEYS = ("source", "profiles", "expect", "figure", "note", "kind", "cost", "controls", "looks")
@@ -111,7 +113,7 @@ class Claim(Section):
     question: str = Field(min_length=1)
     source: Source
     kind: Literal["sweep", "cost"] = "sweep"
-    profiles: dict[Literal["quick", "paper"], dict[str, Any]]
+    profiles: dict[Profile, dict[str, Any]]
     expect: list[Rule] = Field(min_length=1)
     controls: list[Rule] = Field(
         default_factory=list,
@@ -160,16 +162,22 @@ class Claim(Section):
     def controls_for(self, profile: str) -> list[Rule]:
         return [r for r in self.controls if profile in r.profiles]
 
+    def profile_block(self, profile: str) -> dict[str, Any]:
+        """The claim file's own block of ``profile`` (KeyError for a profile other than quick or paper)."""
+        if not is_profile(profile):
+            raise KeyError(profile)
+        return self.profiles[profile]
+
     def resolved(self, profile: str) -> dict[str, Any]:
         """The sweep spec (or cost block) of ``profile``: the claim's, with the profile deep-merged
         (without ``looks``, which verify owns; see :meth:`looks_for`)."""
-        out = deep_merge(self.spec, self.profiles[profile])  # type: ignore[index]
+        out = deep_merge(self.spec, self.profile_block(profile))
         out.pop("looks", None)
         return out
 
     def looks_for(self, profile: str) -> list[int] | None:
         """The pre-registered seed counts of ``profile`` (a profile's ``looks:`` replaces the claim's)."""
-        prof = self.profiles[profile]  # type: ignore[index]
+        prof = self.profile_block(profile)
         return looks_of(prof["looks"] if "looks" in prof else self.looks, profile)
 
     def replicates_for(self, profile: str) -> int:
@@ -208,7 +216,11 @@ class Claim(Section):
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
-def looks_of(looks: Any, profile: str) -> list[int] | None:
+def is_profile(profile: str) -> TypeGuard[Profile]:
+    return profile in PROFILES
+
+
+def looks_of(looks: object, profile: str) -> list[int] | None:
     """Validated looks: increasing seed counts >= 2 (a verdict needs replicates)."""
     if looks is None:
         return None
@@ -223,7 +235,7 @@ def looks_of(looks: Any, profile: str) -> list[int] | None:
     return list(looks)
 
 
-def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     out = json.loads(json.dumps(base, default=str))
     for k, v in over.items():
         out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
@@ -231,7 +243,7 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fields(loc: tuple) -> list[str] | None:
-    classes: dict[tuple, type] = {(): Claim, ("source",): Source}
+    classes: dict[tuple, type[Section]] = {(): Claim, ("source",): Source}
     if len(loc) == 2 and loc[0] in ("expect", "controls"):
         return list(Rule.model_fields)
     if len(loc) == 3 and loc[:2] == ("source", "published"):
@@ -242,7 +254,7 @@ def _fields(loc: tuple) -> list[str] | None:
     return [f for f in cls.model_fields if f not in ("name", "path", "spec")] if cls else None
 
 
-def parse_claim(raw: dict[str, Any], name: str, path: str = "") -> Claim:
+def parse_claim(raw: Mapping[str, Any], name: str, path: str = "") -> Claim:
     """Validate a claim and every profile; UserError naming the file, the profile and the field."""
     pre = f"{path or name}: "
     spec = {k: v for k, v in raw.items() if k not in CLAIM_KEYS and k != "question"}
@@ -274,7 +286,7 @@ def check_profile(claim: Claim, profile: str, question: str = "") -> None:
     resolved = claim.resolved(profile)
     if claim.kind == "cost":
         claim.replicates_for(profile)
-        swept = {"model.name": list(cost_config(resolved).models)}
+        swept: dict[str, list[Scalar]] = {"model.name": list(cost_config(resolved).models)}
     else:
         spec = sweep_spec(claim, profile, question)
         swept = {k: list(p.values or []) for k, p in spec.parameters.items()}
@@ -303,8 +315,10 @@ def check_profile(claim: Claim, profile: str, question: str = "") -> None:
 def best_goal(claim: Claim, profile: str, rule: Rule) -> str:
     """The direction in which ``rule.best_of`` picks: its own goal, else the claim metric's when the rule
     judges that metric (``solved``: maximize); UserError when neither says."""
-    if rule.best_of is None or rule.best_of.goal:
-        return rule.best_of.goal if rule.best_of else ""
+    if rule.best_of is None:
+        return ""
+    if rule.best_of.goal:
+        return rule.best_of.goal
     if rule.metric == "solved":
         return "maximize"
     m = claim.resolved(profile).get("metric")
@@ -318,7 +332,7 @@ def best_goal(claim: Claim, profile: str, rule: Rule) -> str:
     )
 
 
-def sweep_spec(claim: Claim, profile: str, question: str = ""):
+def sweep_spec(claim: Claim, profile: str, question: str = "") -> SweepSpec:
     """The validated SweepSpec of ``profile`` (every run config built: a bad field fails here)."""
     raw = {"question": question or claim.question, **claim.resolved(profile)}
     if claim.looks_for(profile) or "seeds" not in raw:
@@ -329,7 +343,7 @@ def sweep_spec(claim: Claim, profile: str, question: str = ""):
     return spec
 
 
-def cost_config(resolved: dict[str, Any]):
+def cost_config(resolved: Mapping[str, Any]) -> CostConfig:
     d = {k: v for k, v in resolved.items() if k not in COST_EXTRA}
     reps = resolved.get("replicates", 3)
     if not isinstance(reps, int) or isinstance(reps, bool) or reps < 2:
@@ -352,7 +366,7 @@ def cost_config(resolved: dict[str, Any]):
 
 
 def resolve_where(
-    where: dict[str, Any], swept: dict[str, list[Any]], rule: str, free: list[str] = ()
+    where: Mapping[str, Any], swept: Mapping[str, Sequence[Any]], rule: str, free: Sequence[str] = ()
 ) -> dict[str, Any]:
     """``where`` with max/min replaced by the swept values; UserError unless it fixes every swept key
     but the ``free`` ones (``Rule.free``: left out of the result; the judge picks or ranges over them)."""
@@ -377,7 +391,7 @@ def resolve_where(
     return out
 
 
-def check_largest(rule: Rule, swept: dict[str, list[Any]]) -> None:
+def check_largest(rule: Rule, swept: Mapping[str, Sequence[Any]]) -> None:
     """A ``largest:`` rule ranges over ``largest.over``: it must be swept over at least 2 numbers."""
     if rule.largest is None:
         return
