@@ -11,8 +11,8 @@ import pandas as pd
 
 from seqbench.bench.core.artifacts import PARAM
 from seqbench.bench.core.errors import UserError
+from seqbench.reports.aggregate import swept
 from seqbench.reports.diagnostics import load_diagnostics
-from seqbench.reports.figures import swept
 from seqbench.reports.html import built_by, write_report
 from seqbench.reports.table import StudyInfo, load_curves, study_info
 from seqbench.sweeps.table import build_table, runs_root

@@ -1,7 +1,7 @@
 """The capability card's faces: the answer sentences, the terminal table, ``card.md`` and ``index.html``
 with a ladder figure per model (plotly, offline: ``plotly.min.js`` beside the page).
 
-Everything here is a pure function of a ``Card`` (``bench/core/artifacts.py``), so a ``card.json``
+Everything here is a pure function of a ``Card`` (``bench/core/card_format.py``), so a ``card.json``
 read back renders the same page. The first model given is the reference the others are compared to.
 """
 
@@ -15,7 +15,8 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from seqbench.bench.core.artifacts import Card, CardEntry, atomic_write, write_card
+from seqbench.bench.core.artifacts import atomic_write
+from seqbench.bench.core.card_format import Card, CardEntry, CardRung, write_card
 from seqbench.bench.core.text import MISSING, markdown_table, text_table
 from seqbench.reports.html import PLOTLY_JS, write_plotly_js
 from seqbench.sweeps.frontier import BELOW
@@ -203,59 +204,8 @@ def ladder_figure(card: Card, model: str) -> go.Figure:
     fig = make_subplots(rows=1, cols=len(probes), subplot_titles=titles, shared_yaxes=True, horizontal_spacing=0.03)
     for c, p in enumerate(probes, start=1):
         rungs = entry(card, model, p["name"])["rungs"]
-        x = [f"{r['rung']:g}" for r in rungs]
-        share = [r["solved"] / r["n"] if r["n"] else None for r in rungs]
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=share,
-                mode="markers+lines",
-                name="share of seeds solving",
-                marker={"color": "#2a6fdb", "size": 9},
-                legendgroup="s",
-                showlegend=c == 1,
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [_gap(r["share_hi"], s) for r, s in zip(rungs, share)],
-                    "arrayminus": [_gap(s, r["share_lo"]) for r, s in zip(rungs, share)],
-                },
-            ),
-            row=1,
-            col=c,
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=[r["mean"] for r in rungs],
-                mode="markers",
-                name=_metric_name(card, model, p),
-                marker={"color": "#e07b00", "symbol": "diamond"},
-                legendgroup="m",
-                showlegend=c == 1,
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [_gap(r["hi"], r["mean"]) for r in rungs],
-                    "arrayminus": [_gap(r["mean"], r["lo"]) for r in rungs],
-                },
-            ),
-            row=1,
-            col=c,
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=[r["baseline"] for r in rungs],
-                mode="lines",
-                name="memoryless baseline",
-                line={"color": "#999", "dash": "dot"},
-                legendgroup="b",
-                showlegend=c == 1,
-            ),
-            row=1,
-            col=c,
-        )
+        for trace in _ladder_traces(rungs, _metric_name(card, model, p), legend=c == 1):
+            fig.add_trace(trace, row=1, col=c)
         fig.update_xaxes(title_text=p["unit"].strip(), type="category", row=1, col=c)
     fig.update_yaxes(range=[-0.05, 1.05])
     fig.update_layout(
@@ -267,6 +217,52 @@ def ladder_figure(card: Card, model: str) -> go.Figure:
     )
     fig.update_annotations(font_size=11)
     return fig
+
+
+def _ladder_traces(rungs: list[CardRung], metric_name: str, legend: bool) -> list[go.Scatter]:
+    """One probe's panel: the share of seeds solving each rung, the metric's mean, the baseline."""
+    x = [f"{r['rung']:g}" for r in rungs]
+    share = [r["solved"] / r["n"] if r["n"] else None for r in rungs]
+    solved = go.Scatter(
+        x=x,
+        y=share,
+        mode="markers+lines",
+        name="share of seeds solving",
+        marker={"color": "#2a6fdb", "size": 9},
+        legendgroup="s",
+        showlegend=legend,
+        error_y={
+            "type": "data",
+            "symmetric": False,
+            "array": [_gap(r["share_hi"], s) for r, s in zip(rungs, share)],
+            "arrayminus": [_gap(s, r["share_lo"]) for r, s in zip(rungs, share)],
+        },
+    )
+    metric = go.Scatter(
+        x=x,
+        y=[r["mean"] for r in rungs],
+        mode="markers",
+        name=metric_name,
+        marker={"color": "#e07b00", "symbol": "diamond"},
+        legendgroup="m",
+        showlegend=legend,
+        error_y={
+            "type": "data",
+            "symmetric": False,
+            "array": [_gap(r["hi"], r["mean"]) for r in rungs],
+            "arrayminus": [_gap(r["mean"], r["lo"]) for r in rungs],
+        },
+    )
+    baseline = go.Scatter(
+        x=x,
+        y=[r["baseline"] for r in rungs],
+        mode="lines",
+        name="memoryless baseline",
+        line={"color": "#999", "dash": "dot"},
+        legendgroup="b",
+        showlegend=legend,
+    )
+    return [solved, metric, baseline]
 
 
 def _metric_name(card: Card, model: str, p: dict[str, Any]) -> str:

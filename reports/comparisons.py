@@ -24,7 +24,7 @@ import pandas as pd
 
 from seqbench.bench.core.artifacts import BASELINE, PARAM
 from seqbench.bench.core.stats import Paired, mean_ci, metric_bounds, paired
-from seqbench.reports.figures import fmt_ci, label, levels, per_trial, swept
+from seqbench.reports.aggregate import fmt_ci, label, levels, per_trial, swept
 from seqbench.sweeps.table import Objective
 
 ALL_PAIRS_UP_TO = 3  # levels of a key at which every pair is compared, not only each against the best

@@ -18,14 +18,23 @@ def _fmt(v: Any, nd: int = 2) -> str:
 
 
 def write_outputs(result: dict[str, Any], out_dir: Path) -> list[Path]:
+    """cost.csv (one row per model and length), cost.json (the whole result), cost.md and the figures."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows, summary, meta = result["rows"], result["summary"], result["meta"]
+    rows, meta = result["rows"], result["meta"]
     cols = ["model", "length", "status", "time_ms", "time_ms_min", "peak_mem_mib", "tokens_per_s", "detail"]
     with open(out_dir / "cost.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
     (out_dir / "cost.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out_dir / "cost.md").write_text("\n".join(cost_markdown(rows, result["summary"], meta)) + "\n")
+    paths = [out_dir / "cost.csv", out_dir / "cost.md", out_dir / "cost.json"]
+    paths += _figures(rows, out_dir, meta)
+    return paths
+
+
+def cost_markdown(rows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str, Any]) -> list[str]:
+    """cost.md's lines: the setup, the measurements, the scaling exponents and how to read them."""
     lines = [
         f"# Cost vs sequence length ({meta['device']}, d_model={meta['d_model']}, "
         f"n_layers={meta['n_layers']}, batch {meta['batch_size']}, {meta['threads']} thread(s), "
@@ -50,45 +59,42 @@ def write_outputs(result: dict[str, Any], out_dir: Path) -> list[Path]:
             align="lrlrrr",
         ),
     ]
-    lines += [
-        "",
-        "## Scaling exponents in T (log-log least squares) and the complexity table",
-        "",
-        markdown_table(
-            [
-                "model",
-                "complexity",
-                "expected (T >> d)",
-                "time exp (all)",
-                "time exp (upper half)",
-                "memory exp (all)",
-                "stopped",
-            ],
-            [
-                [
-                    m,
-                    s["complexity"],
-                    _fmt(s["expected_time_exponent"]),
-                    _fmt(s["time_exponent"]),
-                    _fmt(s["time_exponent_upper"]),
-                    _fmt(s["memory_exponent"]),
-                    s["stopped"] or "",
-                ]
-                for m, s in summary.items()
-            ],
-            align="llrrrrl",
-        ),
-    ]
+    lines += ["", "## Scaling exponents in T (log-log least squares) and the complexity table", ""]
+    lines.append(_exponents_table(summary))
     lines += [
         "",
         "RNN O(T·d²): T sequential steps of a d×d matmul; self-attention O(T²·d): all pairs of "
         "positions; convolution O(k·T·d²): k taps per layer at every position. Short lengths sit "
         "below the asymptote (fixed per-step costs), so the upper-half exponent is the one to compare.",
     ]
-    (out_dir / "cost.md").write_text("\n".join(lines) + "\n")
-    paths = [out_dir / "cost.csv", out_dir / "cost.md", out_dir / "cost.json"]
-    paths += _figures(rows, out_dir, meta)
-    return paths
+    return lines
+
+
+def _exponents_table(summary: dict[str, Any]) -> str:
+    return markdown_table(
+        [
+            "model",
+            "complexity",
+            "expected (T >> d)",
+            "time exp (all)",
+            "time exp (upper half)",
+            "memory exp (all)",
+            "stopped",
+        ],
+        [
+            [
+                m,
+                s["complexity"],
+                _fmt(s["expected_time_exponent"]),
+                _fmt(s["time_exponent"]),
+                _fmt(s["time_exponent_upper"]),
+                _fmt(s["memory_exponent"]),
+                s["stopped"] or "",
+            ]
+            for m, s in summary.items()
+        ],
+        align="llrrrrl",
+    )
 
 
 def fig_cost(rows: list[dict[str, Any]], key: str, title: str, meta: dict[str, Any]):

@@ -25,7 +25,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from seqbench.bench.core.diagnostics_format import FILENAME, DiagnosticsFormatError, read_diagnostics
-from seqbench.reports.figures import PALETTE, label, swept
+from seqbench.reports.aggregate import label, swept
+from seqbench.reports.figures import PALETTE
 from seqbench.reports.table import run_rows
 
 DIAG_COLUMNS = ["run_id", "step", "quantity", "name", "distance", "value"]

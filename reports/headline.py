@@ -25,8 +25,8 @@ import pandas as pd
 from seqbench.bench.core.artifacts import PARAM
 from seqbench.bench.core.stats import Paired
 from seqbench.bench.core.text import text_table
+from seqbench.reports.aggregate import ARCH_KEY, fmt_ci, label, per_trial, swept
 from seqbench.reports.comparisons import Comparison, comparisons, order_key, ranked, trial_baselines, versus_baseline
-from seqbench.reports.figures import ARCH_KEY, fmt_ci, label, per_trial, swept
 from seqbench.reports.table import failed_configurations
 from seqbench.sweeps.table import Objective
 

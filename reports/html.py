@@ -22,12 +22,14 @@ from seqbench.bench.core.artifacts import atomic_write
 from seqbench.bench.core.disk import disk_full, is_disk_full
 from seqbench.bench.core.provenance import git_sha, package_version
 from seqbench.bench.core.text import MISSING, duration, markdown_table
+from seqbench.reports import aggregate as A
 from seqbench.reports import figures as F
 from seqbench.reports.comparisons import ALL_PAIRS_UP_TO, comparisons, comparisons_table
 from seqbench.reports.diagnostics import diagnostics_figures
 from seqbench.reports.headline import headline
 from seqbench.reports.optuna_views import optuna_figures
 from seqbench.reports.table import StudyInfo, compute_seconds, failed_configurations, run_rows, state_counts
+from seqbench.reports.throughput import throughput_items
 from seqbench.sweeps.table import Objective, outcomes
 
 PLOTLY_JS = "plotly.min.js"
@@ -48,7 +50,7 @@ def _frame_cells(t: pd.DataFrame) -> pd.DataFrame:
     for pre, n_col in (("best ", "seeds"), ("", "seeds scored")):
         cols = [pre + "mean", pre + "lo", pre + "hi", n_col]
         if all(c in t.columns for c in cols):
-            cells = [F.fmt_ci(m, lo, hi, n) for m, lo, hi, n in zip(*(t[c] for c in cols))]
+            cells = [A.fmt_ci(m, lo, hi, n) for m, lo, hi, n in zip(*(t[c] for c in cols))]
             t.insert(list(t.columns).index(pre + "mean"), f"{pre}mean [95% CI]", cells)
             t = t.drop(columns=[pre + "mean", pre + "lo", pre + "hi"])
     for c in t.columns:
@@ -60,66 +62,23 @@ def _frame_cells(t: pd.DataFrame) -> pd.DataFrame:
 def sections(
     info: StudyInfo, df: pd.DataFrame, curves: pd.DataFrame, diag: pd.DataFrame, color_by: str | None = None
 ) -> list[Section]:
-    """What the dashboard shows, chosen from what the study swept (see reports.figures' heuristics)."""
+    """What the dashboard shows, chosen from what the study swept (see reports.aggregate's heuristics)."""
     runs = run_rows(df)  # before outcomes: a run whose retry waits still shows its curve
     df = outcomes(df)  # a superseded attempt's runs are its retry's: pooled and ranked once
     out: list[Section] = []
     for obj in info.objectives:
         out += [summary_section(df, obj), paired_section(df, obj)]
     obj = info.objectives[0]
-    arch = F.arch_column(df)
-    axes = F.heatmap_axes(df)
-    if axes:
-        x, y, facet = axes
-        out.append(
-            Section(
-                "Factorial view",
-                f"Mean {obj.name} over runs in each cell (seeds and any other swept "
-                "factor pooled); the text gives mean, 95% interval, ± std, n and diverged runs.",
-                [("heatmap", F.fig_heatmap(df, obj, x, y, facet))],
-            )
-        )
-    if F.swept(df):
-        out.append(
-            Section(
-                "Factors",
-                "Every run's objective at each level of each swept factor.",
-                [("factors", F.fig_factors(df, obj))],
-            )
-        )
-    length = F.length_column(df)
-    tl = F.test_lengths(df)
-    if length or tl:
-        s = Section(
-            "Long-range dependencies",
-            "The objective against the dependency length, one line per "
-            "architecture, with the task's memoryless baseline (the score of a model with no memory); "
-            "and, where runs were evaluated at longer lengths (eval.lengths), the test metric there.",
-        )
-        if length:
-            s.items.append(("length", F.fig_length(df, obj, length, arch)))
-        for metric in tl:
-            s.items.append((f"generalisation {metric}", F.fig_length_generalisation(df, metric, arch, length)))
-        out.append(s)
-    color = color_by or F.color_column(df)
-    curve_metric = F.curve_metric(curves, obj)
-    if curve_metric:
-        s = Section(
-            "Learning curves",
-            "Each run's validation curves from its metrics.csv"
-            + (f", coloured by {F.label(color)}." if color else "."),
-        )
-        for m in dict.fromkeys([curve_metric, "train/loss"]):
-            if m in set(curves["metric"]):
-                s.items.append((m, F.fig_learning_curves(curves, runs, m, color)))
-        out.append(s)
+    out += factor_sections(df, obj)
+    out += length_sections(df, obj)
+    out += curve_sections(curves, runs, obj, color_by or A.color_column(df))
     out.append(
         Section(
             "Throughput and utilisation",
             "Training tokens per second of each configuration (mean ± std "
             "over its runs) and, on a GPU, model FLOPs utilisation: analytic training FLOPs per token "
             "(bench/training/flops.py) times tokens/s, over the device's dense peak for the precision.",
-            F.throughput_items(runs),
+            throughput_items(runs),
         )
     )
     out.append(
@@ -142,6 +101,66 @@ def sections(
     return out
 
 
+def factor_sections(df: pd.DataFrame, obj: Objective) -> list[Section]:
+    """The factorial heatmap (two or more discrete factors swept) and every run by factor level."""
+    out: list[Section] = []
+    axes = A.heatmap_axes(df)
+    if axes:
+        x, y, facet = axes
+        out.append(
+            Section(
+                "Factorial view",
+                f"Mean {obj.name} over runs in each cell (seeds and any other swept "
+                "factor pooled); the text gives mean, 95% interval, ± std, n and diverged runs.",
+                [("heatmap", F.fig_heatmap(df, obj, x, y, facet))],
+            )
+        )
+    if A.swept(df):
+        out.append(
+            Section(
+                "Factors",
+                "Every run's objective at each level of each swept factor.",
+                [("factors", F.fig_factors(df, obj))],
+            )
+        )
+    return out
+
+
+def length_sections(df: pd.DataFrame, obj: Objective) -> list[Section]:
+    """The objective against a swept dependency length and the test metrics at evaluated lengths, if any."""
+    arch = A.arch_column(df)
+    length = A.length_column(df)
+    tl = A.test_lengths(df)
+    if not (length or tl):
+        return []
+    s = Section(
+        "Long-range dependencies",
+        "The objective against the dependency length, one line per "
+        "architecture, with the task's memoryless baseline (the score of a model with no memory); "
+        "and, where runs were evaluated at longer lengths (eval.lengths), the test metric there.",
+    )
+    if length:
+        s.items.append(("length", F.fig_length(df, obj, length, arch)))
+    for metric in tl:
+        s.items.append((f"generalisation {metric}", F.fig_length_generalisation(df, metric, arch, length)))
+    return [s]
+
+
+def curve_sections(curves: pd.DataFrame, runs: pd.DataFrame, obj: Objective, color: str | None) -> list[Section]:
+    """Each run's curves of the objective (or the loss) and of the training loss, coloured by ``color``."""
+    curve_metric = A.curve_metric(curves, obj)
+    if not curve_metric:
+        return []
+    s = Section(
+        "Learning curves",
+        "Each run's validation curves from its metrics.csv" + (f", coloured by {A.label(color)}." if color else "."),
+    )
+    for m in dict.fromkeys([curve_metric, "train/loss"]):
+        if m in set(curves["metric"]):
+            s.items.append((m, F.fig_learning_curves(curves, runs, m, color)))
+    return [s]
+
+
 def summary_section(df: pd.DataFrame, obj: Objective) -> Section:
     """The best configurations for one objective: per level of each factor, the top trials, the failed ones."""
     s = Section(
@@ -150,8 +169,8 @@ def summary_section(df: pd.DataFrame, obj: Objective) -> Section:
         "at that level (mean, 95% Student-t interval and n over its seeds; one seed says n=1, no "
         "interval), the mean over all runs at the level, and how many runs diverged.",
     )
-    s.items.append(("Best per level", _frame_cells(F.summary_table(df, obj))))
-    s.items.append(("Top trials", _frame_cells(F.top_trials(df, obj))))
+    s.items.append(("Best per level", _frame_cells(A.summary_table(df, obj))))
+    s.items.append(("Top trials", _frame_cells(A.top_trials(df, obj))))
     failed = failed_configurations(df, [obj])
     if not failed.empty:  # a configuration with no result is listed as failed, never left out
         s.items.append(("Failed configurations (no scored seed)", failed))

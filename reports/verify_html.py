@@ -17,8 +17,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from seqbench.bench.core.artifacts import atomic_write
-from seqbench.bench.core.stats import Estimate
+from seqbench.bench.core.stats import Estimate, Interval
 from seqbench.bench.core.text import markdown_table
+from seqbench.reports import aggregate as A
 from seqbench.reports import figures as F
 from seqbench.reports.cost import fig_cost
 from seqbench.reports.diagnostics import fig_through_time, load_diagnostics
@@ -43,21 +44,21 @@ def _named_figure(kind: str, table: pd.DataFrame, obj: Objective) -> Any:
     runs = table[table["run_id"].astype(bool)] if not table.empty else table
     if runs.empty:
         return "skipped: no runs"
-    length = F.length_column(runs)
+    length = A.length_column(runs)
     # one series per configuration: every swept key but the x axis (a model-only colour pooled e.g.
     # attention and no-attention seq2seq runs into one line)
-    keys = [c for c in F.swept(runs) if c != length]
-    runs, arch = _config_column(runs, keys) if keys else (runs, F.arch_column(runs))
+    keys = [c for c in A.swept(runs) if c != length]
+    runs, arch = _config_column(runs, keys) if keys else (runs, A.arch_column(runs))
     if kind == "length":
         return F.fig_length(runs, obj, length, arch) if length else "skipped: no length-like key swept"
     if kind == "factors":
-        return F.fig_factors(runs, obj) if F.swept(runs) else "skipped: nothing swept"
+        return F.fig_factors(runs, obj) if A.swept(runs) else "skipped: nothing swept"
     if kind == "heatmap":
-        axes = F.heatmap_axes(runs)
+        axes = A.heatmap_axes(runs)
         return F.fig_heatmap(runs, obj, *axes) if axes else "skipped: fewer than two factors swept"
     if kind == "learning_curves":
         curves = load_curves(runs)
-        metric = F.curve_metric(curves, obj)
+        metric = A.curve_metric(curves, obj)
         return F.fig_learning_curves(curves, runs, metric, arch) if metric else "skipped: no metrics.csv"
     if kind == "through_time":
         diag = load_diagnostics(runs)
@@ -68,7 +69,7 @@ def _named_figure(kind: str, table: pd.DataFrame, obj: Objective) -> Any:
 def _config_column(runs: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, str]:
     if len(keys) == 1:
         return runs, keys[0]
-    label = runs[keys].astype(str).agg(lambda r: ", ".join(f"{F.label(k)}={v}" for k, v in zip(keys, r)), axis=1)
+    label = runs[keys].astype(str).agg(lambda r: ", ".join(f"{A.label(k)}={v}" for k, v in zip(keys, r)), axis=1)
     return runs.assign(configuration=label), "configuration"
 
 
@@ -155,74 +156,78 @@ def _verdict_panels(table: pd.DataFrame, judged: list[RuleResult]) -> dict[str, 
 def _draw_configuration(fig: go.Figure, row: int, i: int, name: str, c: dict[str, Any], table: pd.DataFrame) -> None:
     """One configuration at x = ``i`` of panel ``row``: its seeds, its estimate coloured by its worst verdict,
     a cost claim's FLOP-count prediction, and each judging rule's thresholds."""
-    verdicts = {x.verdict for x in c["rules"] if not x.control} or {x.verdict for x in c["rules"]}
-    worst = next((v for v in ("invalid", "fails", "inconclusive", "missing") if v in verdicts), "holds")
-    color = _COLORS.get(worst, _COLORS["inconclusive"]) if c["rules"] else "#57606a"
-    fig.add_trace(
-        go.Scatter(
-            x=[i] * len(c["vals"]),
-            y=c["vals"],
-            mode="markers",
-            showlegend=False,
-            marker=dict(color="#8c959f", size=6),
-            name=f"{name}: seeds",
-            hovertemplate="%{y:.4g}<extra>" + html.escape(name) + ": one seed</extra>",
-        ),
-        row=row,
-        col=1,
-    )
+    traces = [_seeds_trace(i, name, c["vals"])]
     iv = c["iv"]
     if iv is not None and iv.n:
-        lo = iv.lo if math.isfinite(iv.lo) else iv.mean
-        hi = iv.hi if math.isfinite(iv.hi) else iv.mean
-        fig.add_trace(
-            go.Scatter(
-                x=[i + 0.15],
-                y=[iv.mean],
-                mode="markers",
-                showlegend=False,
-                marker=dict(color=color, size=10),
-                error_y=dict(type="data", symmetric=False, array=[hi - iv.mean], arrayminus=[iv.mean - lo]),
-                name=name,
-                hovertemplate=html.escape(f"{name}: {iv.fmt()}") + "<extra></extra>",
-            ),
-            row=row,
-            col=1,
-        )
+        traces.append(_estimate_trace(i, name, iv, _verdict_color(c["rules"])))
     flops = _flops_prediction(table, c["rules"])
     if flops is not None:  # a cost claim: what the FLOP count predicts beside what was timed
-        fig.add_trace(
-            go.Scatter(
-                x=[i - 0.15],
-                y=[flops],
-                mode="markers",
-                showlegend=False,
-                marker=dict(symbol="x", size=10, color="#0969da"),
-                name=f"{name}: FLOP count",
-                hovertemplate=f"FLOP count predicts {flops:.3g}<extra></extra>",
-            ),
-            row=row,
-            col=1,
-        )
-    for x in c["rules"]:
-        for key, thr in x.thresholds.items():
-            y = math.exp(thr) if x.log_ratio else thr
-            fig.add_trace(
-                go.Scatter(
-                    x=[i - 0.4, i + 0.4],
-                    y=[y, y],
-                    mode="lines",
-                    showlegend=False,
-                    line=dict(color="#cf222e", dash="dash" if x.control else "solid", width=2),
-                    name=f"{x.rule.name}: {key} {y:.4g}",
-                    hovertemplate=html.escape(
-                        f"{'control' if x.control else 'rule'} {x.rule.name}: needs {x.threshold_text()}"
-                    )
-                    + "<extra></extra>",
-                ),
-                row=row,
-                col=1,
-            )
+        traces.append(_flops_trace(i, name, flops))
+    traces += [_threshold_trace(i, x, key, thr) for x in c["rules"] for key, thr in x.thresholds.items()]
+    for trace in traces:
+        fig.add_trace(trace, row=row, col=1)
+
+
+def _verdict_color(rules: list[RuleResult]) -> str:
+    """The colour of the worst verdict among the rules (controls only when no rule judges it); grey for none."""
+    verdicts = {x.verdict for x in rules if not x.control} or {x.verdict for x in rules}
+    worst = next((v for v in ("invalid", "fails", "inconclusive", "missing") if v in verdicts), "holds")
+    return _COLORS.get(worst, _COLORS["inconclusive"]) if rules else "#57606a"
+
+
+def _seeds_trace(i: int, name: str, vals: list[float]) -> go.Scatter:
+    return go.Scatter(
+        x=[i] * len(vals),
+        y=vals,
+        mode="markers",
+        showlegend=False,
+        marker=dict(color="#8c959f", size=6),
+        name=f"{name}: seeds",
+        hovertemplate="%{y:.4g}<extra>" + html.escape(name) + ": one seed</extra>",
+    )
+
+
+def _estimate_trace(i: int, name: str, iv: Interval, color: str) -> go.Scatter:
+    """The estimate with the interval the rule was tested at (an unbounded end drawn at the mean)."""
+    lo = iv.lo if math.isfinite(iv.lo) else iv.mean
+    hi = iv.hi if math.isfinite(iv.hi) else iv.mean
+    return go.Scatter(
+        x=[i + 0.15],
+        y=[iv.mean],
+        mode="markers",
+        showlegend=False,
+        marker=dict(color=color, size=10),
+        error_y=dict(type="data", symmetric=False, array=[hi - iv.mean], arrayminus=[iv.mean - lo]),
+        name=name,
+        hovertemplate=html.escape(f"{name}: {iv.fmt()}") + "<extra></extra>",
+    )
+
+
+def _flops_trace(i: int, name: str, flops: float) -> go.Scatter:
+    return go.Scatter(
+        x=[i - 0.15],
+        y=[flops],
+        mode="markers",
+        showlegend=False,
+        marker=dict(symbol="x", size=10, color="#0969da"),
+        name=f"{name}: FLOP count",
+        hovertemplate=f"FLOP count predicts {flops:.3g}<extra></extra>",
+    )
+
+
+def _threshold_trace(i: int, x: RuleResult, key: str, thr: float) -> go.Scatter:
+    """One threshold of a rule (solid) or control (dashed) as a red segment across the configuration."""
+    y = math.exp(thr) if x.log_ratio else thr
+    return go.Scatter(
+        x=[i - 0.4, i + 0.4],
+        y=[y, y],
+        mode="lines",
+        showlegend=False,
+        line=dict(color="#cf222e", dash="dash" if x.control else "solid", width=2),
+        name=f"{x.rule.name}: {key} {y:.4g}",
+        hovertemplate=html.escape(f"{'control' if x.control else 'rule'} {x.rule.name}: needs {x.threshold_text()}")
+        + "<extra></extra>",
+    )
 
 
 def _wrap(label: str) -> str:

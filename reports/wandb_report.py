@@ -24,13 +24,14 @@ from urllib.parse import urlparse
 
 from seqbench.bench.core.artifacts import wandb_group
 from seqbench.bench.core.errors import UserError
-from seqbench.reports import figures as F
+from seqbench.reports import aggregate as A
 
 if TYPE_CHECKING:  # preflight stays import-light so that a refusal is immediate
     import pandas as pd
     import wandb_workspaces.reports.v2 as wr
 
     from seqbench.reports.table import StudyInfo
+    from seqbench.sweeps.table import Objective
 
 DEFAULT_BASE_URL = "https://api.wandb.ai"
 CONNECT_TIMEOUT_S = 3.0
@@ -102,7 +103,7 @@ def build(info: StudyInfo, df: pd.DataFrame, entity: str | None, project: str) -
     from wandb_workspaces import expr  # the same optional extra
 
     obj = info.objectives[0]
-    params = F.swept(df)
+    params = A.swept(df)
     group = wandb_group(info.name, info.storage)
     where: dict[str, Any] = {"entity": entity} if entity else {}  # no entity: W&B's default, never an empty string
     runset = wr.Runset(
@@ -121,24 +122,18 @@ def build(info: StudyInfo, df: pd.DataFrame, entity: str | None, project: str) -
         for m in curves
     ]
     panels += [
-        wr.ScatterPlot(title=f"{obj.name} vs {F.label(p)}", x=wr.Config(F.label(p)), y=wr.SummaryMetric(obj.name))
+        wr.ScatterPlot(title=f"{obj.name} vs {A.label(p)}", x=wr.Config(A.label(p)), y=wr.SummaryMetric(obj.name))
         for p in params
     ]
     if params:
         panels.append(
             wr.ParallelCoordinatesPlot(
-                columns=[wr.ParallelCoordinatesPlotColumn(metric=wr.Config(F.label(p))) for p in params]
+                columns=[wr.ParallelCoordinatesPlotColumn(metric=wr.Config(A.label(p))) for p in params]
                 + [wr.ParallelCoordinatesPlotColumn(metric=wr.SummaryMetric(obj.name))]
             )
         )
         panels.append(wr.ParameterImportancePlot(with_respect_to=obj.name))
-    summary = F.summary_table(df, obj)
-    lines = [
-        f"| {r['factor']} | {r['level']} | {F.fmt_ci(r['best mean'], r['best lo'], r['best hi'], r['seeds'])} "
-        f"| {r['diverged']} |"
-        for r in summary.to_dict("records")
-    ]
-    md = "\n".join(["| factor | level | best mean [95% CI] n | diverged |", "|---|---|---|---|", *lines])
+    md = _summary_markdown(df, obj)
     report = wr.Report(
         **where,
         project=project,
@@ -156,6 +151,16 @@ def build(info: StudyInfo, df: pd.DataFrame, entity: str | None, project: str) -
     )
     runset.entity = report.entity  # the run set reads the runs of the report's entity (default included)
     return report
+
+
+def _summary_markdown(df: pd.DataFrame, obj: Objective) -> str:
+    """The dashboard's best-per-level table (``reports.aggregate.summary_table``) as a markdown table."""
+    lines = [
+        f"| {r['factor']} | {r['level']} | {A.fmt_ci(r['best mean'], r['best lo'], r['best hi'], r['seeds'])} "
+        f"| {r['diverged']} |"
+        for r in A.summary_table(df, obj).to_dict("records")
+    ]
+    return "\n".join(["| factor | level | best mean [95% CI] n | diverged |", "|---|---|---|---|", *lines])
 
 
 def publish(info: StudyInfo, df: pd.DataFrame, env: Mapping[str, str] | None = None) -> str:

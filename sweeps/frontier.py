@@ -22,7 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from seqbench.bench.core.artifacts import BASELINE, FINAL, PARAM, CardEntry, CardRung
+from seqbench.bench.core.artifacts import BASELINE, FINAL, PARAM
+from seqbench.bench.core.card_format import CardEntry, CardRung
 from seqbench.bench.core.stats import LEVEL, Estimate, median_interval
 from seqbench.sweeps.claims.measure import RUN_STATUSES, metric_scale
 from seqbench.sweeps.probes import Probe

@@ -177,56 +177,7 @@ def trials_table(trials: list[FrozenTrial], objectives: list[Objective], runs: P
     rows: list[dict[str, Any]] = []
     gone = superseded(trials)  # failed trials whose configuration was queued again
     for t in trials:
-        ua = t.user_attrs
-        base: dict[str, Any] = {
-            "trial": t.number,
-            "state": t.state.name,
-            "config_hash": ua.get("config_hash"),
-            "fail_reason": ua.get("fail_reason") or ua.get("prune_reason"),
-            "trial_wall_s": _num(ua.get("wall_s")),
-            "superseded": t.number in gone,
-            "retry_of": _num(ua.get("retry_of")),
-        }
-        base.update({PARAM + k: _param_value(v) for k, v in t.params.items()})
-        values = t.values or []
-        for k, o in enumerate(objectives):
-            base[o.trial_column] = _num(values[k]) if k < len(values) else math.nan
-        # seeds of COMPLETE trials, and the surviving seeds of FAIL trials (one diverged seed fails a
-        # trial, and those cells matter most); a pruned, running or retried run is not comparable
-        scored = t.state in (TrialState.COMPLETE, TrialState.FAIL) and t.number not in gone
-        run_ids = list(ua.get("run_ids") or [])
-        seeds = list(ua.get("seeds") or [])
-        if not run_ids:
-            rows.append(
-                {
-                    **base,
-                    "seed": math.nan,
-                    "run_id": "",
-                    "run_dir": "",
-                    "status": "not-started",
-                    "diverged": False,
-                    **{o.column: math.nan for o in objectives},
-                }
-            )
-            continue
-        for i, run_id in enumerate(run_ids):
-            run_dir = runs / run_id
-            res = read_results(run_dir)
-            row = {
-                **base,
-                "seed": seeds[i] if i < len(seeds) else (res or {}).get("seed", math.nan),
-                "run_id": run_id,
-                "run_dir": str(run_dir),
-                **run_fields(run_dir, res),
-            }
-            for k, o in enumerate(objectives):
-                if not scored:
-                    row[o.column] = math.nan
-                elif "per_seed" in ua:  # None/NaN there: the sweeper scored the seed as failed (diverged)
-                    row[o.column] = _seed_value(ua["per_seed"], i, k)
-                else:
-                    row[o.column] = row.get(FINAL + o.name, math.nan)
-            rows.append(row)
+        rows += _trial_rows(t, objectives, runs, is_superseded=t.number in gone)
     lead = ["trial", "state", "seed", "run_id", "status", "diverged"]
     if not rows:  # a study with no trials yet: the columns every reader expects, no rows
         return pd.DataFrame(
@@ -238,6 +189,61 @@ def trials_table(trials: list[FrozenTrial], objectives: list[Objective], runs: P
     lead += sorted(c for c in df.columns if c.startswith(PARAM))
     lead += [o.column for o in objectives] + [o.trial_column for o in objectives]
     return df[lead + [c for c in df.columns if c not in lead]]
+
+
+def _trial_rows(t: FrozenTrial, objectives: list[Objective], runs: Path, is_superseded: bool) -> list[dict[str, Any]]:
+    """One trial's rows: one per run (its seed), or one ``not-started`` row when it has no run yet."""
+    ua = t.user_attrs
+    base: dict[str, Any] = {
+        "trial": t.number,
+        "state": t.state.name,
+        "config_hash": ua.get("config_hash"),
+        "fail_reason": ua.get("fail_reason") or ua.get("prune_reason"),
+        "trial_wall_s": _num(ua.get("wall_s")),
+        "superseded": is_superseded,
+        "retry_of": _num(ua.get("retry_of")),
+    }
+    base.update({PARAM + k: _param_value(v) for k, v in t.params.items()})
+    values = t.values or []
+    for k, o in enumerate(objectives):
+        base[o.trial_column] = _num(values[k]) if k < len(values) else math.nan
+    # seeds of COMPLETE trials, and the surviving seeds of FAIL trials (one diverged seed fails a
+    # trial, and those cells matter most); a pruned, running or retried run is not comparable
+    scored = t.state in (TrialState.COMPLETE, TrialState.FAIL) and not is_superseded
+    run_ids = list(ua.get("run_ids") or [])
+    seeds = list(ua.get("seeds") or [])
+    if not run_ids:
+        return [
+            {
+                **base,
+                "seed": math.nan,
+                "run_id": "",
+                "run_dir": "",
+                "status": "not-started",
+                "diverged": False,
+                **{o.column: math.nan for o in objectives},
+            }
+        ]
+    rows = []
+    for i, run_id in enumerate(run_ids):
+        run_dir = runs / run_id
+        res = read_results(run_dir)
+        row = {
+            **base,
+            "seed": seeds[i] if i < len(seeds) else (res or {}).get("seed", math.nan),
+            "run_id": run_id,
+            "run_dir": str(run_dir),
+            **run_fields(run_dir, res),
+        }
+        for k, o in enumerate(objectives):
+            if not scored:
+                row[o.column] = math.nan
+            elif "per_seed" in ua:  # None/NaN there: the sweeper scored the seed as failed (diverged)
+                row[o.column] = _seed_value(ua["per_seed"], i, k)
+            else:
+                row[o.column] = row.get(FINAL + o.name, math.nan)
+        rows.append(row)
+    return rows
 
 
 def outcomes(df: pd.DataFrame) -> pd.DataFrame:

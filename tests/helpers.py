@@ -1,8 +1,9 @@
 """Plain helpers the tests share: tiny settings for every registry entry and a CLI runner.
 
 Every test imports them one way, ``from tests.helpers import ...`` (like the other support modules:
-``tests.report_support``, ``tests.model_probe``, ``tests.pg_server``, ``tests.chromium``); ``conftest.py``
-holds only the session setup and fixtures, which pytest supplies by name.
+``tests.report_support``, ``tests.judge_support``, ``tests.verify_support``, ``tests.model_probe``,
+``tests.pg_server``, ``tests.chromium``); ``conftest.py`` holds only the session setup and fixtures, which
+pytest supplies by name.
 """
 
 from __future__ import annotations

@@ -202,100 +202,121 @@ def demo_study(
     for m in MODELS:
         for d in DELAYS:
             for w in WARMUPS:
-                run_ids, per_seed = [], []
-                for s in SEEDS:
-                    run_id = f"t{n}-{m}-d{d}-w{w}-s{s}"
-                    div = is_diverged(m, d, w, s)
-                    a = acc(m, d, w, s)
-                    final = {
-                        "val/acc": a,
-                        "val/loss": round(-math.log(max(a, 1e-3)), 4),
-                        "test/acc": a,
-                        "test@40/acc": a * 0.9,
-                        "test@80/acc": a * (0.8 if m == "lstm" else 0.4),
-                    }
-                    curve = [
-                        {
-                            "step": st,
-                            "wall_s": st / 10,
-                            "train/loss": round(2.0 * (1 - a * st / 200) + 0.05, 4),
-                            "val/loss": round(2.0 * (1 - a * st / 200) + 0.1, 4),
-                            "val/acc": round(a * st / 200, 4),
-                        }
-                        for st in (50, 100, 150, 200)
-                    ]
-                    rd = write_run(
-                        out_dir,
-                        run_id,
-                        final=final,
-                        seed=s,
-                        model=m,
-                        wall_s=5.0 + d,
-                        curve=curve,
-                        status="diverged" if div else "completed",
-                        baseline={"val/acc": BASELINE_ACC, "val/loss": 1.3863},
-                    )
-                    if diagnostics and s == 0 and w == 0:  # the real format, with known values
-                        (rd / "diagnostics.json").write_text(demo_diagnostics(m, d).to_text())
-                    run_ids.append(run_id)
-                    per_seed.append(None if div else a)
-                finite = [v for v in per_seed if v is not None]
-                mean = sum(finite) / len(finite)
-                std = (sum((v - mean) ** 2 for v in finite) / (len(finite) - 1)) ** 0.5 if len(finite) > 1 else 0.0
-                n_div = sum(v is None for v in per_seed)
-                attrs = {
-                    "run_ids": run_ids,
-                    "seeds": list(SEEDS),
-                    "per_seed": per_seed,
-                    "mean": mean,
-                    "std": std,
-                    "n_diverged": n_div,
-                    "config_hash": f"h{n:04d}",
-                    "wall_s": 2 * (5.0 + d),
-                }
-                if n_div:  # as the sweeps runner does: a diverged seed fails the trial
-                    attrs["fail_reason"] = f"{n_div}/{len(SEEDS)} seeds diverged"
+                runs = [_demo_run(out_dir, f"t{n}-{m}-d{d}-w{w}-s{s}", m, d, w, s, acc, diagnostics) for s in SEEDS]
+                attrs = _demo_trial_attrs(n, d, [r for r, _ in runs], [v for _, v in runs])
                 add_trial(
                     study,
                     {"model.name": m, "task.delay": d, "optim.warmup_steps": w},
                     dists,
-                    state=TrialState.FAIL if n_div else TrialState.COMPLETE,
-                    values=None if n_div else [mean],
+                    state=TrialState.FAIL if attrs["n_diverged"] else TrialState.COMPLETE,
+                    values=None if attrs["n_diverged"] else [attrs["mean"]],
                     attrs=attrs,
                 )
                 n += 1
     if extra_states:
-        p = {"model.name": "lstm", "task.delay": 20, "optim.warmup_steps": 0}
-        add_trial(
-            study,
-            p,
-            dists,
-            state=TrialState.FAIL,
-            attrs={"run_ids": [], "seeds": [], "fail_reason": "RuntimeError: out of memory", "wall_s": 1.0},
-        )
-        write_run(
-            out_dir,
-            "pruned-s0",
-            final={"val/acc": 0.3},
-            baseline={"val/acc": BASELINE_ACC},
-            model="rnn",
-            curve=[{"step": 50, "val/acc": 0.3}],
-            status="pruned",
-        )
-        add_trial(
-            study,
-            {**p, "model.name": "rnn"},
-            dists,
-            state=TrialState.PRUNED,
-            attrs={
-                "run_ids": ["pruned-s0"],
-                "seeds": [0],
-                "per_seed": [0.3],
-                "wall_s": 3.0,
-                "prune_reason": "pruned at step 50",
-            },
-        )
-        (out_dir / "runs" / "running-s0").mkdir(parents=True)  # started, no results.json yet
-        add_trial(study, p, dists, state=TrialState.RUNNING, attrs={"run_ids": ["running-s0"], "seeds": [0]})
-        add_trial(study, p, dists, state=TrialState.WAITING)
+        _add_extra_states(study, out_dir, dists)
     return study
+
+
+def _demo_run(
+    out_dir: Path,
+    run_id: str,
+    m: str,
+    d: int,
+    w: int,
+    s: int,
+    acc: Callable[[str, int, int, int], float],
+    diagnostics: bool,
+) -> tuple[str, float | None]:
+    """One seed's run folder (results, curve and, at warmup 0 seed 0, diagnostics); its value (None: diverged)."""
+    div = is_diverged(m, d, w, s)
+    a = acc(m, d, w, s)
+    final = {
+        "val/acc": a,
+        "val/loss": round(-math.log(max(a, 1e-3)), 4),
+        "test/acc": a,
+        "test@40/acc": a * 0.9,
+        "test@80/acc": a * (0.8 if m == "lstm" else 0.4),
+    }
+    curve = [
+        {
+            "step": st,
+            "wall_s": st / 10,
+            "train/loss": round(2.0 * (1 - a * st / 200) + 0.05, 4),
+            "val/loss": round(2.0 * (1 - a * st / 200) + 0.1, 4),
+            "val/acc": round(a * st / 200, 4),
+        }
+        for st in (50, 100, 150, 200)
+    ]
+    rd = write_run(
+        out_dir,
+        run_id,
+        final=final,
+        seed=s,
+        model=m,
+        wall_s=5.0 + d,
+        curve=curve,
+        status="diverged" if div else "completed",
+        baseline={"val/acc": BASELINE_ACC, "val/loss": 1.3863},
+    )
+    if diagnostics and s == 0 and w == 0:  # the real format, with known values
+        (rd / "diagnostics.json").write_text(demo_diagnostics(m, d).to_text())
+    return run_id, None if div else a
+
+
+def _demo_trial_attrs(n: int, d: int, run_ids: list[str], per_seed: list[float | None]) -> dict[str, Any]:
+    """The trial attributes the sweeps runner records: seed-mean and std over the finite seeds."""
+    finite = [v for v in per_seed if v is not None]
+    mean = sum(finite) / len(finite)
+    std = (sum((v - mean) ** 2 for v in finite) / (len(finite) - 1)) ** 0.5 if len(finite) > 1 else 0.0
+    n_div = sum(v is None for v in per_seed)
+    attrs: dict[str, Any] = {
+        "run_ids": run_ids,
+        "seeds": list(SEEDS),
+        "per_seed": per_seed,
+        "mean": mean,
+        "std": std,
+        "n_diverged": n_div,
+        "config_hash": f"h{n:04d}",
+        "wall_s": 2 * (5.0 + d),
+    }
+    if n_div:  # as the sweeps runner does: a diverged seed fails the trial
+        attrs["fail_reason"] = f"{n_div}/{len(SEEDS)} seeds diverged"
+    return attrs
+
+
+def _add_extra_states(study: optuna.Study, out_dir: Path, dists: dict[str, Any]) -> None:
+    """One FAIL trial without runs, one PRUNED with a run, one RUNNING with an empty run folder, one WAITING."""
+    p = {"model.name": "lstm", "task.delay": 20, "optim.warmup_steps": 0}
+    add_trial(
+        study,
+        p,
+        dists,
+        state=TrialState.FAIL,
+        attrs={"run_ids": [], "seeds": [], "fail_reason": "RuntimeError: out of memory", "wall_s": 1.0},
+    )
+    write_run(
+        out_dir,
+        "pruned-s0",
+        final={"val/acc": 0.3},
+        baseline={"val/acc": BASELINE_ACC},
+        model="rnn",
+        curve=[{"step": 50, "val/acc": 0.3}],
+        status="pruned",
+    )
+    add_trial(
+        study,
+        {**p, "model.name": "rnn"},
+        dists,
+        state=TrialState.PRUNED,
+        attrs={
+            "run_ids": ["pruned-s0"],
+            "seeds": [0],
+            "per_seed": [0.3],
+            "wall_s": 3.0,
+            "prune_reason": "pruned at step 50",
+        },
+    )
+    (out_dir / "runs" / "running-s0").mkdir(parents=True)  # started, no results.json yet
+    add_trial(study, p, dists, state=TrialState.RUNNING, attrs={"run_ids": ["running-s0"], "seeds": [0]})
+    add_trial(study, p, dists, state=TrialState.WAITING)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import string
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -104,10 +105,163 @@ def leaf_paths(d: dict, prefix: tuple = ()) -> list[tuple]:
     return out
 
 
+Token = str | tuple[str, ...]  # what the first error line must contain (one of a tuple)
+
+
 def set_path(d: dict, path: tuple, value) -> None:
     for k in path[:-1]:
         d = d[k]
     d[path[-1]] = value
+
+
+def _value(draw: Any, spec: dict[str, Any], argv: list[str]) -> Token:
+    """A bad value at any leaf, including base's run-config leaves and dotted keys of per_model."""
+    path = draw(st.sampled_from(leaf_paths(spec)))
+    set_path(spec, path, draw(BAD_VALUES))
+    return {"base": path[1:2], "parameters": path[1:2], "per_model": path[-1:], "per_task": path[-1:]}.get(
+        path[0], path[:1]
+    )[0]
+
+
+def _top_value(draw: Any, spec: dict[str, Any], argv: list[str]) -> Token:
+    """A whole section replaced by a wrong type or an empty/huge value."""
+    key = draw(st.sampled_from(TOP))
+    spec[key] = draw(BAD_VALUES)
+    token = key
+    if key == "base":  # dropping base's task can orphan a per_task block or the metric: those are named
+        token = (
+            next(iter(spec[key])) if isinstance(spec[key], dict) and spec[key] else "base",
+            "per_task",
+            "per_model",
+            "metric",
+        )
+    elif key == "parameters":  # emptying parameters can orphan a per_model block: that is named instead
+        token = ("parameters", "per_model", "per_task")
+    return token
+
+
+def _unknown_top(draw: Any, spec: dict[str, Any], argv: list[str]) -> Token:
+    """An unknown top-level key."""
+    token = draw(ZZ)
+    spec[token] = 1
+    return token
+
+
+def _unknown_nested(draw: Any, spec: dict[str, Any], argv: list[str]) -> Token:
+    """An unknown key inside the pruner, the metric, a parameter or base."""
+    where = draw(st.sampled_from(["pruner", "metric", "param", "base", "base.train", "base.model"]))
+    token = draw(ZZ)
+    if where == "pruner":
+        spec.setdefault("pruner", {"name": "none"})
+        spec["pruner"] = {**spec["pruner"], token: 1} if isinstance(spec["pruner"], dict) else {token: 1}
+    elif where == "metric":
+        spec["metric"] = {"name": "val/acc", "goal": "maximize", token: 1}
+    elif where == "param":
+        spec["parameters"][next(iter(spec["parameters"]))][token] = 1
+    elif where == "base":
+        spec["base"] = {**spec["base"], token: 1}
+    else:
+        section = where.split(".")[1]
+        node = spec["base"][section]
+        spec["base"] = {**spec["base"], section: {**(node if isinstance(node, dict) else {"name": node}), token: 1}}
+    return token
+
+
+def _unknown_param_path(draw: Any, spec: dict[str, Any], argv: list[str]) -> Token:
+    """Unknown dotted paths in parameters / per_model / per_task."""
+    section = draw(st.sampled_from(["model", "task", "optim", "train", "eval", "nosuch"]))
+    token = draw(ZZ)
+    key = f"{section}.{token}"
+    token = section if section == "nosuch" else token  # an unknown section is named, not its key
+    where = draw(st.sampled_from(["parameters", "per_model", "per_task"]))
+    if where == "parameters":
+        spec["parameters"][key] = {"values": [draw(st.sampled_from([1, 0.5, "x", True]))]}
+    elif where == "per_model" and spec.get("per_model"):
+        spec["per_model"][next(iter(spec["per_model"]))][key] = 1
+    elif spec.get("per_task"):
+        spec["per_task"][next(iter(spec["per_task"]))][key] = 1
+    else:
+        spec["parameters"][key] = {"values": [1]}
+    return token
+
+
+def _bad_param(draw: Any, spec: dict[str, Any], argv: list[str]) -> Token:
+    """Out-of-range or malformed search spaces."""
+    key = draw(st.sampled_from(["model.d_model", "train.batch_size", "optim.lr", "task.delay", "model.name"]))
+    spec["parameters"] = {k: v for k, v in spec["parameters"].items() if k != key}
+    spec.setdefault("per_model", {})
+    for blk in spec["per_model"].values():
+        blk.pop(key, None)
+    choice = draw(st.sampled_from(["empty", "negative", "huge", "string", "range", "log0", "mixed"]))
+    spec["parameters"][key] = {
+        "empty": {"values": []},
+        "negative": {"values": [-3]},
+        "huge": {"values": [HUGE]},
+        "string": {"values": ["x" * 3000]},
+        "range": {"distribution": "uniform", "min": 5, "max": 1},
+        "log0": {"distribution": "log_uniform", "min": 0, "max": 1},
+        "mixed": {"values": [1], "min": 0},
+    }[choice]
+    return key.split(".")[-1] if choice not in ("range", "log0", "mixed", "empty") else "parameters"
+
+
+def _per_block(draw: Any, spec: dict[str, Any], argv: list[str]) -> Token:
+    """A per_model/per_task block for a name never chosen, or one that switches the model."""
+    which = draw(st.sampled_from(["unknown_model", "unknown_task", "switch"]))
+    name = draw(st.text(string.ascii_lowercase, min_size=1, max_size=10))
+    if which == "unknown_model":
+        spec["per_model"] = {**spec.get("per_model", {}), name: {"model.d_model": 8}}
+        return "per_model"
+    if which == "unknown_task":
+        spec["per_task"] = {**spec.get("per_task", {}), name: {"task.length": 8}}
+        return "per_task"
+    spec["per_model"] = {"rnn" if "rnn" in str(spec["parameters"]) else "gru": {"model.name": "lstm"}}
+    return "per_model"
+
+
+def _override(draw: Any, spec: dict[str, Any], argv: list[str]) -> Token:
+    """A command-line key=value on the spec's base."""
+    path = draw(st.sampled_from(["task.delay", "model.d_model", "train.max_steps", "optim.lr", "seed"]))
+    bad = draw(st.sampled_from(["[1, 2", "abc", "-999999", "{x: 1}", "1e999", ""]))
+    unknown = draw(st.booleans())
+    if unknown:
+        path = draw(st.sampled_from(["task", "model", "train", "nosuch"])) + "." + draw(ZZ)
+        bad = "1"
+    argv.append(f"{path}={bad}")
+    return path.split(".")[0] if path.startswith("nosuch") or path == "seed" else path.split(".")[-1]
+
+
+def _flag(draw: Any, spec: dict[str, Any], argv: list[str]) -> Token:
+    """A bad command-line flag."""
+    flag, value = draw(
+        st.sampled_from(
+            [
+                ("--trials", "0"),
+                ("--trials", "-5"),
+                ("--trials", "many"),
+                ("--workers", "0"),
+                ("--workers", "x"),
+                ("--heartbeat", "0"),
+                ("--heartbeat", "-1"),
+                ("--storage", "redis://localhost/0"),
+            ]
+        )
+    )
+    argv += [flag, value]
+    return flag
+
+
+MUTATIONS = {  # kind -> how it breaks the spec (or the command line), returning the token to expect
+    "value": _value,
+    "top_value": _top_value,
+    "unknown_top": _unknown_top,
+    "unknown_nested": _unknown_nested,
+    "unknown_param_path": _unknown_param_path,
+    "bad_param": _bad_param,
+    "per_block": _per_block,
+    "override": _override,
+    "flag": _flag,
+}
 
 
 @st.composite
@@ -115,128 +269,8 @@ def mutated(draw):
     """(spec dict, extra argv, a token the first error line must contain)."""
     spec = copy.deepcopy(draw(st.sampled_from(SPECS)))
     argv: list[str] = []
-    kind = draw(
-        st.sampled_from(
-            [
-                "value",
-                "top_value",
-                "unknown_top",
-                "unknown_nested",
-                "unknown_param_path",
-                "bad_param",
-                "per_block",
-                "override",
-                "flag",
-            ]
-        )
-    )
-    if kind == "value":  # any leaf, including base's run-config leaves and dotted keys of per_model
-        path = draw(st.sampled_from(leaf_paths(spec)))
-        set_path(spec, path, draw(BAD_VALUES))
-        token = {"base": path[1:2], "parameters": path[1:2], "per_model": path[-1:], "per_task": path[-1:]}.get(
-            path[0], path[:1]
-        )[0]
-    elif kind == "top_value":  # a whole section replaced by a wrong type or an empty/huge value
-        key = draw(st.sampled_from(TOP))
-        spec[key] = draw(BAD_VALUES)
-        token = key
-        if key == "base":  # dropping base's task can orphan a per_task block or the metric: those are named
-            token = (
-                next(iter(spec[key])) if isinstance(spec[key], dict) and spec[key] else "base",
-                "per_task",
-                "per_model",
-                "metric",
-            )
-        elif key == "parameters":  # emptying parameters can orphan a per_model block: that is named instead
-            token = ("parameters", "per_model", "per_task")
-    elif kind == "unknown_top":
-        token = draw(ZZ)
-        spec[token] = 1
-    elif kind == "unknown_nested":
-        where = draw(st.sampled_from(["pruner", "metric", "param", "base", "base.train", "base.model"]))
-        token = draw(ZZ)
-        if where == "pruner":
-            spec.setdefault("pruner", {"name": "none"})
-            spec["pruner"] = {**spec["pruner"], token: 1} if isinstance(spec["pruner"], dict) else {token: 1}
-        elif where == "metric":
-            spec["metric"] = {"name": "val/acc", "goal": "maximize", token: 1}
-        elif where == "param":
-            spec["parameters"][next(iter(spec["parameters"]))][token] = 1
-        elif where == "base":
-            spec["base"] = {**spec["base"], token: 1}
-        else:
-            section = where.split(".")[1]
-            node = spec["base"][section]
-            spec["base"] = {**spec["base"], section: {**(node if isinstance(node, dict) else {"name": node}), token: 1}}
-    elif kind == "unknown_param_path":  # unknown dotted paths in parameters / per_model / per_task
-        section = draw(st.sampled_from(["model", "task", "optim", "train", "eval", "nosuch"]))
-        token = draw(ZZ)
-        key = f"{section}.{token}"
-        token = section if section == "nosuch" else token  # an unknown section is named, not its key
-        where = draw(st.sampled_from(["parameters", "per_model", "per_task"]))
-        if where == "parameters":
-            spec["parameters"][key] = {"values": [draw(st.sampled_from([1, 0.5, "x", True]))]}
-        elif where == "per_model" and spec.get("per_model"):
-            spec["per_model"][next(iter(spec["per_model"]))][key] = 1
-        elif spec.get("per_task"):
-            spec["per_task"][next(iter(spec["per_task"]))][key] = 1
-        else:
-            spec["parameters"][key] = {"values": [1]}
-    elif kind == "bad_param":  # out-of-range or malformed search spaces
-        key = draw(st.sampled_from(["model.d_model", "train.batch_size", "optim.lr", "task.delay", "model.name"]))
-        spec["parameters"] = {k: v for k, v in spec["parameters"].items() if k != key}
-        spec.setdefault("per_model", {})
-        for blk in spec["per_model"].values():
-            blk.pop(key, None)
-        choice = draw(st.sampled_from(["empty", "negative", "huge", "string", "range", "log0", "mixed"]))
-        spec["parameters"][key] = {
-            "empty": {"values": []},
-            "negative": {"values": [-3]},
-            "huge": {"values": [HUGE]},
-            "string": {"values": ["x" * 3000]},
-            "range": {"distribution": "uniform", "min": 5, "max": 1},
-            "log0": {"distribution": "log_uniform", "min": 0, "max": 1},
-            "mixed": {"values": [1], "min": 0},
-        }[choice]
-        token = key.split(".")[-1] if choice not in ("range", "log0", "mixed", "empty") else "parameters"
-    elif kind == "per_block":
-        which = draw(st.sampled_from(["unknown_model", "unknown_task", "switch"]))
-        name = draw(st.text(string.ascii_lowercase, min_size=1, max_size=10))
-        if which == "unknown_model":
-            spec["per_model"] = {**spec.get("per_model", {}), name: {"model.d_model": 8}}
-            token = "per_model"
-        elif which == "unknown_task":
-            spec["per_task"] = {**spec.get("per_task", {}), name: {"task.length": 8}}
-            token = "per_task"
-        else:
-            spec["per_model"] = {"rnn" if "rnn" in str(spec["parameters"]) else "gru": {"model.name": "lstm"}}
-            token = "per_model"
-    elif kind == "override":  # command-line key=value on the spec's base
-        path = draw(st.sampled_from(["task.delay", "model.d_model", "train.max_steps", "optim.lr", "seed"]))
-        bad = draw(st.sampled_from(["[1, 2", "abc", "-999999", "{x: 1}", "1e999", ""]))
-        unknown = draw(st.booleans())
-        if unknown:
-            path = draw(st.sampled_from(["task", "model", "train", "nosuch"])) + "." + draw(ZZ)
-            bad = "1"
-        argv.append(f"{path}={bad}")
-        token = path.split(".")[0] if path.startswith("nosuch") or path == "seed" else path.split(".")[-1]
-    else:  # flags
-        flag, value = draw(
-            st.sampled_from(
-                [
-                    ("--trials", "0"),
-                    ("--trials", "-5"),
-                    ("--trials", "many"),
-                    ("--workers", "0"),
-                    ("--workers", "x"),
-                    ("--heartbeat", "0"),
-                    ("--heartbeat", "-1"),
-                    ("--storage", "redis://localhost/0"),
-                ]
-            )
-        )
-        argv += [flag, value]
-        token = flag
+    kind = draw(st.sampled_from(list(MUTATIONS)))
+    token = MUTATIONS[kind](draw, spec, argv)
     return spec, argv, token
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from seqbench.bench.commands.probe import plan, probe
-from seqbench.bench.core.artifacts import read_card
+from seqbench.bench.commands.probe import probe
+from seqbench.bench.commands.probe_plan import plan
+from seqbench.bench.core.card_format import read_card
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MIXERS
 from seqbench.reports.card import terminal

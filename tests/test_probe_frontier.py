@@ -1,5 +1,5 @@
 """The frontier of a probe from its study table (``sweeps/frontier.py``), the median's order-statistic
-interval (``bench/core/stats.py``) and card.json (``bench/core/artifacts.py``): pure, no training."""
+interval (``bench/core/stats.py``) and card.json (``bench/core/card_format.py``): pure, no training."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from seqbench.bench.core.artifacts import CARD_VERSION, read_card, write_card
+from seqbench.bench.core.card_format import CARD_VERSION, read_card, write_card
 from seqbench.bench.core.stats import median_interval
 from seqbench.sweeps.frontier import BELOW, probe_entry, seed_frontiers
 from seqbench.sweeps.probes import QUICK, Ladder, Probe, rung_phrase, select

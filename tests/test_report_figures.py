@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from seqbench.reports import aggregate as A
 from seqbench.reports import figures as F
 from seqbench.reports.optuna_views import optuna_figures, study_from_table
 from seqbench.sweeps.table import Objective
@@ -55,7 +56,7 @@ def factorial_table() -> pd.DataFrame:
 
 def test_heatmap_cells_are_the_means_put_in():
     df = factorial_table()
-    x, y, facet = F.heatmap_axes(df)
+    x, y, facet = A.heatmap_axes(df)
     assert {x, y, facet} == {"param.optim.warmup_steps", "param.model.norm_position", "param.model.n_layers"}
     fig = F.fig_heatmap(df, LOSS, "param.optim.warmup_steps", "param.model.norm_position", "param.model.n_layers")
     assert len(fig.data) == 2  # one panel per depth
@@ -75,7 +76,7 @@ def test_heatmap_cells_are_the_means_put_in():
 
 def test_summary_table_best_per_level_and_diverged_counts():
     df = factorial_table()
-    t = F.summary_table(df, LOSS)
+    t = A.summary_table(df, LOSS)
     row = t[(t["factor"] == "model.norm_position") & (t["level"] == "post")].iloc[0]
     best = [known_loss(500, "post", 2, s) for s in SEEDS]  # lowest loss with post-LN: warmup on, shallow
     assert row["best mean"] == pytest.approx(np.mean(best))
@@ -87,7 +88,7 @@ def test_summary_table_best_per_level_and_diverged_counts():
     )
     assert row["diverged"] == 1 and row["runs"] == 12
     assert t[(t["factor"] == "model.norm_position") & (t["level"] == "pre")].iloc[0]["diverged"] == 0
-    top = F.top_trials(df, LOSS, k=3)
+    top = A.top_trials(df, LOSS, k=3)
     assert list(top["mean"]) == sorted(top["mean"])  # minimise: best first
 
 
@@ -119,7 +120,7 @@ def long_dep_table() -> pd.DataFrame:
 
 def test_length_view_means_per_architecture_and_baseline_line():
     df = long_dep_table()
-    assert F.length_column(df) == "param.task.delay" and F.arch_column(df) == "param.model.name"
+    assert A.length_column(df) == "param.task.delay" and A.arch_column(df) == "param.model.name"
     fig = F.fig_length(df, ACC, "param.task.delay", "param.model.name")
     by_name = {t.name: t for t in fig.data}
     assert list(by_name["rnn"].x) == [10, 50, 100]
@@ -130,7 +131,7 @@ def test_length_view_means_per_architecture_and_baseline_line():
 
 def test_length_generalisation_from_test_at_columns():
     df = long_dep_table()
-    assert F.test_lengths(df) == {"acc": [200, 400]}
+    assert A.test_lengths(df) == {"acc": [200, 400]}
     fig = F.fig_length_generalisation(df, "acc", "param.model.name", "param.task.delay")
     rnn100 = next(t for t in fig.data if t.name == "rnn · task.delay=100")
     assert list(rnn100.x) == [200, 400] and list(rnn100.y) == pytest.approx([0.25 / 2, 0.25 / 4])

@@ -9,7 +9,7 @@ import pytest
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState
 
-from seqbench.reports import figures as F
+from seqbench.reports import throughput as T
 from seqbench.reports.build import build_report
 from tests.report_support import add_trial, journal_storage, new_study, write_run
 
@@ -30,12 +30,12 @@ def test_means_per_configuration_are_the_values_put_in():
         model_flops_per_s=[1e9, 3e9, 5e9, 5e9],
         mfu=[0.10, 0.30, 0.40, 0.40],
     )
-    t = F.throughput_table(df).set_index("configuration")
+    t = T.throughput_table(df).set_index("configuration")
     assert t.loc["model.name=lstm", "tokens_per_s mean"] == pytest.approx(200.0)
     assert t.loc["model.name=lstm", "tokens_per_s std"] == pytest.approx(math.sqrt(2) * 100)
     assert t.loc["model.name=transformer", "mfu mean"] == pytest.approx(0.40)
     assert t.loc["model.name=lstm", "model_flops_per_s mean"] == pytest.approx(2e9)
-    items = dict(F.throughput_items(df))
+    items = dict(T.throughput_items(df))
     fig = items["throughput"]
     tokens, mfu = fig.data
     assert list(tokens.y) == ["model.name=lstm", "model.name=transformer"]
@@ -47,16 +47,16 @@ def test_means_per_configuration_are_the_values_put_in():
 
 def test_without_mfu_the_tokens_panel_stays_and_mfu_says_why():
     df = frame(tokens_per_s=[100.0, 300.0, 1000.0, float("nan")], mfu=[None] * 4)
-    items = dict(F.throughput_items(df))
+    items = dict(T.throughput_items(df))
     assert len(items["throughput"].data) == 1
     assert items["MFU"].startswith("skipped: no run recorded mfu (CPU runs, or a GPU")
-    t = F.throughput_table(df).set_index("configuration")
+    t = T.throughput_table(df).set_index("configuration")
     assert t.loc["model.name=transformer", "runs"] == 1  # the run without a record is not counted
 
 
 @pytest.mark.parametrize("cols", [{}, {"tokens_per_s": [None] * 4}])
 def test_runs_without_throughput_skip_the_panel_with_the_reason(cols):
-    items = F.throughput_items(frame(**cols))
+    items = T.throughput_items(frame(**cols))
     assert items == [
         (
             "Throughput",

@@ -101,14 +101,15 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def _check_keys(kind: type, d: Mapping[str, Any]) -> None:
+def check_keys(kind: type, d: Mapping[str, Any]) -> None:
     """A writer may only write the keys its definition declares (a new key is added there first)."""
     unknown = set(d) - set(kind.__annotations__)
     if unknown:
-        raise ValueError(f"{kind.__name__}: undeclared keys {sorted(unknown)}; declare them in bench/core/artifacts.py")
+        home = kind.__module__.removeprefix("seqbench.").replace(".", "/") + ".py"
+        raise ValueError(f"{kind.__name__}: undeclared keys {sorted(unknown)}; declare them in {home}")
 
 
-def _json_default(o: Any) -> Any:
+def json_default(o: Any) -> Any:
     if isinstance(o, Path):
         return str(o)
     if hasattr(o, "item"):  # numpy / torch scalars
@@ -116,7 +117,7 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-def _read_json(path: Path) -> Any | None:
+def read_json(path: Path) -> Any | None:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
@@ -169,9 +170,9 @@ class Results(TypedDict, total=False):
 
 
 def write_results(run_dir: Path, results: Results) -> Path:
-    _check_keys(Results, results)
+    check_keys(Results, results)
     path = Path(run_dir) / RESULTS
-    atomic_write(path, json.dumps(results, indent=2, default=_json_default) + "\n")
+    atomic_write(path, json.dumps(results, indent=2, default=json_default) + "\n")
     return path
 
 
@@ -206,7 +207,7 @@ class RunResult:
 
 def read_results(run_dir: Path) -> Results | None:
     """The run's results, or None when it has not finished (or the file is unreadable)."""
-    data = _read_json(Path(run_dir) / RESULTS)
+    data = read_json(Path(run_dir) / RESULTS)
     return cast(Results, data) if isinstance(data, dict) else None  # written by write_results
 
 
@@ -245,15 +246,15 @@ def write_eval(run_dir: Path, record: EvalRecord) -> Path:
         except FileExistsError:
             n += 1
     record = {**record, "n": n}
-    _check_keys(EvalRecord, record)
-    atomic_write(path, json.dumps(record, indent=2, default=_json_default) + "\n")
+    check_keys(EvalRecord, record)
+    atomic_write(path, json.dumps(record, indent=2, default=json_default) + "\n")
     return path
 
 
 def read_evals(run_dir: Path) -> list[EvalRecord]:
     """The run's evaluations, oldest first (an unreadable or still empty file is skipped)."""
     paths = sorted((p for p in (Path(run_dir) / EVALS).glob("*.json") if p.stem.isdigit()), key=lambda p: int(p.stem))
-    return [cast(EvalRecord, d) for d in map(_read_json, paths) if isinstance(d, dict)]  # written by write_eval
+    return [cast(EvalRecord, d) for d in map(read_json, paths) if isinstance(d, dict)]  # written by write_eval
 
 
 def eval_metrics(run_dir: Path) -> dict[str, float]:
@@ -355,91 +356,6 @@ class TrialAttrs(TypedDict, total=False):
     worker: dict[str, Any]  # who runs it: host, boot (id), pid, started (process start time); sweeps.liveness
 
 
-# -- card.json: ``seqbench probe``'s capability card (``<out_dir>/cards/<name>/``) ---------------
-
-CARD = "card.json"
-CARD_FORMAT, CARD_VERSION = "seqbench-card", 1  # a reader refuses another format or a newer version
-
-
-class CardRung(TypedDict, total=False):
-    """One rung of one probe for one model, over its seeds, each seed at its best learning rate."""
-
-    rung: Any  # the ladder field's value
-    n: int  # seeds with every run of the rung finished
-    solved: int  # seeds whose best run meets the task's `solved` criterion
-    share_lo: float  # exact (Clopper-Pearson) interval of the share of seeds solving, at the card's level
-    share_hi: float
-    mean: float  # the task's primary metric over seeds, with its Student-t interval (clipped to its range)
-    lo: float
-    hi: float
-    baseline: float  # the same metric of the task's memoryless baseline
-
-
-class CardEntry(TypedDict, total=False):
-    """One probe for one model. Frontiers are rung indices; -1 is "below the first rung"."""
-
-    model: str  # the model's label (card ``models[i].label``)
-    probe: str
-    study: str  # the Optuna study of its runs
-    complete: bool  # every run of every rung finished
-    seed_frontiers: dict[str, int]  # seed -> hardest rung solved with every easier rung solved too
-    frontier: int  # the median seed frontier, with the order-statistic interval [lo, hi] of that median
-    lo: int
-    hi: int
-    coverage: float  # the interval's exact coverage (75% at 3 seeds; 95% needs 6)
-    gaps: list[str]  # seeds that solved a rung above their frontier
-    rungs: list[CardRung]
-    metric: str  # val/<the task's primary metric>
-    step_ms: float  # median training step time over the probe's runs
-    n_params: int  # at the reference rung
-    flops_per_token: float  # analytic training FLOPs per token at the reference rung (absent: uncounted)
-
-
-class Card(TypedDict, total=False):
-    """``card.json``: probes x models, with the settings that made it."""
-
-    format: str  # CARD_FORMAT
-    version: int  # CARD_VERSION
-    created: str  # local time, ISO 8601
-    seqbench_version: str | None
-    git_sha: str | None
-    argv: list[str]
-    profile: str  # quick | paper (or a custom one from the notebook API)
-    seeds: list[int]
-    lrs: list[float]  # each seed's best over these (and weight_decays) per rung
-    weight_decays: list[float]
-    level: float  # of the share and metric intervals (the frontier's coverage is per entry)
-    models: list[dict[str, Any]]  # {label, settings: [key=value ...]}, the reference first
-    probes: list[dict[str, Any]]  # {name, task, skill, key, unit, rungs, reference, settings, steps}
-    entries: list[CardEntry]
-    answer: list[str]  # the card's sentences, one per model
-
-
-def write_card(folder: Path, card: Card) -> Path:
-    _check_keys(Card, card)
-    for entry in card.get("entries", []):
-        _check_keys(CardEntry, entry)
-        for rung in entry.get("rungs", []):
-            _check_keys(CardRung, rung)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / CARD
-    atomic_write(
-        path,
-        json.dumps({**card, "format": CARD_FORMAT, "version": CARD_VERSION}, indent=1, default=_json_default) + "\n",
-    )
-    return path
-
-
-def read_card(path: Path) -> Card:
-    """A card written by ``write_card``; ValueError naming the problem for anything else."""
-    data = _read_json(Path(path))
-    if not isinstance(data, dict) or data.get("format") != CARD_FORMAT:
-        raise ValueError(f"{path}: not a seqbench card (no format {CARD_FORMAT!r})")
-    if not isinstance(data.get("version"), int) or data["version"] > CARD_VERSION:
-        raise ValueError(f"{path}: card version {data.get('version')!r}; this seqbench reads up to {CARD_VERSION}")
-    return data  # type: ignore[return-value]
-
-
 # -- the W&B group of a sweep's runs (the runner sets it, the published W&B Report filters on it) -------
 
 
@@ -454,12 +370,12 @@ def wandb_group(study: str, storage: str) -> str:
 
 
 def check_study_attrs(attrs: Mapping[str, Any]) -> StudyAttrs:
-    _check_keys(StudyAttrs, attrs)
+    check_keys(StudyAttrs, attrs)
     return dict(attrs)  # type: ignore[return-value]
 
 
 def check_trial_attrs(attrs: Mapping[str, Any]) -> TrialAttrs:
-    _check_keys(TrialAttrs, attrs)
+    check_keys(TrialAttrs, attrs)
     return dict(attrs)  # type: ignore[return-value]
 
 

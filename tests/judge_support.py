@@ -1,0 +1,80 @@
+"""Shared by the judge's tests (tests/test_judge*.py): a fabricated seed table as ``sweeps.table`` builds
+it, a parsed claim over rnn and gru, and the rules most of them judge."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from seqbench.sweeps.claims.schema import parse_claim
+
+SOURCE = {
+    "cite": "Test 2024 Tab. 1",
+    "paper": "A. Test 2024",
+    "where": "Table 1",
+    "metric": "MSE",
+    "published": [{"what": "gru", "value": 5.3e-5, "unit": "MSE"}],
+}
+SWEPT = {"model.name": ["rnn", "gru"]}
+BASE = 1 / 6
+
+
+def table(values: dict[str, list], metric: str = "val/mse", baseline: float | None = BASE) -> pd.DataFrame:
+    """One row per run as sweeps.table builds it; a value True/False also fills the solved flag."""
+    rows = []
+    for model, per_seed in values.items():
+        for seed, v in enumerate(per_seed):
+            row = {
+                "trial": len(rows),
+                "state": "COMPLETE",
+                "seed": seed,
+                "run_id": f"{model}s{seed}",
+                "status": "completed",
+                "param.model.name": model,
+                f"final.{metric}": float(v),
+                "solved": bool(v) if isinstance(v, bool) else False,
+            }
+            if baseline is not None:
+                row[f"baseline.{metric}"] = baseline
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def claim(expect: list[dict], controls: list[dict] | None = None, **extra) -> object:
+    raw = {
+        "question": "q?",
+        "source": SOURCE,
+        "figure": "factors",
+        "base": {"task": {"name": "adding", "length": 8}},
+        "parameters": {"model.name": {"values": ["rnn", "gru"]}},
+        "seeds": 3,
+        "profiles": {"quick": {}, "paper": {}},
+        "expect": expect,
+        **extra,
+    }
+    if "looks" in extra and "seeds" not in extra:
+        del raw["seeds"]  # range(last look)
+    if controls is not None:
+        raw["controls"] = controls
+    return parse_claim(raw, "c")
+
+
+GRU_LEARNS = {"name": "gru learns", "where": {"model.name": "gru"}, "metric": "val/mse", "below": {"baseline": 0.1}}
+
+
+def eight(*values: float) -> list[float]:
+    """8 seeds cycling ``values``: a baseline multiple is judged per seed, and a sign test needs 6 or more
+    seeds to decide at 95% (8 of 8: p = 0.0039; 3 of 3: 0.125)."""
+    return [values[i % len(values)] for i in range(8)]
+
+
+RNN_AT_BASE = {
+    "name": "rnn at the baseline",
+    "where": {"model.name": "rnn"},
+    "metric": "val/mse",
+    "between": [{"baseline": 0.9}, {"baseline": 1.1}],
+    "control": "gru learns",
+}
+
+
+def _scores(values: dict[str, list[float]]) -> pd.DataFrame:
+    return table(values, metric="score", baseline=None)

@@ -1,0 +1,52 @@
+"""Shared by the verify tests (tests/test_verify*.py): a study table over rnn and gru at two lengths as
+``sweeps.table`` builds it, a rule with defaults, and a table in which gru learns."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from seqbench.sweeps.claims.schema import Rule
+
+SOURCE = {
+    "cite": "Test 2024 Tab. 1",
+    "paper": "A. Test 2024",
+    "where": "Table 1",
+    "metric": "MSE",
+    "published": [{"what": "gru", "value": 5.3e-5, "unit": "MSE"}],
+}
+SWEPT = {"model.name": ["rnn", "gru"], "task.length": [50, 100]}
+
+
+def table(values: dict[tuple[str, int], list[float | None]], baseline: float = 1 / 6) -> pd.DataFrame:
+    """A study table as sweeps.table builds it: one row per run; None = a diverged seed."""
+    rows = []
+    for (model, length), per_seed in values.items():
+        for seed, v in enumerate(per_seed):
+            rows.append(
+                {
+                    "trial": len(rows),
+                    "state": "COMPLETE",
+                    "seed": seed,
+                    "run_id": f"{model}{length}s{seed}",
+                    "status": "diverged" if v is None else "completed",
+                    "param.model.name": model,
+                    "param.task.length": length,
+                    "final.val/mse": math.nan if v is None else v,
+                    "baseline.val/mse": baseline,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def rule(**kw) -> Rule:
+    return Rule.model_validate({"name": "r", "metric": "val/mse", **kw})
+
+
+GOOD = {
+    ("gru", 50): [0.001, 0.002, 0.0015],
+    ("gru", 100): [0.003, 0.004, 0.002],
+    ("rnn", 50): [0.16, 0.17, 0.165],
+    ("rnn", 100): [0.05, 0.17, 0.12],
+}
