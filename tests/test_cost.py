@@ -147,3 +147,23 @@ def test_attention_time_grows_faster_in_length_than_rnn(tmp_path):
         for m in c.models
     }
     assert math.isfinite(exp["rnn"]) and exp["transformer"] > exp["rnn"] + 0.25, exp
+
+
+def test_an_in_process_out_of_memory_is_a_point_status_and_other_errors_propagate(monkeypatch):
+    import torch
+
+    from seqbench.bench.training import cost
+
+    def oom(model, length, c):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(cost, "measure_point", oom)
+    point = cost.run_point("lstm", 64, {"device": "cuda"}, isolate=True, timeout_s=1.0)
+    assert point["status"] == "oom" and "Tried to allocate" in point["detail"]
+
+    def broken(model, length, c):
+        raise RuntimeError("out of memory, says a message that is not the allocator's")
+
+    monkeypatch.setattr(cost, "measure_point", broken)
+    with pytest.raises(RuntimeError, match="not the allocator"):
+        cost.run_point("lstm", 64, {"device": "cpu"}, isolate=False, timeout_s=1.0)

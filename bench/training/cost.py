@@ -143,10 +143,7 @@ def run_point(model: str, length: int, c: dict[str, Any], isolate: bool, timeout
     if not (isolate and c["device"] == "cpu"):
         try:
             return measure_point(model, length, c)
-        except RuntimeError as e:  # torch.cuda.OutOfMemoryError is a RuntimeError
-            if "out of memory" not in str(e).lower():
-                raise
-
+        except torch.OutOfMemoryError as e:  # the CUDA allocator's (torch.cuda.OutOfMemoryError), caught by type
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
             return {"status": "oom", "detail": str(e)[:200]}

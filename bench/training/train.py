@@ -1,7 +1,8 @@
 """``train_run(cfg)``: build the task, the model and the Trainer, train, evaluate, write results.
 
 ``run_in_process`` reads as its steps: ``build_trainer`` -> ``fit`` (-> status) ->
-``test_at_lengths`` (at the training length and each ``eval.lengths``) -> ``assemble_results``.
+``test_at_lengths`` (at the training length and each ``eval.lengths``) -> ``assemble_results``
+(``bench.training.run_results``).
 Under several processes each rank runs it (``bench.training.distributed``); rank 0 writes the files.
 """
 
@@ -22,7 +23,6 @@ import torch
 from seqbench.bench.config import RunConfig, load_config
 from seqbench.bench.core import artifacts
 from seqbench.bench.core.artifacts import Results, RunResult, Status, read_results
-from seqbench.bench.core.contract import TaskSpec
 from seqbench.bench.core.disk import disk_full, is_disk_full, tree_size
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import TASKS
@@ -39,8 +39,8 @@ from seqbench.bench.training.callbacks import (
 )
 from seqbench.bench.training.diagnostics import GradientDiagnostics
 from seqbench.bench.training.distributed import check_shared_run_id, launch, needs_launch
-from seqbench.bench.training.flops import flops_per_token, peak_flops
 from seqbench.bench.training.module import CHECK_EVERY, SeqModule
+from seqbench.bench.training.run_results import assemble_results, n_params
 from seqbench.bench.training.tracking import RunTracker
 from seqbench.tasks.base import Task
 
@@ -349,83 +349,3 @@ def test_at_lengths(trainer: pl.Trainer, module: SeqModule, lengths: Sequence[in
     for length in lengths:
         out.update(module.evaluate_at(trainer, length))
     return out
-
-
-def best_of(cfg: RunConfig, rows: Sequence[artifacts.MetricsRow]) -> dict[str, float]:
-    """Best value of each validation metric over the run's rows (NaN skipped)."""
-    best: dict[str, float] = {}
-    for row in rows:
-        for k, v in row.items():
-            if not k.startswith("val/") or v != v:
-                continue
-            best[k] = cfg.task.facts.goal(k).better(best.get(k, v), v)
-    return best
-
-
-def throughput(cfg: RunConfig, steps: int, world_size: int, train_s: float) -> Results:
-    """Samples/s and tokens/s over training time (validation excluded, summed over resumed processes);
-    a training token is one input position: batch_size * seq_len per step and process."""
-    if train_s <= 0 or steps <= 0:
-        return {}
-    samples = steps * cfg.train.batch_size * world_size
-    return {
-        "samples_per_s": round(samples / train_s, 2),
-        "tokens_per_s": round(samples * cfg.task.seq_len() / train_s, 1),
-    }
-
-
-def _utilisation(cfg: RunConfig, spec: TaskSpec, tokens_per_s: float | None, facts: Results) -> Results:
-    """Achieved model FLOP/s (analytic forward+backward FLOPs per token x tokens/s) and, on a GPU,
-    MFU = achieved / the device's peak for the precision. Keys that cannot be measured are left out.
-    """
-    per_token = flops_per_token(cfg, spec)
-    if per_token is None or not tokens_per_s:
-        return {}
-    achieved = per_token * tokens_per_s
-    out: Results = {"model_flops_per_token": per_token, "model_flops_per_s": achieved}
-    if str(facts.get("device", "")).startswith("cuda") and facts.get("device_name"):
-        peak = peak_flops(facts["device_name"], facts.get("precision", cfg.train.precision))
-        if peak:
-            out["mfu"] = achieved / (peak * facts.get("world_size", 1))
-    return out
-
-
-def assemble_results(
-    cfg: RunConfig, tracker: RunTracker, task: Task, module: SeqModule, fitted: Fitted, test: dict[str, float]
-) -> Results:
-    """The results.json dict: metrics, status, timing, where it trained, provenance."""
-    rows = tracker.rows
-    final = {k: v for k, v in (rows[-1] if rows else {}).items() if k.startswith("val/")}
-    final.update(test)
-    train_s = fitted.clock.train_s
-    final["time/train_s"] = train_s
-    baseline = {f"val/{k}": v for k, v in task.baseline().items()}
-    facts: Results = fitted.facts or {"device": str(module.device)}  # training never started: where it would have
-    speed = throughput(cfg, fitted.steps, int(facts.get("world_size", 1)), train_s)
-    extras = task.final_report(module.net, module.device) if fitted.status is Status.COMPLETED else {}
-    return {
-        **tracker.provenance(),
-        "status": fitted.status,
-        "reason": fitted.reason,
-        "task": cfg.task.name,
-        "model": cfg.model.name,
-        "final": final,
-        "best": best_of(cfg, rows),
-        "baseline": baseline,
-        "solved": bool(task.solved(final, "val")) if final else False,
-        "primary_metric": f"val/{cfg.task.facts.primary}",
-        "primary_goal": cfg.task.facts.primary_goal.value,
-        "steps": fitted.steps,
-        "wall_time_s": round(fitted.clock.wall_s, 3),
-        "train_time_s": round(train_s, 3),
-        **speed,
-        **_utilisation(cfg, task.spec, speed.get("tokens_per_s"), facts),
-        "n_params": n_params(module),
-        **facts,
-        "extras": extras,
-        "config": cfg.to_dict(),
-    }
-
-
-def n_params(module: SeqModule) -> int:
-    return sum(p.numel() for p in module.net.parameters())
