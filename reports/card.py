@@ -82,8 +82,12 @@ def answer(card: Card) -> list[str]:
     for m in card["models"]:
         said = [_phrase(card, m["label"], p) for p in card["probes"]]
         clauses = [t for d, t in said if d] + [t for d, t in said if not d]
-        missing = [e["probe"] for e in card["entries"] if e["model"] == m["label"] and not e.get("complete", True)]
+        mine = [e for e in card["entries"] if e["model"] == m["label"]]
+        missing = [e["probe"] for e in mine if not e.get("complete", True)]
+        failed = [f"{e['probe']} at {f}" for e in mine for f in e.get("failed", [])]
         tail = f" (incomplete: {', '.join(missing)} lack runs)" if missing else ""
+        if failed:
+            tail += f" (failed: {'; '.join(failed)}; `seqbench probe ... --retry-failed` runs them again)"
         lines.append(f"{m['label']}: " + "; ".join(clauses) + tail)
     return lines
 

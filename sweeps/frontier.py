@@ -119,6 +119,25 @@ def cost(table: pd.DataFrame, ref_rows: pd.DataFrame) -> CardEntry:
     return out
 
 
+def failures(table: pd.DataFrame, probe: Probe) -> list[str]:
+    """The failed trials of the probe's study that no retry superseded, one line each: the rung and why
+    (a diverged seed is a result, counted as not solving; these are the trials that did not finish)."""
+    need = {"state", "fail_reason", "trial"}
+    if table.empty or not need <= set(table.columns):
+        return []
+    failed = table[table["state"] == "FAIL"]
+    if "superseded" in failed.columns:
+        failed = failed[~failed["superseded"].fillna(False).astype(bool)]
+    col = PARAM + "task." + probe.ladder.key
+    out = []
+    for _, g in failed.groupby("trial", sort=True):
+        row = g.iloc[0]
+        rung = row[col] if col in g.columns else "?"
+        reason = " ".join(str(row["fail_reason"] or "unknown").split())[:160]
+        out.append(f"{probe.ladder.key} {rung}: {reason}")
+    return list(dict.fromkeys(out))
+
+
 def probe_entry(
     table: pd.DataFrame,
     probe: Probe,
@@ -147,6 +166,7 @@ def probe_entry(
         probe=probe.name,
         study=study,
         complete=all(r["n"] == len(seeds) for r in rungs),
+        failed=failures(table, probe),
         seed_frontiers={str(s): f for s, f in fronts.items()},
         frontier=int(mi.median),
         lo=int(mi.lo),

@@ -69,7 +69,7 @@ def test_a_card_of_two_models_says_where_each_stops_and_a_second_call_trains_not
     card = read_card(r.folder / "card.json")
     lstm, flat = card["entries"]
     assert [m["label"] for m in card["models"]] == ["lstm", "NoMixing"]
-    assert lstm["frontier"] >= 0 and lstm["rungs"][0]["solved"] == 2 and lstm["complete"]
+    assert lstm["frontier"] >= 0 and lstm["rungs"][0]["solved"] == 2 and lstm["complete"] and lstm["failed"] == []
     assert flat["frontier"] == flat["lo"] == flat["hi"] == -1  # below the first rung, said so
     assert all(r["solved"] == 0 for r in flat["rungs"]) and flat["rungs"][0]["mean"] < 0.95
     assert lstm["coverage"] == pytest.approx(0.5) and lstm["n_params"] > 0 and lstm["step_ms"] > 0
@@ -85,8 +85,10 @@ def test_a_card_of_two_models_says_where_each_stops_and_a_second_call_trains_not
     before = runs(out)
     assert len(before) == 2 * 2 * 2  # models x rungs x seeds, one rate
     capsys.readouterr()
-    again = probe(MODELS, profile=TINY, probes=["memorization"], out_dir=out, name="tiny")
-    assert runs(out) == before and "RUNNING" not in capsys.readouterr().out  # the studies were done
+    again = probe(MODELS, profile=TINY, probes=["memorization"], out_dir=out, name="tiny", retry_failed=True)
+    printed = capsys.readouterr().out
+    assert runs(out) == before and "RUNNING" not in printed  # the studies were done, and none failed
+    assert "--retry-failed: 0 trial(s)" in printed
     assert again.card["entries"] == card["entries"]
     # a probe added later trains only its own runs: the memorization studies are reused as they are
     more = probe(MODELS, profile=TINY, out_dir=out, name="tiny")

@@ -146,3 +146,24 @@ def test_a_rung_of_one_reads_singular():
         "4 pairs",
         "noise 0.5",
     ]
+
+
+def test_a_failed_trial_is_listed_with_its_rung_and_reason_until_a_retry_supersedes_it():
+    from seqbench.reports.card import answer
+
+    t = table(grid(lambda s, r, lr: r == 2))
+    t = t[~((t["param.task.n_pairs"] == 8) & (t["seed"] == 1))].assign(state="COMPLETE", trial=0, fail_reason=None)
+    fail = {"seed": 1, "param.task.n_pairs": 8, "param.optim.lr": 1e-3, "status": "not-started", "run_id": ""}
+    lost = {**fail, "state": "FAIL", "trial": 7, "fail_reason": "OSError: [Errno 28] No space left on device"}
+    retried = {**fail, "state": "FAIL", "trial": 5, "fail_reason": "killed (SIGKILL)", "superseded": True}
+    t = pd.concat([t, pd.DataFrame([lost, retried])], ignore_index=True)
+    e = probe_entry(t, PROBE, model="m", study="s", seeds=[0, 1, 2], per_seed=2, metric="val/acc", maximize=True)
+    assert e["failed"] == ["n_pairs 8: OSError: [Errno 28] No space left on device"] and not e["complete"]
+    card = {
+        "models": [{"label": "m", "settings": []}],
+        "probes": [{"name": "recall", "unit": "pairs", "rungs": [2, 4, 8], "reference": 4}],
+        "entries": [e],
+    }
+    (line,) = answer(card)
+    assert "failed: recall at n_pairs 8: OSError: [Errno 28] No space left on device" in line
+    assert "--retry-failed" in line and "killed" not in line

@@ -63,6 +63,12 @@ def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--out-dir", default="outputs", help="runs, journal, specs/ and cards/ go here (default outputs)")
     sp.add_argument("--name", help="the card's folder under <out-dir>/cards/ (default: the models and the profile)")
     sp.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="run again the trials that failed for a reason outside the experiment (no space left, out of "
+        "memory, killed); the card lists them until then",
+    )
+    sp.add_argument(
         "--print-config",
         "--print-spec",
         dest="print_config",
@@ -83,7 +89,9 @@ class ProbeResult:
     status: int  # 0 when every study's workers finished cleanly
 
 
-def run_job(job: Job, p: Plan, out: Path, workers: int, storage: str | None) -> tuple[Any, int]:
+def run_job(
+    job: Job, p: Plan, out: Path, workers: int, storage: str | None, retry_failed: bool = False
+) -> tuple[Any, int]:
     """Run (or continue) one study through ``sweep()`` and read its card entry from the runs; the sweep's status."""
     from seqbench.sweeps.frontier import probe_entry
     from seqbench.sweeps.storage import open_storage
@@ -92,7 +100,15 @@ def run_job(job: Job, p: Plan, out: Path, workers: int, storage: str | None) -> 
     path = out / "specs" / f"{job.study}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, spec_yaml(job.raw, job.study, command="probe"))
-    status = sweep(path, study=job.study, out_dir=out, workers=workers, storage=storage, quiet_summary=True).status
+    status = sweep(
+        path,
+        study=job.study,
+        out_dir=out,
+        workers=workers,
+        storage=storage,
+        quiet_summary=True,
+        retry_failed=retry_failed,
+    ).status
     st = load_study(job.study, open_storage(storage, out))
     metric, maximize = metric_of(job.probe)
     return probe_entry(
@@ -118,9 +134,11 @@ def probe(
     out_dir: str | Path = "outputs",
     name: str | None = None,
     argv: Sequence[str] = (),
+    retry_failed: bool = False,
 ) -> ProbeResult:
     """Probe the models of ``settings`` on the battery of ``profile`` and write their card: the entry behind
-    ``seqbench probe``. Every study's spec is built (and so checked) before anything trains."""
+    ``seqbench probe``. Every study's spec is built (and so checked) before anything trains. ``retry_failed``:
+    as ``sweep(retry_failed=True)``, per study."""
     if workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {workers})")
     prof = profile_named(profile) if isinstance(profile, str) else profile
@@ -141,7 +159,7 @@ def probe(
     entries, status = [], 0
     for i, job in enumerate(jobs):
         print(f"[probe {i + 1}/{len(jobs)}] {job.probe.name} x {job.model.label}: study {job.study}", flush=True)
-        entry, code = run_job(job, p, out, workers, storage)
+        entry, code = run_job(job, p, out, workers, storage, retry_failed)
         entries.append(entry)
         status |= code
     card = _card(p, prof, chosen, entries, argv)
@@ -201,6 +219,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         out_dir=args.out_dir,
         name=args.name,
         argv=args.command_line,
+        retry_failed=args.retry_failed,
     )
     from seqbench.reports.card import terminal  # here: `probe --help` stays light
 

@@ -12,7 +12,7 @@ from typing import Any, TypedDict
 from seqbench.bench.core.artifacts import atomic_write, check_keys, json_default, read_json
 
 CARD = "card.json"
-CARD_FORMAT, CARD_VERSION = "seqbench-card", 1  # a reader refuses another format or a newer version
+CARD_FORMAT, CARD_VERSION = "seqbench-card", 2  # a reader refuses another format or a newer version (2: `failed`)
 
 
 class CardRung(TypedDict, total=False):
@@ -36,6 +36,7 @@ class CardEntry(TypedDict, total=False):
     probe: str
     study: str  # the Optuna study of its runs
     complete: bool  # every run of every rung finished
+    failed: list[str]  # trials that failed without a result (rung: why); `probe --retry-failed` runs them again
     seed_frontiers: dict[str, int]  # seed -> hardest rung solved with every easier rung solved too
     frontier: int  # the median seed frontier, with the order-statistic interval [lo, hi] of that median
     lo: int
