@@ -8,7 +8,8 @@ import pytest
 
 from seqbench.sweeps.claims.judge import FAILS, HOLDS, INCONCLUSIVE, MISSING, judge, judge_rule
 from seqbench.sweeps.claims.schema import parse_claim
-from tests.verify_support import GOOD, SOURCE, SWEPT, rule, table
+from tests.judge_support import SOURCE
+from tests.verify_support import GOOD, SWEPT, rule, table
 
 
 def test_holds_fails_and_inconclusive_from_the_interval():

@@ -14,7 +14,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.claims.judge import HOLDS
 from seqbench.sweeps.claims.schema import PROFILES, claim_files, load_claim, sweep_spec, swept_values
 from seqbench.sweeps.spec import trial_config
-from tests.verify_support import SOURCE
+from tests.judge_support import SOURCE
 
 
 # -- claim files ----------------------------------------------------------------------------

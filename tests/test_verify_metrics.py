@@ -11,7 +11,7 @@ import pytest
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.claims.judge import HOLDS
 from seqbench.sweeps.claims.schema import Rule
-from tests.verify_support import SOURCE
+from tests.judge_support import SOURCE
 
 
 def test_cost_metrics_fit_four_lengths_and_state_the_flop_prediction_and_fixed_share():

@@ -9,13 +9,6 @@ import pandas as pd
 
 from seqbench.sweeps.claims.schema import Rule
 
-SOURCE = {
-    "cite": "Test 2024 Tab. 1",
-    "paper": "A. Test 2024",
-    "where": "Table 1",
-    "metric": "MSE",
-    "published": [{"what": "gru", "value": 5.3e-5, "unit": "MSE"}],
-}
 SWEPT = {"model.name": ["rnn", "gru"], "task.length": [50, 100]}
 
 
