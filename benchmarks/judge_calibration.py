@@ -30,7 +30,8 @@ import pandas as pd
 from scipy import stats as st
 
 from seqbench.sweeps.claims.judge import FAILS, HOLDS, decided, judge_all
-from seqbench.sweeps.claims.schema import ALPHA, parse_claim
+from seqbench.sweeps.claims.load import parse_claim
+from seqbench.sweeps.claims.schema import ALPHA
 
 LOOKS = (3, 5, 8)
 MODELS = ("rnn", "gru", "lstm", "tcn")

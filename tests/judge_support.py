@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from seqbench.sweeps.claims.schema import parse_claim
+from seqbench.sweeps.claims.load import parse_claim
 
 SOURCE = {
     "cite": "Test 2024 Tab. 1",

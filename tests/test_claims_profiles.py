@@ -19,7 +19,8 @@ import pytest
 from seqbench.bench.config import build_config, load_yaml
 from seqbench.bench.training.train import build_task
 from seqbench.models.base import build_model
-from seqbench.sweeps.claims.schema import CLAIM_KEYS, claim_files, deep_merge
+from seqbench.sweeps.claims.load import claim_files
+from seqbench.sweeps.claims.schema import CLAIM_KEYS, deep_merge
 from seqbench.sweeps.spec import parse_spec
 
 # claim-level keys that are not part of the sweep spec (judge's controls/looks included)

@@ -10,7 +10,7 @@ import pytest
 from seqbench.bench.core.errors import UserError
 from seqbench.reports.verify_html import verdict_figure
 from seqbench.sweeps.claims.judge import FAILS, HOLDS, judge_all
-from seqbench.sweeps.claims.schema import parse_claim
+from seqbench.sweeps.claims.load import parse_claim
 
 SOURCE = {
     "cite": "Test 2024 Fig. 2",

@@ -11,7 +11,7 @@ import pytest
 
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.claims.judge import FAILS, HOLDS, INCONCLUSIVE, INVALID, ClaimResult, judge_all, verdict_table
-from seqbench.sweeps.claims.schema import parse_claim
+from seqbench.sweeps.claims.load import parse_claim
 
 SOURCE = {
     "cite": "Test 2024 Fig. 1",

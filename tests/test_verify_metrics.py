@@ -124,7 +124,7 @@ def test_cost_claim_looks_count_replicates_and_stop_at_the_first_deciding_look(m
     """A cost claim's looks are replicate counts: measured up to each look, judged at alpha / len(looks),
     stopped at the first look that decides; a later run reuses the cached replicates."""
     from seqbench.bench.commands import verify as v
-    from seqbench.sweeps.claims.schema import parse_claim
+    from seqbench.sweeps.claims.load import parse_claim
 
     slopes = iter([0.85, 1.15, 1.0, 1.0, 1.01, 0.99, 1.0, 1.0, 1.0])  # noisy first look, tight later
     calls = []

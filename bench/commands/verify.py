@@ -28,7 +28,8 @@ from seqbench.bench.core.text import text_table
 from seqbench.reports.verify_html import claim_figure, cost_figure, verdict_figure, write_verify
 from seqbench.sweeps.claims import runner as claims_runner
 from seqbench.sweeps.claims.judge import ERROR, FAILS, INVALID, ClaimResult, verdict_table
-from seqbench.sweeps.claims.schema import Claim, find_claims, load_claim
+from seqbench.sweeps.claims.load import find_claims, load_claim
+from seqbench.sweeps.claims.schema import Claim
 
 
 def register(sp: argparse.ArgumentParser) -> None:

@@ -44,6 +44,7 @@ import pandas as pd
 
 from seqbench.bench.core.artifacts import FINAL
 from seqbench.bench.core.stats import Estimate, holm, holm_divisors
+from seqbench.sweeps.claims.load import best_goal, resolve_where
 from seqbench.sweeps.claims.measure import (  # noqa: F401
     RUN_STATUSES,
     _label,
@@ -71,7 +72,7 @@ from seqbench.sweeps.claims.results import (  # noqa: F401
     quantity_text,
     verdict_table,
 )
-from seqbench.sweeps.claims.schema import ALPHA, Claim, Rule, best_goal, resolve_where
+from seqbench.sweeps.claims.schema import ALPHA, Claim, Rule
 
 Swept = Mapping[str, Sequence[Any]]  # swept key -> its values in the profile (``schema.swept_values``)
 
