@@ -1,0 +1,129 @@
+"""The verdict table is generated, never typed: verify records each claim's latest verdict
+(``bench/core/verdicts.py``) and writes verify.md over every record under its folder
+(``reports/verify_md.py``); ``make verdicts`` (``benchmarks/verdicts.py``) copies verify.md's claim table
+into the README, and the README's block must be what the script makes of the committed copy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from seqbench.bench.cli import main
+from seqbench.bench.core.stats import Interval
+from seqbench.bench.core.verdicts import VERDICT_VERSION, read_verdict, recorded_verdicts, verdict_path, write_verdict
+from seqbench.reports.verify_md import write_markdown
+from seqbench.sweeps.claims.results import ClaimResult, RuleResult, verdict_table
+from seqbench.sweeps.claims.schema import load_claim
+
+BUILT = {"version": "9.9", "git_sha": "abc123", "when": "2026-11-26 07:00"}
+
+
+def _claim_file(folder: Path, name: str, below: float = 100.0) -> Path:
+    """A tiny sweep claim (two models, two seeds, two steps): its rule is on the rnn's val/loss."""
+    raw = {
+        "question": f"Does {name} hold?",
+        "source": {
+            "cite": f"Test 2024 ({name})",
+            "paper": "A. Test 2024",
+            "where": "Table 1",
+            "metric": "loss",
+            "published": [{"what": "rnn", "value": 1.0, "unit": "nats"}],
+        },
+        "figure": "factors",
+        "base": {
+            "task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 6},
+            "model": {"d_model": 8},
+            "train": {"max_steps": 2, "val_every": 2, "val_batches": 1, "batch_size": 4},
+            "eval": {"test": False},
+            "tracking": {"wandb": "off"},
+        },
+        "metric": {"name": "val/loss", "goal": "minimize"},
+        "parameters": {"model.name": {"values": ["rnn", "lstm"]}},
+        "seeds": 2,
+        "profiles": {"quick": {}, "paper": {}},
+        "expect": [{"name": "rnn loss bounded", "where": {"model.name": "rnn"}, "metric": "val/loss", "below": below}],
+        "note": f"the note of {name}",
+    }
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def _judged(path: Path, verdict: str, wall: float = 12.0, n: int = 3) -> ClaimResult:
+    """A claim's result as the judge returns it, without training (the numbers are the test's)."""
+    claim = load_claim(path)
+    rule = RuleResult(claim.expect[0], verdict, interval=Interval(0.5, 0.4, 0.6, n, 0.05), config="model.name=rnn")
+    looks = f"decided at look 1 of 1, n={n}, alpha 0.05"
+    return ClaimResult(claim, "quick", verdict, [rule], wall_s=wall, looks=looks)
+
+
+def _write(results: list[ClaimResult], folder: Path) -> str:
+    write_markdown(results, verdict_table(results), BUILT, folder)
+    return (folder / "verify.md").read_text()
+
+
+# -- the per-claim record ---------------------------------------------------------------------------
+def test_a_record_round_trips_and_refuses_what_is_not_one(tmp_path):
+    rec = {"claim": "a", "profile": "quick", "verdict": "holds", "rows": [{"rule": "r", "verdict": "holds"}]}
+    path = write_verdict(tmp_path, rec)
+    assert path == verdict_path(tmp_path, "a", "quick") == tmp_path / "a" / "quick-verdict.json"
+    assert read_verdict(path) == {**rec, "format": "seqbench-verdict", "version": VERDICT_VERSION}
+    with pytest.raises(ValueError, match="undeclared keys \\['colour'\\]"):
+        write_verdict(tmp_path, {**rec, "colour": "red"})
+    with pytest.raises(ValueError, match="VerdictRow: undeclared keys \\['p'\\]"):
+        write_verdict(tmp_path, {**rec, "rows": [{"p": 0.1}]})
+    newer = tmp_path / "b" / "quick-verdict.json"
+    newer.parent.mkdir()
+    newer.write_text(json.dumps({**rec, "claim": "b", "format": "seqbench-verdict", "version": VERDICT_VERSION + 1}))
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "quick-verdict.json").write_text("{not json")
+    records, problems = recorded_verdicts(tmp_path)
+    assert [r["claim"] for r in records] == ["a"]  # one bad file never hides the others
+    assert len(problems) == 2 and "verdict version 2" in problems[0] and "unreadable" in problems[1]
+
+
+# -- verify.md over every claim judged in the folder ---------------------------------------------------
+def test_verify_md_gathers_each_claims_latest_verdict_across_invocations(tmp_path):
+    a, b = _claim_file(tmp_path, "claim_a"), _claim_file(tmp_path, "claim_b")
+    out = tmp_path / "verify"
+    _write([_judged(a, "inconclusive", wall=5, n=3)], out)
+    md = _write([_judged(b, "fails", wall=7)], out)  # a second invocation, of the other claim only
+    assert "| claim_a | inconclusive | decided at look 1 of 1, n=3, alpha 0.05 | quick | 5 |" in md
+    assert "| claim_b | fails | decided at look 1 of 1, n=3, alpha 0.05 | quick | 7 |" in md
+    assert md.index("| claim_a | inconclusive") < md.index("| claim_b | fails")  # by claim, whatever the order run
+    assert "| claim_a | quick | Test 2024 (claim_a) | rnn loss bounded |" in md  # its rules' rows too
+    assert "**claim_a.** the note of claim_a" in md and "**claim_b.** the note of claim_b" in md
+    md = _write([_judged(a, "holds", wall=9, n=7)], out)  # judged again: the latest verdict replaces the first
+    assert "| claim_a | holds | decided at look 1 of 1, n=7, alpha 0.05 | quick | 9 |" in md
+    assert "claim_a | inconclusive" not in md and "| claim_b | fails |" in md
+
+
+def test_a_verdict_of_a_changed_or_retired_claim_is_left_out_with_why(tmp_path):
+    a, b, c = (_claim_file(tmp_path, n) for n in ("claim_a", "claim_b", "claim_c"))
+    out = tmp_path / "verify"
+    _write([_judged(a, "holds"), _judged(b, "holds"), _judged(c, "holds")], out)
+    _claim_file(tmp_path, "claim_a", below=50.0)  # its rule changed: the verdict no longer speaks for it
+    a_note = yaml.safe_load(b.read_text()) | {"note": "a new note"}  # a new note changes no verdict
+    b.write_text(yaml.safe_dump(a_note))
+    c.unlink()
+    md = _write([], out)
+    assert "| claim_b | holds |" in md and "| claim_a | holds" not in md and "| claim_c | holds" not in md
+    assert "- claim_a (quick, holds): the claim changed since it was judged on 2026-11-26 07:00" in md
+    assert f"- claim_c (quick, holds): its claim file {c} is gone" in md
+
+
+def test_verify_md_covers_two_invocations_of_the_cli(tmp_path, capsys):
+    """The command's own writer records: `seqbench verify A`, then `seqbench verify B`, leave both."""
+    out = tmp_path / "out"
+    for name in ("claim_a", "claim_b"):
+        assert main(["verify", str(_claim_file(tmp_path, name)), "--out-dir", str(out)]) == 0
+    printed = capsys.readouterr().out
+    md = (out / "verify" / "verify.md").read_text()
+    for name in ("claim_a", "claim_b"):
+        rec = read_verdict(verdict_path(out / "verify", name, "quick"))
+        assert f"{name} {rec['verdict']} ({rec['decided']})" in printed  # the record says what the CLI said
+        assert f"| {name} | {rec['verdict']} | {rec['decided']} | quick |" in md
+        assert rec["rows"][0]["rule"] == "rnn loss bounded" and "n=2" in rec["rows"][0]["measured"]
