@@ -23,7 +23,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.text import markdown_table
 from seqbench.bench.core.verdicts import VerdictRecord, VerdictRow, recorded_verdicts, write_verdict
 from seqbench.sweeps.claims.results import ClaimResult
-from seqbench.sweeps.claims.schema import Claim, load_claim
+from seqbench.sweeps.claims.schema import Claim, claim_files, load_claim
 
 RULES_HEAD = ["claim", "profile", "source", "rule", "paper", "measured (mean [95% CI] n)", "needs", "verdict"]
 # benchmarks/verdicts.py finds the claim table by the start of this header: keep its first three columns
@@ -78,6 +78,8 @@ def record_of(res: ClaimResult, rows: pd.DataFrame, built: dict[str, Any]) -> Ve
 def stale(rec: VerdictRecord) -> str:
     """Why a record no longer speaks for its claim ("" when it does)."""
     path = Path(rec.get("claim_file", ""))
+    if not path.is_file():  # a shipped claim judged in another checkout (the folder copied or moved) is found by name
+        path = next((p for p in claim_files() if p.stem == rec["claim"]), path)
     if not path.is_file():
         return f"its claim file {path} is gone"
     try:

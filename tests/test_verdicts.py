@@ -126,6 +126,20 @@ def test_a_verdict_of_a_changed_or_retired_claim_is_left_out_with_why(tmp_path):
     assert f"- claim_c (quick, holds): its claim file {c} is gone" in md
 
 
+def test_a_shipped_claim_judged_in_another_checkout_is_found_by_name(tmp_path):
+    """A folder of verdicts copied from another clone: its claim paths are gone, the shipped claims are not."""
+    from seqbench.reports.verify_md import record_of
+
+    shipped = load_claim(REPO / "sweeps" / "claims" / "mqar_recall_kv.yaml")
+    res = ClaimResult(shipped, "quick", "holds", [], wall_s=1.0, looks="decided at look 1 of 2, n=7, alpha 0.0191")
+    rec = record_of(res, verdict_table([res]), BUILT)
+    write_verdict(tmp_path / "verify", {**rec, "claim_file": "/elsewhere/sweeps/claims/mqar_recall_kv.yaml"})
+    write_verdict(tmp_path / "verify", {**rec, "claim": "gone_claim", "claim_file": "/elsewhere/gone_claim.yaml"})
+    md = _write([], tmp_path / "verify")
+    assert "| mqar_recall_kv | holds | decided at look 1 of 2, n=7, alpha 0.0191 | quick |" in md
+    assert "- gone_claim (quick, holds): its claim file /elsewhere/gone_claim.yaml is gone" in md
+
+
 def test_verify_md_covers_two_invocations_of_the_cli(tmp_path, capsys):
     """The command's own writer records: `seqbench verify A`, then `seqbench verify B`, leave both."""
     out = tmp_path / "out"
