@@ -32,9 +32,11 @@ verify: venv
 # verify.md (every claim judged under outputs/, each at its latest verdict) into benchmarks/verify/ to ship it,
 # and its claim table into README.md between <!-- verdicts:begin --> and <!-- verdicts:end -->: the README's
 # verdicts are copied, never typed (tests/test_verdicts.py fails when the block and the copy disagree).
-# Standard library only, so no venv is needed.
+# Standard library only, so no venv is needed. VERIFY_MD="a.md b.md" merges several (each claim from the
+# latest-built file that judged it): a verify from before the per-claim records wrote its own claims only.
+VERIFY_MD ?= outputs/verify/verify.md
 verdicts:
-	$(PYTHON) benchmarks/verdicts.py outputs/verify/verify.md
+	$(PYTHON) benchmarks/verdicts.py $(VERIFY_MD)
 
 # The baseline capability card of the shipped models (`seqbench probe`, quick profile) into
 # outputs/cards/baseline/, then its card.json and card.md into benchmarks/card/ to ship them. Each small

@@ -1,7 +1,7 @@
 """``make verdicts``: the README's verdict table, copied from what ``seqbench verify`` wrote, never typed.
 
-    python benchmarks/verdicts.py [VERIFY_MD]     # default outputs/verify/verify.md
-    python benchmarks/verdicts.py --check         # change nothing; exit 1 when the README's block is stale
+    python benchmarks/verdicts.py [VERIFY_MD ...]  # default outputs/verify/verify.md
+    python benchmarks/verdicts.py --check          # change nothing; exit 1 when the README's block is stale
 
 VERIFY_MD (a ``verify.md`` that ``seqbench verify`` wrote: ``reports/verify_md.py``) is copied into
 ``benchmarks/verify/`` (committed, as ``benchmarks/card/`` is), and README.md's block between
@@ -10,6 +10,10 @@ and its claim table (claim | verdict | decided | profile | wall s ...), rows as 
 copy the block says that no generated table has been recorded. ``tests/test_verdicts.py`` fails when the
 README's block is not what this script makes of the committed copy.
 
+Several VERIFY_MD files are merged into the copy, each claim's lines taken verbatim from the latest-built
+file that judged it: a ``seqbench verify`` from before verify recorded each claim's verdict wrote its own
+claims only, so ``verify A`` then ``verify B`` in one folder left a verify.md of B alone.
+
 Standard library only (no torch, no seqbench import): it moves text, it judges nothing.
 """
 
@@ -17,9 +21,9 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -48,6 +52,77 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
 
 
+def _tables(md: str) -> list[list[str]]:
+    """Every table of ``md`` (runs of lines starting with ``|``), in order."""
+    out: list[list[str]] = []
+    run: list[str] = []
+    for line in [*md.splitlines(), ""]:
+        if line.startswith("|"):
+            run.append(line)
+        elif run:
+            out.append(run)
+            run = []
+    return out
+
+
+def _builds(md: str) -> list[str]:
+    """The builds named above the first table: "seqbench 0.4.0 (f00d), 2026-11-25 21:10", one per file merged."""
+    head = md.split("\n|", 1)[0]
+    return list(dict.fromkeys(m[0] for m in _BUILT.finditer(head)))
+
+
+@dataclass
+class _Verify:
+    """One verify.md, cut into what a merge takes from it."""
+
+    built: list[str]  # its build lines (_builds)
+    rules: list[str]  # its rules table: header, rule, rows (the claim in the first cell)
+    claims: list[str]  # its claim table
+    notes: dict[str, str]  # claim -> its "**claim.** note" line
+
+    @classmethod
+    def of(cls, md: str) -> _Verify:
+        tables = [t for t in _tables(md) if t[0].startswith("| claim |")]
+        rules = next((t for t in tables if not t[0].startswith(CLAIMS_HEADER)), None)
+        if rules is None:
+            raise ValueError("no rules table (a table starting '| claim |' before the claim table)")
+        notes = {m[1]: m[0] for m in re.finditer(r"^\*\*(\S+?)\.\*\* .*$", md, re.M)}
+        return cls(_builds(md), rules, claim_table(md), notes)
+
+    @property
+    def when(self) -> str:
+        m = _BUILT.search(self.built[0]) if self.built else None
+        return m[3] if m else ""
+
+
+def merge(mds: list[str]) -> str:
+    """One verify.md from several: each claim's rows of both tables and its note from the latest-built file
+    that judged it (the later argument on a tie), verbatim; ValueError when their tables' columns differ."""
+    files = [_Verify.of(md) for md in mds]
+    for key in ("claims", "rules"):
+        if len({getattr(f, key)[0] for f in files}) > 1:
+            raise ValueError(f"the files' {key} tables have different columns: written by different seqbench versions")
+    chosen: dict[str, _Verify] = {}
+    for f in sorted(files, key=lambda f: f.when):  # stable: a later argument wins a tie
+        chosen.update({_cells(row)[0]: f for row in f.claims[2:]})
+    names = sorted(chosen)
+    out = [
+        "# seqbench verify",
+        "",
+        f"Merged by `make verdicts` from {len(files)} verify.md files, each claim from the latest-built one that "
+        "judged it (a verify.md listed only the claims of its own invocation):",
+        "",
+    ]
+    for f in files:
+        mine = [c for c in names if chosen[c] is f]
+        out += [f"- {'; '.join(f.built) or 'unknown build'}: {', '.join(mine)}"] if mine else []
+    for key in ("rules", "claims"):
+        out += ["", *getattr(files[0], key)[:2]]
+        out += [row for c in names for row in getattr(chosen[c], key)[2:] if _cells(row)[0] == c]
+    out += [x for c in names if c in chosen[c].notes for x in ("", chosen[c].notes[c])]
+    return "\n".join(out) + "\n"
+
+
 def _claims(n: int) -> str:
     return f"{n} claim" + ("" if n == 1 else "s")
 
@@ -57,13 +132,16 @@ def block(md: str | None) -> str:
     if md is None:
         return NONE_YET
     table = claim_table(md)
-    built = _BUILT.search(md)
-    made = f"built by seqbench {built[1]} ({built[2]}) on {built[3]}" if built else "of unknown build"
+    builds = [_BUILT.fullmatch(b) for b in _builds(md)]
+    made = "; ".join(f"seqbench {b[1]} ({b[2]}) on {b[3]}" for b in builds if b) or "an unknown seqbench"
+    made = (
+        "a verify.md built by " if len(builds) < 2 else f"a merge of {len(builds)} verify.md files built by "
+    ) + made
     counts = Counter(_cells(row)[1] for row in table[2:])
     summary = ", ".join(f"{v} {counts[v]}" for v in sorted(counts))
     return "\n".join(
         [
-            f"Generated by `make verdicts` from `{COPY.as_posix()}`, a verify.md {made}, not typed by hand "
+            f"Generated by `make verdicts` from `{COPY.as_posix()}`, {made}, not typed by hand "
             f"({_claims(len(table) - 2)}: {summary}); the rules' measurements are in that file.",
             "",
             *table,
@@ -92,33 +170,42 @@ def _read(path: Path) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("verify_md", nargs="?", default="outputs/verify/verify.md", help="the verify.md to copy")
+    ap.add_argument(
+        "verify_md", nargs="*", help="the verify.md to copy, or several to merge (default outputs/verify/verify.md)"
+    )
     ap.add_argument("--check", action="store_true", help="exit 1 when the README's block differs; change nothing")
     ap.add_argument("--repo", type=Path, default=REPO, help="the repository (README.md, benchmarks/verify/)")
     args = ap.parse_args(argv)
     readme_path, copy = args.repo / "README.md", args.repo / COPY
     readme = readme_path.read_text()
-    want = block(_read(copy))
     if args.check:
-        if current_block(readme) != want:
+        if current_block(readme) != block(_read(copy)):
             print(f"verdicts: README.md's block differs from {COPY}; run `make verdicts`", file=sys.stderr)
             return 1
         return 0
-    source = Path(args.verify_md)
-    if not source.is_file():
-        print(f"verdicts: no {source}; run `make verify` (or seqbench verify CLAIM ...) first", file=sys.stderr)
-        return 2
+    sources = [Path(p) for p in args.verify_md or ["outputs/verify/verify.md"]]
     try:
-        claim_table(source.read_text())
+        texts = [_source(p) for p in sources]
+        text = texts[0] if len(texts) == 1 else merge(texts)
     except ValueError as e:
-        print(f"verdicts: {source}: {e}", file=sys.stderr)
+        print(f"verdicts: {e}", file=sys.stderr)
         return 2
     copy.parent.mkdir(parents=True, exist_ok=True)
-    if source.resolve() != copy.resolve():
-        shutil.copyfile(source, copy)
-    readme_path.write_text(replace_block(readme, block(copy.read_text())))
-    print(f"verdicts: {source} -> {COPY} and README.md ({_claims(len(claim_table(copy.read_text())) - 2)})")
+    copy.write_text(text)
+    readme_path.write_text(replace_block(readme, block(text)))
+    print(f"verdicts: {', '.join(map(str, sources))} -> {COPY} and README.md ({_claims(len(claim_table(text)) - 2)})")
     return 0
+
+
+def _source(path: Path) -> str:
+    if not path.is_file():
+        raise ValueError(f"no {path}; run `make verify` (or seqbench verify CLAIM ...) first")
+    text = path.read_text()
+    try:
+        claim_table(text)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+    return text
 
 
 if __name__ == "__main__":

@@ -205,6 +205,52 @@ def test_the_script_reads_a_verify_md_written_before_the_records(tmp_path):
     assert out.endswith("| mqar_mixers | holds | decided at look 1 of 2, n=7, alpha 0.0191 | quick | 900 |")
 
 
+def _old_md(when: str, rows: dict[str, str]) -> str:
+    """A verify.md as verify wrote it before the records: one invocation's claims only."""
+    rules = "".join(f"| {c} | src | {c} rule | ~1 | acc: 1 [1, 1] n=7 | > 0.9 | {v} |\n" for c, v in rows.items())
+    claims = "".join(
+        f"| {c} | {v} | decided at look 1 of 2, n=7, alpha 0.0191 | quick | 60 |\n" for c, v in rows.items()
+    )
+    notes = "".join(f"\n**{c}.** note of {c} at {when}\n" for c in rows)
+    return (
+        f"# seqbench verify\n\nseqbench 0.4.0 (f00d), {when}\n\n"
+        "| claim | source | rule | paper | measured (mean [95% CI] n) | needs | verdict |\n"
+        "|---|---|---|---|---|---|---|\n"
+        f"{rules}\n| claim | verdict | decided | profile | wall s |\n|---|---|---|---|---:|\n{claims}{notes}"
+    )
+
+
+def test_several_verify_md_files_merge_each_claim_from_the_latest_that_judged_it(tmp_path):
+    v = _script()
+    files = {
+        "b.md": _old_md("2026-11-26 08:05", {"mqar_mixers": "holds", "selective_copy_ssm": "holds"}),
+        "a.md": _old_md("2026-11-26 07:50", {"selective_copy_ssm": "inconclusive", "mixer_complexity": "fails"}),
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    repo = _repo(tmp_path)
+    assert v.main([str(tmp_path / "b.md"), str(tmp_path / "a.md"), "--repo", str(repo)]) == 0
+    merged = (repo / "benchmarks" / "verify" / "verify.md").read_text()
+    assert "- seqbench 0.4.0 (f00d), 2026-11-26 07:50: mixer_complexity" in merged
+    assert "- seqbench 0.4.0 (f00d), 2026-11-26 08:05: mqar_mixers, selective_copy_ssm" in merged
+    claims = v.claim_table(merged)
+    assert [row.split(" | ")[:2] for row in claims[2:]] == [
+        ["| mixer_complexity", "fails"],
+        ["| mqar_mixers", "holds"],
+        ["| selective_copy_ssm", "holds"],  # the later build's verdict, whatever the argument order
+    ]
+    assert "| selective_copy_ssm | src | selective_copy_ssm rule | ~1 | acc: 1 [1, 1] n=7 | > 0.9 | holds |" in merged
+    assert (
+        "inconclusive" not in merged
+        and "**selective_copy_ssm.** note of selective_copy_ssm at 2026-11-26 08:05" in merged
+    )
+    readme = (repo / "README.md").read_text()
+    assert "a merge of 2 verify.md files built by seqbench 0.4.0 (f00d) on 2026-11-26 08:05; seqbench 0.4.0" in readme
+    assert "(3 claims: fails 1, holds 2)" in readme and v.main(["--check", "--repo", str(repo)]) == 0
+    (tmp_path / "c.md").write_text(files["a.md"].replace("| wall s |", "| wall s | judged |"))
+    assert v.main([str(tmp_path / "b.md"), str(tmp_path / "c.md"), "--repo", str(repo)]) == 2  # columns differ
+
+
 def test_the_script_refuses_what_it_cannot_copy(tmp_path, capsys):
     v = _script()
     repo = _repo(tmp_path)
