@@ -10,9 +10,11 @@ the claim. ``make verdicts`` (``benchmarks/verdicts.py``) copies verify.md's cla
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +131,27 @@ def markdown(records: list[VerdictRecord], built: dict[str, Any], left_out: Sequ
 def write_markdown(results: list[ClaimResult], table: pd.DataFrame, built: dict[str, Any], folder: Path) -> Path:
     """Record each of ``results`` under ``folder`` (``table``: their verdict table), then write
     ``folder/verify.md`` over every record there; return its path."""
-    for res in results:
-        rows = table[table["claim"] == res.claim.name] if "claim" in table.columns else table
-        write_verdict(folder, record_of(res, rows, built))
+    with _locked(folder):
+        for res in results:
+            rows = table[table["claim"] == res.claim.name] if "claim" in table.columns else table
+            write_verdict(folder, record_of(res, rows, built))
+        return _rebuild(results, built, folder)
+
+
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """Held while recording and rebuilding verify.md: invocations run side by side into one folder (a claim
+    each) then cannot interleave, so the last to finish writes a verify.md that has every record."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".verify.lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _rebuild(results: list[ClaimResult], built: dict[str, Any], folder: Path) -> Path:
     records, problems = recorded_verdicts(folder)
     fresh = {(r.claim.name, r.profile) for r in results}
     shown, left_out = [], [f"unreadable: {p}" for p in problems]

@@ -5,9 +5,11 @@ into the README, and the README's block must be what the script makes of the com
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import json
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -138,6 +140,23 @@ def test_a_shipped_claim_judged_in_another_checkout_is_found_by_name(tmp_path):
     md = _write([], tmp_path / "verify")
     assert "| mqar_recall_kv | holds | decided at look 1 of 2, n=7, alpha 0.0191 | quick |" in md
     assert "- gone_claim (quick, holds): its claim file /elsewhere/gone_claim.yaml is gone" in md
+
+
+def test_an_invocation_waits_while_another_records_into_the_same_folder(tmp_path):
+    """Invocations side by side into one out-dir (a claim each): recording and rebuilding verify.md hold a
+    lock on the folder, so the last to finish sees every record."""
+    out = tmp_path / "verify"
+    out.mkdir()
+    a = _claim_file(tmp_path, "claim_a")
+    with open(out / ".verify.lock", "a") as held:  # another invocation, in the middle of its rebuild
+        fcntl.flock(held, fcntl.LOCK_EX)
+        t = threading.Thread(target=_write, args=([_judged(a, "holds")], out))
+        t.start()
+        t.join(0.5)
+        assert t.is_alive() and not (out / "verify.md").exists()
+        fcntl.flock(held, fcntl.LOCK_UN)
+    t.join(30)
+    assert not t.is_alive() and "| claim_a | holds |" in (out / "verify.md").read_text()
 
 
 def test_verify_md_covers_two_invocations_of_the_cli(tmp_path, capsys):
