@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.seqbench-installed
 
-.PHONY: venv demo test test-fast verify card bench clean lint lint-imports
+.PHONY: venv demo test test-fast verify verdicts card bench clean lint lint-imports
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,15 @@ demo: venv
 # verdict table printed, outputs/verify/index.html + verify.md. Re-running continues the studies.
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2
+
+# verify.md (every claim judged under outputs/, each at its latest verdict) into benchmarks/verify/ to ship it,
+# and its claim table into README.md between <!-- verdicts:begin --> and <!-- verdicts:end -->: the README's
+# verdicts are copied, never typed (tests/test_verdicts.py fails when the block and the copy disagree).
+# Standard library only, so no venv is needed. VERIFY_MD="a.md b.md" merges several (each claim from the
+# latest-built file that judged it): a verify from before the per-claim records wrote its own claims only.
+VERIFY_MD ?= outputs/verify/verify.md
+verdicts:
+	$(PYTHON) benchmarks/verdicts.py $(VERIFY_MD)
 
 # The baseline capability card of the shipped models (`seqbench probe`, quick profile) into
 # outputs/cards/baseline/, then its card.json and card.md into benchmarks/card/ to ship them. Each small

@@ -18,13 +18,13 @@ from plotly.subplots import make_subplots
 
 from seqbench.bench.core.artifacts import atomic_write
 from seqbench.bench.core.stats import Estimate, Interval
-from seqbench.bench.core.text import markdown_table
 from seqbench.reports import aggregate as A
 from seqbench.reports import figures as F
 from seqbench.reports.cost import fig_cost
 from seqbench.reports.diagnostics import fig_through_time, load_diagnostics
-from seqbench.reports.html import _CSS, _md_table, _table_html, built_by, write_plotly_js
+from seqbench.reports.html import _CSS, _table_html, built_by, write_plotly_js
 from seqbench.reports.table import load_curves
+from seqbench.reports.verify_md import write_markdown
 from seqbench.sweeps.claims.judge import ClaimResult, RuleResult, metric_scale, quantity_text, verdict_table
 from seqbench.sweeps.table import Objective
 
@@ -356,42 +356,13 @@ def page(results: list[ClaimResult], table: pd.DataFrame, built: dict[str, Any])
     return "\n".join(parts)
 
 
-def markdown(results: list[ClaimResult], table: pd.DataFrame, built: dict[str, Any]) -> str:
-    out = [
-        "# seqbench verify",
-        "",
-        f"seqbench {built['version']} ({built['git_sha']}), {built['when']}",
-        "",
-        _md_table(table[["claim", "source", "rule", "paper", "measured (mean [95% CI] n)", "needs", "verdict"]]),
-        "",
-        markdown_table(
-            ["claim", "verdict", "decided", "profile", "wall s"],
-            [
-                [
-                    r.claim.name,
-                    r.verdict,
-                    r.verdict_text()[len(r.verdict) :].strip(" ()") or "-",
-                    r.profile,
-                    f"{r.wall_s:.0f}",
-                ]
-                for r in results
-            ],
-            align="llllr",
-        ),
-    ]
-    for r in results:
-        if r.claim.note:
-            out += ["", f"**{r.claim.name}.** {r.claim.note}"]
-    return "\n".join(out) + "\n"
-
-
 def write_verify(results: list[ClaimResult], folder: Path) -> Path:
     """Write index.html, plotly.min.js and verify.md into ``folder``; return index.html."""
     folder.mkdir(parents=True, exist_ok=True)
     table = verdict_table(results)
     built = built_by()
     write_plotly_js(folder)
-    atomic_write(folder / "verify.md", markdown(results, table, built))
+    write_markdown(results, table, built, folder)  # each claim's record, then verify.md over every one there
     index = folder / "index.html"
     atomic_write(index, page(results, table, built))
     return index

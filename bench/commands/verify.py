@@ -7,7 +7,8 @@ judged after each look at that look's share of alpha 0.05 (``sweeps/claims/looks
 first look that decides every rule or finds a failed control; seeds and looks are locked once judged
 (``sweeps/claims/lock.py``). ``kind: cost`` claims measure ``seqbench cost`` once per replicate (cached as
 JSON; ``sweeps/claims/cost.py``), their looks counted in replicates. This command draws each claim's
-figures, prints the table, and writes ``index.html`` and ``verify.md`` to ``<out-dir>/verify/``.
+figures, prints the table, and writes ``index.html`` and ``verify.md`` to ``<out-dir>/verify/``; each claim's
+verdict is also recorded there (``bench/core/verdicts.py``), and verify.md covers every claim recorded.
 
 Exit status: 0 when every claim was judged, whatever the verdicts; 1 when something failed to run
 (a claim raised, a trial failed for a reason other than diverged seeds); with ``--strict`` also 1

@@ -1,0 +1,212 @@
+"""``make verdicts``: the README's verdict table, copied from what ``seqbench verify`` wrote, never typed.
+
+    python benchmarks/verdicts.py [VERIFY_MD ...]  # default outputs/verify/verify.md
+    python benchmarks/verdicts.py --check          # change nothing; exit 1 when the README's block is stale
+
+VERIFY_MD (a ``verify.md`` that ``seqbench verify`` wrote: ``reports/verify_md.py``) is copied into
+``benchmarks/verify/`` (committed, as ``benchmarks/card/`` is), and README.md's block between
+``<!-- verdicts:begin -->`` and ``<!-- verdicts:end -->`` is rewritten from that copy: where it came from
+and its claim table (claim | verdict | decided | profile | wall s ...), rows as verify wrote them. Without a
+copy the block says that no generated table has been recorded. ``tests/test_verdicts.py`` fails when the
+README's block is not what this script makes of the committed copy.
+
+Several VERIFY_MD files are merged into the copy, each claim's lines taken verbatim from the latest-built
+file that judged it: a ``seqbench verify`` from before verify recorded each claim's verdict wrote its own
+claims only, so ``verify A`` then ``verify B`` in one folder left a verify.md of B alone.
+
+Standard library only (no torch, no seqbench import): it moves text, it judges nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BEGIN, END = "<!-- verdicts:begin -->", "<!-- verdicts:end -->"
+CLAIMS_HEADER = "| claim | verdict | decided |"  # reports/verify_md.py CLAIMS_HEAD starts so (and verify.md before it)
+COPY = Path("benchmarks") / "verify" / "verify.md"  # relative to the repository
+NONE_YET = "No generated verdict table has been recorded yet (`make verify`, then `make verdicts`)."
+_BUILT = re.compile(r"seqbench (\S+) \(([^)]*)\),? (\d{4}-\d\d-\d\d \d\d:\d\d)")
+
+
+def claim_table(md: str) -> list[str]:
+    """The lines of verify.md's claim table (header, rule, rows); ValueError when it has none."""
+    lines = md.splitlines()
+    start = next((i for i, x in enumerate(lines) if x.startswith(CLAIMS_HEADER)), None)
+    if start is None:
+        raise ValueError(f"no claim table (a line starting {CLAIMS_HEADER!r}): not a verify.md of seqbench verify")
+    end = start
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    if end - start < 3:
+        raise ValueError("the claim table has no rows")
+    return lines[start:end]
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+
+
+def _tables(md: str) -> list[list[str]]:
+    """Every table of ``md`` (runs of lines starting with ``|``), in order."""
+    out: list[list[str]] = []
+    run: list[str] = []
+    for line in [*md.splitlines(), ""]:
+        if line.startswith("|"):
+            run.append(line)
+        elif run:
+            out.append(run)
+            run = []
+    return out
+
+
+def _builds(md: str) -> list[str]:
+    """The builds named above the first table: "seqbench 0.4.0 (f00d), 2026-11-25 21:10", one per file merged."""
+    head = md.split("\n|", 1)[0]
+    return list(dict.fromkeys(m[0] for m in _BUILT.finditer(head)))
+
+
+@dataclass
+class _Verify:
+    """One verify.md, cut into what a merge takes from it."""
+
+    built: list[str]  # its build lines (_builds)
+    rules: list[str]  # its rules table: header, rule, rows (the claim in the first cell)
+    claims: list[str]  # its claim table
+    notes: dict[str, str]  # claim -> its "**claim.** note" line
+
+    @classmethod
+    def of(cls, md: str) -> _Verify:
+        tables = [t for t in _tables(md) if t[0].startswith("| claim |")]
+        rules = next((t for t in tables if not t[0].startswith(CLAIMS_HEADER)), None)
+        if rules is None:
+            raise ValueError("no rules table (a table starting '| claim |' before the claim table)")
+        notes = {m[1]: m[0] for m in re.finditer(r"^\*\*(\S+?)\.\*\* .*$", md, re.M)}
+        return cls(_builds(md), rules, claim_table(md), notes)
+
+    @property
+    def when(self) -> str:
+        m = _BUILT.search(self.built[0]) if self.built else None
+        return m[3] if m else ""
+
+
+def merge(mds: list[str]) -> str:
+    """One verify.md from several: each claim's rows of both tables and its note from the latest-built file
+    that judged it (the later argument on a tie), verbatim; ValueError when their tables' columns differ."""
+    files = [_Verify.of(md) for md in mds]
+    for key in ("claims", "rules"):
+        if len({getattr(f, key)[0] for f in files}) > 1:
+            raise ValueError(f"the files' {key} tables have different columns: written by different seqbench versions")
+    chosen: dict[str, _Verify] = {}
+    for f in sorted(files, key=lambda f: f.when):  # stable: a later argument wins a tie
+        chosen.update({_cells(row)[0]: f for row in f.claims[2:]})
+    names = sorted(chosen)
+    out = [
+        "# seqbench verify",
+        "",
+        f"Merged by `make verdicts` from {len(files)} verify.md files, each claim from the latest-built one that "
+        "judged it (a verify.md listed only the claims of its own invocation):",
+        "",
+    ]
+    for f in files:
+        mine = [c for c in names if chosen[c] is f]
+        out += [f"- {'; '.join(f.built) or 'unknown build'}: {', '.join(mine)}"] if mine else []
+    for key in ("rules", "claims"):
+        out += ["", *getattr(files[0], key)[:2]]
+        out += [row for c in names for row in getattr(chosen[c], key)[2:] if _cells(row)[0] == c]
+    out += [x for c in names if c in chosen[c].notes for x in ("", chosen[c].notes[c])]
+    return "\n".join(out) + "\n"
+
+
+def _claims(n: int) -> str:
+    return f"{n} claim" + ("" if n == 1 else "s")
+
+
+def block(md: str | None) -> str:
+    """What goes between the README's markers for verify.md text ``md`` (None: no copy recorded)."""
+    if md is None:
+        return NONE_YET
+    table = claim_table(md)
+    builds = [_BUILT.fullmatch(b) for b in _builds(md)]
+    made = "; ".join(f"seqbench {b[1]} ({b[2]}) on {b[3]}" for b in builds if b) or "an unknown seqbench"
+    made = (
+        "a verify.md built by " if len(builds) < 2 else f"a merge of {len(builds)} verify.md files built by "
+    ) + made
+    counts = Counter(_cells(row)[1] for row in table[2:])
+    summary = ", ".join(f"{v} {counts[v]}" for v in sorted(counts))
+    return "\n".join(
+        [
+            f"Generated by `make verdicts` from `{COPY.as_posix()}`, {made}, not typed by hand "
+            f"({_claims(len(table) - 2)}: {summary}); the rules' measurements are in that file.",
+            "",
+            *table,
+        ]
+    )
+
+
+def replace_block(readme: str, new: str) -> str:
+    """``readme`` with the text between the markers (each on a line of its own, once, in order) replaced."""
+    if readme.count(BEGIN) != 1 or readme.count(END) != 1 or readme.index(BEGIN) > readme.index(END):
+        raise ValueError(f"README: needs one {BEGIN} line and one {END} line after it")
+    head, rest = readme.split(BEGIN)
+    _, tail = rest.split(END)
+    return f"{head}{BEGIN}\n{new}\n{END}{tail}"
+
+
+def current_block(readme: str) -> str:
+    """The text between the README's markers."""
+    replace_block(readme, "")  # checks the markers
+    return readme.split(BEGIN)[1].split(END)[0].strip("\n")
+
+
+def _read(path: Path) -> str | None:
+    return path.read_text() if path.is_file() else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "verify_md", nargs="*", help="the verify.md to copy, or several to merge (default outputs/verify/verify.md)"
+    )
+    ap.add_argument("--check", action="store_true", help="exit 1 when the README's block differs; change nothing")
+    ap.add_argument("--repo", type=Path, default=REPO, help="the repository (README.md, benchmarks/verify/)")
+    args = ap.parse_args(argv)
+    readme_path, copy = args.repo / "README.md", args.repo / COPY
+    readme = readme_path.read_text()
+    if args.check:
+        if current_block(readme) != block(_read(copy)):
+            print(f"verdicts: README.md's block differs from {COPY}; run `make verdicts`", file=sys.stderr)
+            return 1
+        return 0
+    sources = [Path(p) for p in args.verify_md or ["outputs/verify/verify.md"]]
+    try:
+        texts = [_source(p) for p in sources]
+        text = texts[0] if len(texts) == 1 else merge(texts)
+    except ValueError as e:
+        print(f"verdicts: {e}", file=sys.stderr)
+        return 2
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_text(text)
+    readme_path.write_text(replace_block(readme, block(text)))
+    print(f"verdicts: {', '.join(map(str, sources))} -> {COPY} and README.md ({_claims(len(claim_table(text)) - 2)})")
+    return 0
+
+
+def _source(path: Path) -> str:
+    if not path.is_file():
+        raise ValueError(f"no {path}; run `make verify` (or seqbench verify CLAIM ...) first")
+    text = path.read_text()
+    try:
+        claim_table(text)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+    return text
+
+
+if __name__ == "__main__":
+    sys.exit(main())
