@@ -24,7 +24,8 @@ demo: venv
 	$(BIN)/seqbench sweep sweeps/demo.yaml --workers 2
 	$(BIN)/seqbench report demo
 
-# The shipped claims (sweeps/claims/*.yaml) at their quick profile (each ~5 min on 2 CPU cores):
+# The shipped claims (sweeps/claims/*.yaml) at their quick profile (most ~5 min on 2 CPU cores; the two mamba
+# training claims ~80-90 min each, mambapy's scan on a CPU):
 # verdict table printed, outputs/verify/index.html + verify.md. Re-running continues the studies.
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2

@@ -24,8 +24,9 @@ from seqbench.bench.core.artifacts import atomic_write
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.text import markdown_table
 from seqbench.bench.core.verdicts import VerdictRecord, VerdictRow, recorded_verdicts, write_verdict
+from seqbench.sweeps.claims.load import claim_files, load_claim
 from seqbench.sweeps.claims.results import ClaimResult
-from seqbench.sweeps.claims.schema import Claim, claim_files, load_claim
+from seqbench.sweeps.claims.schema import Claim
 
 RULES_HEAD = ["claim", "profile", "source", "rule", "paper", "measured (mean [95% CI] n)", "needs", "verdict"]
 # benchmarks/verdicts.py finds the claim table by the start of this header: keep its first three columns

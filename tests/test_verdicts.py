@@ -19,8 +19,8 @@ from seqbench.bench.cli import main
 from seqbench.bench.core.stats import Interval
 from seqbench.bench.core.verdicts import VERDICT_VERSION, read_verdict, recorded_verdicts, verdict_path, write_verdict
 from seqbench.reports.verify_md import write_markdown
+from seqbench.sweeps.claims.load import load_claim
 from seqbench.sweeps.claims.results import ClaimResult, RuleResult, verdict_table
-from seqbench.sweeps.claims.schema import load_claim
 from tests.helpers import REPO
 
 BUILT = {"version": "9.9", "git_sha": "abc123", "when": "2026-11-26 07:00"}
