@@ -16,6 +16,15 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 
+# The base of the tiny claims the verify tests run: copy with 2 symbols, an 8-wide model, two steps.
+TINY_CLAIM_BASE: dict[str, Any] = {
+    "task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 6},
+    "model": {"d_model": 8},
+    "train": {"max_steps": 2, "val_every": 2, "val_batches": 1, "batch_size": 4},
+    "eval": {"test": False},
+    "tracking": {"wandb": "off"},
+}
+
 # Small but valid settings per task, so every (model, task) pair trains in milliseconds.
 # A task without an entry runs at its defaults (still correct, just slower): add one.
 TINY_TASK: dict[str, dict[str, Any]] = {

@@ -21,7 +21,7 @@ from seqbench.bench.core.verdicts import VERDICT_VERSION, read_verdict, recorded
 from seqbench.reports.verify_md import write_markdown
 from seqbench.sweeps.claims.load import load_claim
 from seqbench.sweeps.claims.results import ClaimResult, RuleResult, verdict_table
-from tests.helpers import REPO
+from tests.helpers import REPO, TINY_CLAIM_BASE
 
 BUILT = {"version": "9.9", "git_sha": "abc123", "when": "2026-11-26 07:00"}
 
@@ -46,13 +46,7 @@ def _claim_file(folder: Path, name: str, below: float = 100.0) -> Path:
             "published": [{"what": "rnn", "value": 1.0, "unit": "nats"}],
         },
         "figure": "factors",
-        "base": {
-            "task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 6},
-            "model": {"d_model": 8},
-            "train": {"max_steps": 2, "val_every": 2, "val_batches": 1, "batch_size": 4},
-            "eval": {"test": False},
-            "tracking": {"wandb": "off"},
-        },
+        "base": TINY_CLAIM_BASE,
         "metric": {"name": "val/loss", "goal": "minimize"},
         "parameters": {"model.name": {"values": ["rnn", "lstm"]}},
         "seeds": 2,

@@ -15,6 +15,7 @@ from seqbench.sweeps.claims.judge import HOLDS
 from seqbench.sweeps.claims.load import claim_files, load_claim
 from seqbench.sweeps.claims.schema import PROFILES, sweep_spec, swept_values
 from seqbench.sweeps.spec import trial_config
+from tests.helpers import TINY_CLAIM_BASE
 from tests.judge_support import SOURCE
 
 
@@ -44,14 +45,7 @@ def _claim_file(tmp_path: Path, **changes) -> Path:
         "question": "Does the gradient of a tanh RNN decay faster than an LSTM's?",
         "source": SOURCE,
         "figure": "through_time",
-        "base": {
-            "task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 6},
-            "model": {"d_model": 8},
-            "train": {"max_steps": 2, "val_every": 2, "val_batches": 1, "batch_size": 4},
-            "eval": {"test": False},
-            "tracking": {"wandb": "off"},
-            "diagnostics": {"gradients": True, "every": 1},
-        },
+        "base": {**TINY_CLAIM_BASE, "diagnostics": {"gradients": True, "every": 1}},
         "metric": {"name": "val/loss", "goal": "minimize"},
         "parameters": {"model.name": {"values": ["rnn", "lstm"]}},
         "seeds": 2,
