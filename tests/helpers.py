@@ -16,6 +16,19 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 
+
+def benchmark_script(name: str) -> Any:
+    """``benchmarks/<name>.py`` imported as a module (the folder is no package), registered under ``name``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 # The base of the tiny claims the verify tests run: copy with 2 symbols, an 8-wide model, two steps.
 TINY_CLAIM_BASE: dict[str, Any] = {
     "task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 6},

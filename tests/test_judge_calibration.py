@@ -12,25 +12,14 @@ never decides would pass calibration, so the last test asks for power where the 
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 
 import pytest
 
 from seqbench.sweeps.claims.schema import ALPHA
-from tests.helpers import REPO
+from tests.helpers import benchmark_script
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("judge_calibration", REPO / "benchmarks" / "judge_calibration.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["judge_calibration"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-CAL = _load()
+CAL = benchmark_script("judge_calibration")
 # Reps per check: a table of discrete values repeats (the harness judges each distinct table once), so the
 # kinds whose seeds take few values get more; 200 puts the bound at alpha + 0.046.
 DISCRETE = ("discrete ties", "largest")

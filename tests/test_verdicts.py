@@ -6,9 +6,7 @@ into the README, and the README's block must be what the script makes of the com
 from __future__ import annotations
 
 import fcntl
-import importlib.util
 import json
-import sys
 import threading
 from pathlib import Path
 
@@ -21,17 +19,13 @@ from seqbench.bench.core.verdicts import VERDICT_VERSION, read_verdict, recorded
 from seqbench.reports.verify_md import write_markdown
 from seqbench.sweeps.claims.load import load_claim
 from seqbench.sweeps.claims.results import ClaimResult, RuleResult, verdict_table
-from tests.helpers import REPO, TINY_CLAIM_BASE
+from tests.helpers import REPO, TINY_CLAIM_BASE, benchmark_script
 
 BUILT = {"version": "9.9", "git_sha": "abc123", "when": "2026-11-26 07:00"}
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("verdicts", REPO / "benchmarks" / "verdicts.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["verdicts"] = module
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("verdicts")
 
 
 def _claim_file(folder: Path, name: str, below: float = 100.0) -> Path:
