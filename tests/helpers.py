@@ -105,7 +105,9 @@ def run_cli(
     *args: str, cwd: Path | None = None, timeout: float = 300, env: dict | None = None
 ) -> subprocess.CompletedProcess:
     """``python -m bench ARGS`` in a subprocess (the way a user runs it)."""
-    e = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled", **(env or {})}
+    # REPO first, then whatever PYTHONPATH the caller had (a GPU machine's packages may live there)
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    e = {**os.environ, "PYTHONPATH": path, "WANDB_MODE": "disabled", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "seqbench", *args],
         cwd=cwd or REPO,

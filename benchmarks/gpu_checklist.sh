@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The GPU checklist (../shared/GPU.md) as one script for a lent, offline GPU machine: run from the
+# project root with the wheels of `gpu-wheels.sh` in .whl/ (mambapy, scipy and psutil added to its list).
+#
+#     OUT=/tmp/gpu DEADLINE_S=540 bash benchmarks/gpu_checklist.sh
+#
+# Every stage writes OUT/<stage>.txt (and the results.json of its runs) and gets what is left of
+# DEADLINE_S, capped per stage, so a slow stage never takes the ones after it down with it. Timing
+# stages run one at a time, never beside training. W&B is off (WANDB_MODE=disabled): its package is
+# not on the machine and nothing here needs it.
+set -uo pipefail
+OUT=${OUT:?set OUT to a folder}
+DEADLINE_S=${DEADLINE_S:-540}
+START=$(date +%s)
+export WANDB_MODE=disabled PYTHONDONTWRITEBYTECODE=1
+mkdir -p "$OUT"
+
+left() { echo $(( DEADLINE_S - ($(date +%s) - START) )); }
+stage() {  # stage NAME CAP_S COMMAND...: run COMMAND under min(CAP_S, time left), output to OUT/NAME.txt
+  local name=$1 cap=$2; shift 2
+  local t; t=$(left); (( t > cap )) && t=$cap
+  if (( t < 15 )); then echo "== $name: skipped, ${t}s left" | tee -a "$OUT/summary.txt"; return; fi
+  local s; s=$(date +%s)
+  timeout "$t" "$@" > "$OUT/$name.txt" 2>&1; local rc=$?
+  echo "== $name: rc=$rc in $(( $(date +%s) - s ))s (cap ${t}s)" | tee -a "$OUT/summary.txt"
+}
+
+# -- setup: the missing packages into the machine's python, seqbench itself as an editable install
+python3 -m pip install -q --no-index --no-deps --break-system-packages .whl/*.whl > "$OUT/setup.txt" 2>&1 \
+  || python3 -m pip install -q --no-index --no-deps .whl/*.whl >> "$OUT/setup.txt" 2>&1
+python3 -m pip install -q --no-deps --no-build-isolation --break-system-packages -e . >> "$OUT/setup.txt" 2>&1 \
+  || python3 -m pip install -q --no-deps --no-build-isolation -e . >> "$OUT/setup.txt" 2>&1
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  python3 -c "import torch, pytorch_lightning as pl; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'lightning', pl.__version__)"
+  python3 -c "import seqbench.bench.cli; print('seqbench imports')"; nproc; } >> "$OUT/setup.txt" 2>&1
+echo "== setup in $(( $(date +%s) - START ))s" | tee -a "$OUT/summary.txt"
+
+# 1. the gpu-marked tests
+stage pytest_gpu 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests
+
+# 2. harness overhead on the GPU: seqbench vs bare LightningModule vs plain loop
+stage overhead_lstm 80 python3 benchmarks/overhead.py --device cuda --model lstm --d-models 64,1024 --steps 150 --rounds 2
+stage overhead_transformer 70 python3 benchmarks/overhead.py --device cuda --model transformer --d-models 512 \
+  --steps 150 --rounds 2 --set task.delay=20 model.n_layers=4
+
+# 4 + 5. bf16 / compile against fp32 eager on a short run; MFU from the 6-layer d512 T256 LM's results.json
+lm() {  # lm NAME OVERRIDES...: a 300-step char-LM run, its results.json copied to OUT/runs/NAME.json
+  local name=$1; shift
+  python3 -m seqbench run task=lm task.length=256 train.max_steps=300 train.val_every=300 train.batch_size=64 \
+    train.threads=4 tracking.wandb=off eval.test=false out_dir=/tmp/gpu-runs run_id="$name" "$@" \
+    && mkdir -p "$OUT/runs" && cp "/tmp/gpu-runs/runs/$name/results.json" "$OUT/runs/$name.json" 2>/dev/null \
+    || find /tmp/gpu-runs -name results.json -path "*$name*" -exec cp {} "$OUT/runs/$name.json" \;
+}
+T6="model=transformer model.n_layers=6 model.d_model=512 model.n_heads=8"
+L1="model=lstm model.d_model=512"
+stage tf_fp32 60 lm tf_fp32 $T6
+stage tf_bf16 60 lm tf_bf16 $T6 train.precision=bf16-mixed
+stage tf_bf16_compile 90 lm tf_bf16_compile $T6 train.precision=bf16-mixed train.compile=true
+stage tf_fp32_compile 90 lm tf_fp32_compile $T6 train.compile=true
+stage lstm_fp32 60 lm lstm_fp32 $L1
+stage lstm_bf16 60 lm lstm_bf16 $L1 train.precision=bf16-mixed
+stage lstm_compile 90 lm lstm_compile $L1 train.compile=true
+
+# each mixer alone, fwd+bwd, on the GPU (mamba: mambapy's scan; mamba_ssm is not on the machine)
+stage mixers 60 python3 benchmarks/mixers.py --device cuda --lengths 256 1024 4096 --batch 8 --repeats 5
+
+# 3. sweep throughput, every worker on cuda:0
+stage sweep_throughput 130 python3 benchmarks/sweep_throughput.py --workers 1,4,8,16 --trials 16 --steps 60 --devices 0
+
+# 6. what is left: one claim's paper profile
+stage verify_paper 600 python3 -m seqbench verify vanishing_gradients --profile paper --workers 8 --out-dir /tmp/gpu-verify
+cp -r /tmp/gpu-verify/verify "$OUT/verify" 2>/dev/null || true
+echo "== done in $(( $(date +%s) - START ))s" | tee -a "$OUT/summary.txt"
