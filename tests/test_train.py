@@ -270,6 +270,36 @@ def test_train_time_counts_training_steps_and_excludes_validation(out_dir):
     assert r["final"]["time/train_s"] == pytest.approx(r["train_time_s"], abs=1e-3)
 
 
+def test_steady_throughput_leaves_out_the_warm_up_steps(out_dir):
+    """The first WARM_STEPS steps are slow (as torch.compile's are): tokens_per_s includes them,
+    steady_tokens_per_s does not, and the closing line shows both."""
+    from seqbench.bench.core.text import speed_summary
+    from seqbench.bench.training.callbacks import WARM_STEPS
+
+    class SlowStart(pl.Callback):
+        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+            if trainer.global_step <= WARM_STEPS:
+                time.sleep(0.05)  # >= 1 s over the warm-up
+
+    steps = 3 * WARM_STEPS
+    r = train_run(
+        small(out_dir, f"train.max_steps={steps}", f"train.val_every={steps}", "eval.test=false"),
+        callbacks=[SlowStart()],
+        progress=False,
+    )
+    tokens = (steps - WARM_STEPS) * r["config"]["train"]["batch_size"] * _seq_len(r)
+    assert r["steady_tokens_per_s"] > 2 * r["tokens_per_s"]  # the sleeps weigh only on the whole-run figure
+    assert r["steady_tokens_per_s"] >= tokens / (r["train_time_s"] - 1.0) * 0.99  # the >= 1 s of sleeps fall outside
+    assert "after warm-up" in speed_summary(r.results) and "steady_mfu" not in r.results  # no MFU on a CPU
+
+
+def test_short_runs_have_no_steady_throughput(out_dir):
+    r = train_run(small(out_dir, "train.max_steps=30", "train.val_every=30", "eval.test=false"), progress=False)
+    assert (
+        "tokens_per_s" in r.results and "steady_tokens_per_s" not in r.results
+    )  # 10 steps after warm-up: too few to tell
+
+
 def test_closing_line_shows_only_measured_speed_facts():
     from seqbench.bench.core.text import speed_summary
 

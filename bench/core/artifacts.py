@@ -158,6 +158,8 @@ class Results(TypedDict, total=False):
     model_flops_per_token: float  # analytic forward+backward FLOPs per token (bench.training.flops); absent: uncounted
     model_flops_per_s: float  # achieved: model_flops_per_token * tokens_per_s
     mfu: float  # model_flops_per_s / the device's dense peak for the precision (GPU only)
+    steady_tokens_per_s: float  # tokens/s after the process's first 20 steps (compile, autotuning); absent: too short
+    steady_mfu: float  # MFU at steady_tokens_per_s (GPU only)
     n_params: int
     # where it trained, read during training (Lightning moves the module back to the CPU at teardown)
     device: str  # "cpu", "cuda:0", ...

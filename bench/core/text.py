@@ -154,6 +154,12 @@ def speed_summary(results: Mapping[str, Any]) -> str:
         parts.append(f"{_si(results['model_flops_per_s'])}FLOP/s")
     if "mfu" in results:
         parts.append(f"MFU {results['mfu']:.1%}")
+    steady = results.get("steady_tokens_per_s")
+    if steady and abs(steady / results.get("tokens_per_s", steady) - 1) > 0.1:  # warm-up (e.g. compile) weighed
+        parts.append(
+            f"after warm-up {_si(steady)} tokens/s"
+            + (f", MFU {results['steady_mfu']:.1%}" if "steady_mfu" in results else "")
+        )
     where = results.get("device_name") or results.get("device")
     if where:
         ranks = results.get("world_size", 1)

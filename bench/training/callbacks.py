@@ -51,9 +51,19 @@ class RunStopper(pl.Callback):
         trainer.should_stop = True
 
 
+WARM_STEPS = 20  # a process's first steps: torch.compile, cuDNN autotuning, the allocator's first growth
+
+
 class TrainClock(pl.Callback):
     """Training time (validation excluded) and wall time, carried across resumed processes in the
-    checkpoint, plus what this process alone did (for its steps/s and ETA)."""
+    checkpoint, plus what this process alone did (for its steps/s and ETA).
+
+    ``warm`` is (global step, this process's training seconds) once the process has made
+    ``WARM_STEPS`` steps: the run's steady throughput is measured from there (``steady``), so a
+    compiled model's compile time, which lands in the first steps, does not hide its speed. On a GPU
+    the host reads the clock without a synchronisation; it runs ahead of the device by at most the
+    queued work of a step or two, small against the window the steady rate is taken over.
+    """
 
     def __init__(self, process_start: float | None = None) -> None:
         self.carried_train_s = 0.0  # from earlier processes of this run (checkpoint)
@@ -63,6 +73,7 @@ class TrainClock(pl.Callback):
         self.process_first_step = 0
         self._since: float | None = None  # start of the running training segment
         self._fitting = False
+        self.warm: tuple[int, float] | None = None  # (global step, this process's train seconds) after WARM_STEPS
 
     # -- what the run reports ---------------------------------------------------------------
     @property
@@ -78,6 +89,14 @@ class TrainClock(pl.Callback):
         running = time.perf_counter() - self._since if self._since is not None else 0.0
         return self.process_train_s + running
 
+    def steady(self, steps: int) -> tuple[int, float] | None:
+        """(steps, training seconds) of this process after its first ``WARM_STEPS`` steps, when it made
+        at least ``2 * WARM_STEPS`` more; None otherwise (too short to tell warm-up from steady state)."""
+        if self.warm is None or steps - self.warm[0] < 2 * WARM_STEPS:
+            return None
+        seconds = self.this_process_train_s - self.warm[1]
+        return (steps - self.warm[0], seconds) if seconds > 0 else None
+
     def _pause(self) -> None:
         if self._since is not None:
             self.process_train_s += time.perf_counter() - self._since
@@ -88,6 +107,10 @@ class TrainClock(pl.Callback):
         self.process_first_step = trainer.global_step
         self._fitting = True
         self._since = time.perf_counter()
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        if self.warm is None and trainer.global_step - self.process_first_step >= WARM_STEPS:
+            self.warm = (trainer.global_step, self.this_process_train_s)
 
     def on_validation_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
         self._pause()

@@ -43,6 +43,19 @@ def throughput(cfg: RunConfig, steps: int, world_size: int, train_s: float) -> R
     }
 
 
+def steady_throughput(cfg: RunConfig, spec: TaskSpec, steady: tuple[int, float] | None, facts: Results) -> Results:
+    """tokens/s (and MFU where the GPU's peak is known) after the process's first steps (``TrainClock.steady``):
+    the figure to compare a compiled model with an eager one; left out for runs too short to have one."""
+    if steady is None:
+        return {}
+    speed = throughput(cfg, steady[0], int(facts.get("world_size", 1)), steady[1])
+    out: Results = {"steady_tokens_per_s": speed["tokens_per_s"]}
+    mfu = _utilisation(cfg, spec, speed["tokens_per_s"], facts).get("mfu")
+    if mfu is not None:
+        out["steady_mfu"] = mfu
+    return out
+
+
 def _utilisation(cfg: RunConfig, spec: TaskSpec, tokens_per_s: float | None, facts: Results) -> Results:
     """Achieved model FLOP/s (analytic forward+backward FLOPs per token x tokens/s) and, on a GPU,
     MFU = achieved / the device's peak for the precision. Keys that cannot be measured are left out.
@@ -89,6 +102,7 @@ def assemble_results(
         "train_time_s": round(train_s, 3),
         **speed,
         **_utilisation(cfg, task.spec, speed.get("tokens_per_s"), facts),
+        **steady_throughput(cfg, task.spec, fitted.clock.steady(fitted.steps), facts),
         "n_params": n_params(module),
         **facts,
         "extras": extras,

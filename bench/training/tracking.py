@@ -295,6 +295,8 @@ class WandbRun:
             "tokens_per_s",
             "model_flops_per_s",
             "mfu",
+            "steady_tokens_per_s",
+            "steady_mfu",
             "train_time_s",
             "wall_time_s",
             "device",
