@@ -70,6 +70,13 @@ stage mixers 60 python3 benchmarks/mixers.py --device cuda --lengths 256 1024 40
 # 3. sweep throughput, every worker on cuda:0
 stage sweep_throughput 130 python3 benchmarks/sweep_throughput.py --workers ${SWEEP_WORKERS:-1,4,8,16} --trials 16 --steps 40 --devices 0
 
+# issue 28: the shipped baseline card, SSM mixers included (hours on a 2-core CPU); only with ONLY=card
+if [[ "${ONLY:-}" == *card* ]]; then
+  stage card 540 python3 -m seqbench probe model=lstm model=transformer model=tcn model.n_levels=4 model=stack \
+    model.mixer=attention,mamba,s4d,linear_attention,hyena --profile quick --workers 16 --name baseline --out-dir /tmp/gpu-card
+  mkdir -p "$OUT/card" && cp /tmp/gpu-card/cards/baseline/card.* "$OUT/card/" 2>/dev/null || true
+fi
+
 # 6. what is left: one claim's paper profile
 stage verify_paper 600 python3 -m seqbench verify vanishing_gradients --profile paper --workers 8 --out-dir /tmp/gpu-verify
 cp -r /tmp/gpu-verify/verify "$OUT/verify" 2>/dev/null || true
