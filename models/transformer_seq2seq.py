@@ -29,13 +29,16 @@ class TransformerSeq2Seq(EncoderDecoder):
         self.src_proj = nn.Identity() if self.src_embed.d_out == d else nn.Linear(self.src_embed.d_out, d)
         self.tgt_proj = nn.Identity() if self.tgt_embed.d_out == d else nn.Linear(self.tgt_embed.d_out, d)
         self.pos = PositionalEncoding(cfg.pos_encoding, d, cfg.max_len)
+        # the encoder's: the same module (a learned table shared) unless source_pos_encoding sets its own
+        own = cfg.source_pos_encoding is not None
+        self.src_pos = PositionalEncoding(cfg.source_positions(), d, cfg.max_len) if own else self.pos
         self.drop = nn.Dropout(cfg.dropout)
         self.encoder = TransformerStack(cfg)
         self.decoder = TransformerStack(cfg, cross=True)
         self.out = nn.Linear(d, self.vocab)
 
     def encode(self, batch: Batch) -> State:
-        x = self.drop(self.pos(self.src_proj(self.src_embed(batch.x))))  # (B, S, d)
+        x = self.drop(self.src_pos(self.src_proj(self.src_embed(batch.x))))  # (B, S, d)
         valid = valid_mask(batch.lengths, x.shape[1], x.device)
         state = {
             "mem": self.encoder(x, valid=valid),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -85,14 +86,22 @@ def test_sort_baseline_matches_sampled_order_statistics():
 
 # -- metrics on decoded output ----------------------------------------------------------------
 class FixedOutput(torch.nn.Module):
-    """Stands in for a model: generate() returns the given rows, whatever out says."""
+    """Stands in for a model: generate() returns the given rows (``greedy``: the rows of a greedy
+    decode when the model's beam is wider), whatever out says; score() is a stand-in likelihood:
+    minus the number of tokens that differ from the reference."""
 
-    def __init__(self, rows):
+    def __init__(self, rows, greedy=None, beam_width=1):
         super().__init__()
-        self.rows = rows
+        self.rows, self.greedy = rows, greedy
+        self.cfg = SimpleNamespace(decode=SimpleNamespace(beam_width=beam_width))
+        self.scored: list[torch.Tensor] = []
 
-    def generate(self, batch, max_len=None):
-        return self.rows
+    def generate(self, batch, max_len=None, beam_width=None):
+        return self.greedy if beam_width == 1 and self.greedy is not None else self.rows
+
+    def score(self, batch, tokens):
+        self.scored.append(tokens)
+        return -(tokens != batch.y).sum(1).float()
 
 
 def test_metrics_score_decoded_output_not_teacher_forced_logits():
@@ -101,7 +110,10 @@ def test_metrics_score_decoded_output_not_teacher_forced_logits():
     perfect_logits = torch.nn.functional.one_hot(b.y, task.spec.n_classes).float() * 10
     m = task.metrics()
     task.update_metrics(m, perfect_logits, b, net=FixedOutput(b.y))
-    assert {k: float(v.compute()) for k, v in m.items()} == {"token_acc": 1.0, "exact_match": 1.0, "bleu": 100.0}
+    got = {k: float(v.compute()) for k, v in m.items()}
+    decoded = {k: got.pop(k) for k in ("logprob", "beam_logprob_gain", "beam_share_better", "beam_em_gain")}
+    assert got == {"token_acc": 1.0, "exact_match": 1.0, "bleu": 100.0}
+    assert set(decoded.values()) == {0.0}  # the reference itself (likelihood 0 here); a greedy model: no gain
     wrong = b.y.clone()
     wrong[:4, 0] = 3 + (wrong[:4, 0] - 2) % 5  # half the rows get one wrong symbol
     m = task.metrics()
@@ -115,6 +127,30 @@ def test_metrics_score_decoded_output_not_teacher_forced_logits():
     assert float(m["exact_match"].compute()) == 0.0
     with pytest.raises(ValueError, match="needs a model with generate"):
         task.update_metrics(task.metrics(), perfect_logits, b, net=None)
+
+
+def test_decoder_metrics_compare_the_decoded_output_with_greedy_on_the_same_model():
+    task = task_of("reverse", length=6, vocab=5)
+    b = batch_of(task, bs=8)
+    wrong = lambda rows, n: torch.where(rows < 3, rows, 3 + (rows - 2) % 5) if n else rows  # noqa: E731
+    greedy = b.y.clone()
+    greedy[:4, :2] = wrong(greedy[:4, :2], 1)  # rows 0-3: two wrong symbols; rows 4-7 right
+    beam = b.y.clone()
+    beam[:2, :1] = wrong(beam[:2, :1], 1)  # rows 0-1: one wrong; rows 2-3 repaired; 4-7 right
+    beam[6:, :1] = wrong(beam[6:, :1], 1)  # rows 6-7: beam search lost the greedy (right) path
+    net = FixedOutput(beam, greedy=greedy, beam_width=4)
+    m = task.metrics()
+    task.update_metrics(m, None, b, net=net)
+    got = {k: float(v.compute()) for k, v in m.items()}
+    assert got["logprob"] == pytest.approx(-4 / 8)  # the decoded (beam) rows' likelihood: 4 wrong tokens
+    assert got["beam_logprob_gain"] == pytest.approx((-4 - -8) / 8)  # beam -4 against greedy -8
+    assert got["beam_share_better"] == pytest.approx(4 / 8)  # rows 0-3 strictly better; 6-7 worse, 4-5 tied
+    assert got["exact_match"] == pytest.approx(4 / 8) and got["beam_em_gain"] == pytest.approx(4 / 8 - 4 / 8)
+    assert any(torch.equal(t, greedy) for t in net.scored)  # the greedy rows were scored, not assumed
+    # the same rows from a greedy model: no gain is claimed
+    m = task.metrics()
+    task.update_metrics(m, None, b, net=FixedOutput(beam, greedy=greedy, beam_width=1))
+    assert float(m["beam_logprob_gain"].compute()) == 0.0 and float(m["beam_share_better"].compute()) == 0.0
 
 
 def test_corpus_bleu_accumulates_to_sacrebleus_corpus_score():
@@ -187,6 +223,19 @@ def test_exhaustive_beam_finds_the_most_likely_output(name):
     assert (net.score(b, net.generate(b, max_len=L)) <= net.score(b, beam) + 1e-5).all()
 
 
+def test_an_encoder_without_positions_sees_the_source_as_a_bag_of_tokens():
+    """source_pos_encoding=none: permuting the source permutes nothing the decoder sees (its outputs
+    stay the same); with positions they change."""
+    b = seq2seq_batch(B=4)
+    perm = torch.tensor([3, 0, 4, 1, 2, 5])[: b.x.shape[1]]
+    shuffled = Batch(x=b.x[:, perm], y=b.y, lengths=b.lengths, aux=b.aux)
+    bag = build(tiny_config("transformer_seq2seq", source_pos_encoding="none"), seq2seq_spec()).eval()
+    torch.testing.assert_close(bag(b)[0], bag(shuffled)[0], atol=1e-5, rtol=1e-4)
+    ordered = build(tiny_config("transformer_seq2seq"), seq2seq_spec()).eval()
+    assert not torch.allclose(ordered(b)[0], ordered(shuffled)[0], atol=1e-3)
+    assert ordered.src_pos is ordered.pos and bag.src_pos is not bag.pos  # a learned table stays shared by default
+
+
 def test_teacher_forcing_ratio_feeds_own_predictions_and_decays():
     b = seq2seq_batch()
     full = build(tiny_config("seq2seq"), seq2seq_spec())
@@ -244,6 +293,8 @@ KNOBS += [
         ("norm_position", "rezero"),
         ("norm", "rmsnorm"),
         ("pos_encoding", "none"),
+        ("source_pos_encoding", "none"),
+        ("source_pos_encoding", "learned"),
         ("embedding", "onehot"),
         ("decode", {"max_len": 1}),
     ]
@@ -282,6 +333,8 @@ def test_runs_end_to_end(task, model, tmp_path):
     r = train_run(cfg, progress=False)
     assert r["status"] == "completed"
     assert {"val/token_acc", "val/exact_match", "val/bleu", "test@7/exact_match"} <= set(r["final"])
+    assert {"val/logprob", "val/beam_logprob_gain", "val/beam_share_better", "val/beam_em_gain"} <= set(r["final"])
+    assert r["final"]["val/logprob"] < 0 and r["final"]["val/beam_logprob_gain"] > -1e-3  # beam 2 vs greedy
 
 
 # -- learning -----------------------------------------------------------------------------------

@@ -4,6 +4,10 @@ The encoder is bidirectional over the source (key-padding masked), the decoder i
 over the target and cross-attends to the encoder output. Both are ``TransformerStack``s
 from ``models.blocks``, so ``norm_position`` (post/pre/rezero/none), ``norm`` and the
 positional encodings mean exactly what they mean for the ``transformer`` backbone.
+``source_pos_encoding`` sets the encoder's own: ``none`` makes the encoder see the source
+as a bag of tokens (self-attention without positions is permutation-equivariant, so the
+memory the decoder attends to is a set; Vaswani et al. 2017 Sec. 3.5) while the decoder
+keeps ``pos_encoding``.
 Incremental decoding re-runs the decoder over the prefix at each step (no key/value
 cache): quadratic in the output length, simple, and exact.
 """
@@ -29,7 +33,17 @@ class TransformerSeq2SeqConfig(TransformerFields):
     name: Literal["transformer_seq2seq"] = "transformer_seq2seq"
     supported_kinds = SEQ2SEQ_ONLY
 
+    source_pos_encoding: Literal["sinusoidal", "learned", "none"] | None = Field(
+        None, description="the encoder's position signal; null = pos_encoding; none = the source as a bag of tokens"
+    )
     decode: DecodeConfig = Field(default_factory=DecodeConfig, description="greedy/beam decoding at evaluation")
+
+    def source_positions(self) -> str:
+        """The encoder's position signal (``source_pos_encoding``, else ``pos_encoding``)."""
+        return self.source_pos_encoding or self.pos_encoding
+
+    def max_positions(self) -> int | None:
+        return self.max_len if "learned" in (self.pos_encoding, self.source_positions()) else None
 
     def forward_macs(self, spec: TaskSpec, T: int, target_len: int | None) -> int | None:
         """Teacher-forced pass: encoder over the T source positions, decoder over ``target_len``."""

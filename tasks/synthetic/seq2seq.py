@@ -15,6 +15,7 @@ from seqbench.bench.core.contract import Batch, TaskSpec
 from seqbench.tasks.base import Task, TokenAccuracy
 from seqbench.tasks.synthetic.base import SyntheticTask
 from seqbench.tasks.synthetic.configs.seq2seq import (  # the configs, re-exported beside their modules
+    BEAM_GAIN_TOL,
     EOS,
     FIRST_SYMBOL,
     PAD,
@@ -75,6 +76,11 @@ def to_text(tokens: torch.Tensor) -> list[str]:
     return out
 
 
+def aligned(pred: torch.Tensor, L: int) -> torch.Tensor:
+    """Decoded rows (B, L') cut or pad-filled to the reference length L: (B, L)."""
+    return F.pad(pred[:, :L], (0, max(0, L - pred.shape[1])), value=PAD)
+
+
 class Seq2SeqTask(SyntheticTask, Task):
     """Subclasses implement ``target(src (B, T)) -> (B, T)`` and ``baseline``."""
 
@@ -102,7 +108,13 @@ class Seq2SeqTask(SyntheticTask, Task):
         return Batch(x=src, y=torch.cat([tgt, eos], 1), aux={"y_in": torch.cat([sos, tgt], 1)})
 
     def metrics(self) -> dict[str, torchmetrics.Metric]:
-        return {"token_acc": TokenAccuracy(), "exact_match": torchmetrics.MeanMetric(), "bleu": CorpusBLEU()}
+        decoder = ("logprob", "beam_logprob_gain", "beam_share_better", "beam_em_gain")
+        return {
+            "token_acc": TokenAccuracy(),
+            "exact_match": torchmetrics.MeanMetric(),
+            "bleu": CorpusBLEU(),
+            **{name: torchmetrics.MeanMetric() for name in decoder},
+        }
 
     def update_metrics(self, metrics, out, batch, net=None) -> None:
         if net is None or not hasattr(net, "generate"):
@@ -111,13 +123,22 @@ class Seq2SeqTask(SyntheticTask, Task):
                 "generate(); use model=seq2seq or model=transformer_seq2seq"
             )
         y = batch.y  # (B, L)
-        pred = net.generate(batch, max_len=y.shape[1])  # (B, <= L') decoded, pad after <eos>
-        L = y.shape[1]
-        pred = F.pad(pred[:, :L], (0, max(0, L - pred.shape[1])), value=PAD)  # (B, L) aligned to y
+        pred = aligned(net.generate(batch, max_len=y.shape[1]), y.shape[1])  # (B, L) decoded, pad after <eos>
         scored = torch.ones_like(y, dtype=torch.bool)
         metrics["token_acc"].update(pred, y, scored)
-        metrics["exact_match"].update((pred == y).all(1).float())
+        exact = (pred == y).all(1).float()  # (B,)
+        metrics["exact_match"].update(exact)
         metrics["bleu"].update(to_text(pred), to_text(y))
+        logp = net.score(batch, pred)  # (B,) log p(decoded | source)
+        metrics["logprob"].update(logp)
+        if net.cfg.decode.beam_width > 1:  # the same model, decoded greedily on the same batch
+            greedy = aligned(net.generate(batch, max_len=y.shape[1], beam_width=1), y.shape[1])
+            gain, em_gain = logp - net.score(batch, greedy), exact - (greedy == y).all(1).float()
+        else:
+            gain, em_gain = torch.zeros_like(logp), torch.zeros_like(exact)
+        metrics["beam_logprob_gain"].update(gain)
+        metrics["beam_share_better"].update((gain > BEAM_GAIN_TOL).float())
+        metrics["beam_em_gain"].update(em_gain)
 
     def solved(self, metrics, split="val") -> bool:
         return metrics.get(f"{split}/exact_match", 0.0) >= self.solve_threshold
