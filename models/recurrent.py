@@ -59,6 +59,31 @@ class RecurrentBackbone(Backbone):
                     nn.init.orthogonal_(block)
 
     def forward(self, x, lengths=None, state=None):
+        k = self.cfg.tbptt
+        if k is None or x.shape[1] <= k:
+            return self.run(x, lengths, state)
+        outs = []
+        for start in range(0, x.shape[1], k):  # truncated BPTT: same values, gradient cut between chunks
+            part = None if lengths is None else (lengths - start).clamp(0, k)
+            h, state = self.run_rows(x[:, start : start + k], part, _detach(state) if start else state)
+            outs.append(h)
+        return torch.cat(outs, dim=1), state  # (B, T, d_out)
+
+    def run_rows(self, x, lengths, state):
+        """``run`` over the rows whose sequence reaches this chunk (``lengths > 0``); the others keep
+        their state and give zero features, as padding does in ``run``."""
+        if lengths is None or bool((lengths > 0).all()):
+            return self.run(x, lengths, state)
+        live = (lengths > 0).nonzero().squeeze(1)
+        out = x.new_zeros(x.shape[0], x.shape[1], self.d_out)  # (B, k, d_out)
+        if len(live) == 0:
+            return out, state
+        part = None if state is None else _rows(state, live)
+        h, part = self.run(x[live], lengths[live], part)
+        out[live] = h
+        return out, _put_rows(state, live, part, x.shape[0])
+
+    def run(self, x, lengths=None, state=None):
         if lengths is not None:
             T = x.shape[1]
             packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
@@ -74,6 +99,28 @@ class RecurrentBackbone(Backbone):
         d = self.cfg.d_model
         fwd = super().pool_last(h[..., :d], lengths)  # left-to-right state after the last token
         return torch.cat([fwd, h[:, 0, d:]], dim=-1)  # right-to-left state after the first token
+
+
+def _detach(state):
+    """The hidden state (a tensor, an LSTM's (h, c), or None) cut from the graph."""
+    if isinstance(state, tuple):
+        return tuple(s.detach() for s in state)
+    return None if state is None else state.detach()
+
+
+def _rows(state, rows):
+    """Batch rows of a state; the batch is dim 1 of (layers * directions, B, d)."""
+    return tuple(s[:, rows] for s in state) if isinstance(state, tuple) else state[:, rows]
+
+
+def _put_rows(state, rows, part, batch):
+    """``state`` with ``rows`` replaced by ``part`` (zeros first where ``state`` is None)."""
+    if isinstance(part, tuple):
+        base = state if state is not None else tuple(p.new_zeros(p.shape[0], batch, p.shape[2]) for p in part)
+        return tuple(_put_rows(b, rows, p, batch) for b, p in zip(base, part, strict=True))
+    full = part.new_zeros(part.shape[0], batch, part.shape[2]) if state is None else state.clone()
+    full[:, rows] = part
+    return full
 
 
 @MODELS.module("rnn")

@@ -8,13 +8,19 @@
   gradient through time decays about as fast as a tanh RNN's; 1 is Jozefowicz et al. 2015).
 - ``gru``.
 All support stacking (``n_layers``) and ``bidirectional`` (refused on causal tasks).
+
+``tbptt: k`` trains with truncated backpropagation through time (Williams & Peng 1990's BPTT(k; k);
+Sutskever 2013; Mikolov 2012): the recurrence runs over chunks of k steps and the hidden state is
+detached between chunks, so the forward values are those of the whole sequence while a loss at step
+t sends gradient back only to the start of its chunk (``t - t % k``), never more than k - 1 steps.
+Only the recurrent models have the field: ``model.tbptt`` on any other model is refused.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from seqbench.bench.core.contract import TaskSpec
 from seqbench.bench.core.registry import MODELS
@@ -41,6 +47,25 @@ class RecurrentConfig(ModelConfig):
     n_layers: Layers = 1
     dropout: Dropout = 0.0
     bidirectional: bool = Field(False, description="run a second RNN right-to-left (non-causal tasks only)")
+    # ADDED_LATER: unset, the config hash is the one runs recorded before the field existed
+    tbptt: int | None = Field(
+        None,
+        ge=1,
+        description="truncated BPTT window: run the recurrence in chunks of this many steps and detach "
+        "the hidden state between them (same forward values; gradient reaches at most tbptt - 1 steps "
+        "back); null = backpropagate through the whole sequence",
+        json_schema_extra=ADDED_LATER,
+    )
+
+    @model_validator(mode="after")
+    def _tbptt_one_direction(self) -> RecurrentConfig:
+        if self.tbptt is not None and self.bidirectional:
+            raise ValueError(
+                f"model.tbptt: {self.tbptt} truncates a left-to-right recurrence, but a bidirectional "
+                "model's right-to-left pass would restart at every chunk; set model.bidirectional=false "
+                "or model.tbptt=null"
+            )
+        return self
 
     def sees_future(self) -> bool:
         return self.bidirectional
