@@ -69,6 +69,10 @@ def _claim_file(tmp_path: Path, **changes) -> Path:
             "model.name='gru' is not among the swept values",
         ),
         (
+            {"expect": [{"name": "x", "where": {"model.name": "max"}, "metric": "val/loss", "below": 1}]},
+            "where: model.name: max needs numbers, but model.name is swept over ['rnn', 'lstm']; name the value",
+        ),
+        (
             {"expect": [{"name": "x", "where": {"model.name": "rnn"}, "metric": "val/loss"}]},
             "needs below:, above: or between:",
         ),

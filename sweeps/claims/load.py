@@ -128,7 +128,12 @@ def resolve_where(
     for k, values in swept.items():
         v = where.get(k, values[0])
         if v in ("max", "min"):
-            v = max(values, key=float) if v == "max" else min(values, key=float)
+            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values):
+                raise UserError(
+                    f"expect: rule {rule!r}: where: {k}: {v} needs numbers, but {k} is swept over {values}; "
+                    "name the value instead"
+                )
+            v = max(values) if v == "max" else min(values)
         elif not any(v == x for x in values):
             raise UserError(f"expect: rule {rule!r}: {k}={v!r} is not among the swept values {values}")
         out[k] = v
