@@ -70,7 +70,7 @@ def _claim_file(tmp_path: Path, **changes) -> Path:
         ),
         (
             {"expect": [{"name": "x", "where": {"model.name": "max"}, "metric": "val/loss", "below": 1}]},
-            "where: model.name: max needs numbers, but model.name is swept over ['rnn', 'lstm']; name the value",
+            "where: model.name: max needs numbers, but model.name is swept over",
         ),
         (
             {"expect": [{"name": "x", "where": {"model.name": "rnn"}, "metric": "val/loss"}]},
