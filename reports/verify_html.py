@@ -134,14 +134,15 @@ def _verdict_panels(table: pd.DataFrame, judged: list[RuleResult]) -> dict[str, 
         if r.rule.largest is not None:  # the panel shows values of the swept key, not of the metric
             metric, base = quantity_text(r.rule), None
         if r.rule.minus is not None:
-            for label, side in r.sides:  # both compared configurations, drawn separately
+            for label, side in r.sides:  # the compared configurations (2, or 4 for versus:), drawn separately
                 side_base = _baseline(table, metric) if r.rule.largest is None else None
                 log = r.rule.largest is None and metric_scale(metric)[0] == "log"
                 _add_side(cell(metric, log, side_base), label, side, metric)
         if shares:
             title = r.threshold_text().split(":")[0] if r.per_seed else "share of seeds solved"
         elif r.rule.minus is not None:
-            title = f"{'ratio' if r.ratio else 'difference'} of {metric}"
+            kind = "ratio" if r.ratio else "difference in differences" if r.rule.versus else "difference"
+            title = f"{kind} of {metric}"
         else:
             title = metric
         p = cell(title, (r.estimate is not None and r.estimate.scale == "log") or r.log_ratio, base)

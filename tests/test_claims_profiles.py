@@ -1,4 +1,4 @@
-"""Each shipped claim's paper profile runs models of the paper's size.
+"""Each shipped claim's paper profile runs models of the paper's size, and every profile can decide.
 
 A claim's ``source.params`` states, per group of paper-profile configurations, the paper's parameter
 count (stated in the paper, or derived from its stated architecture) and seqbench's. This test builds
@@ -7,6 +7,9 @@ that its count is the ``seqbench`` number the YAML states, and that it is within
 ``paper: null`` is allowed only where the paper states no count and its architecture has no counterpart
 here (``from: "not comparable: ..."``). The claim files are read raw (not through ``Claim``) so this
 checks sizes whatever else the schema adds.
+
+Every profile's last look must be able to decide each per-seed rule (``looks.undecidable_looks``, the
+planner's note): a registration that can never decide (3 seeds of a sign test) is a defect.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ import pytest
 from seqbench.bench.config import build_config, load_yaml
 from seqbench.bench.training.train import build_task
 from seqbench.models.base import build_model
-from seqbench.sweeps.claims.load import claim_files
-from seqbench.sweeps.claims.schema import CLAIM_KEYS, deep_merge
+from seqbench.sweeps.claims.load import claim_files, load_claim, parse_claim
+from seqbench.sweeps.claims.looks import undecidable_looks
+from seqbench.sweeps.claims.schema import CLAIM_KEYS, PROFILES, Claim, deep_merge
 from seqbench.sweeps.spec import parse_spec
 
 # claim-level keys that are not part of the sweep spec (judge's controls/looks included)
@@ -79,3 +83,34 @@ def test_a_count_off_by_more_than_ten_percent_is_caught():
     )
     counts = {p["model.name"]: n for p, n in paper_points(raw)}
     assert counts["tcn"] == 96001 and abs(counts["tcn"] - 70000) > TOLERANCE * 70000
+
+
+def final_look_defects(claim: Claim) -> list[str]:
+    """Per profile, the planner's note when the profile's LAST look cannot decide one of its per-seed rules."""
+    out = []
+    for profile in PROFILES:
+        looks = claim.looks_for(profile) or [len(claim.seeds_for(profile))]
+        last = f"look {len(looks)} (n={looks[-1]})"
+        out += [f"{profile}: {w}" for w in undecidable_looks(claim, profile) if w.startswith(last)]
+    return out
+
+
+@pytest.mark.parametrize("path", claim_files(), ids=lambda p: p.stem)
+def test_every_profile_can_decide_its_per_seed_rules_at_its_last_look(path: Path):
+    # a registration that can never decide is a defect (issue 27): even every seed agreeing must be able to
+    # decide each per-seed rule (a sign test or a success rate) at the last look's alpha, after Holm
+    assert final_look_defects(load_claim(path)) == []
+
+
+def test_a_profile_that_can_never_decide_is_caught():
+    # tcn_adding's paper profile before issue 27: 3 seeds, one look: 3 of 3 give p = 0.25 > 0.05
+    raw = load_yaml(next(p for p in SWEEP_CLAIMS if p.stem == "tcn_adding"))
+    raw["profiles"]["paper"]["seeds"] = 3
+    del raw["profiles"]["paper"]["looks"]
+    (defect,) = final_look_defects(parse_claim(raw, "tcn_adding"))
+    assert defect.startswith("paper: look 1 (n=3) cannot decide a per-seed rule") and "p = 0.25" in defect
+    # 8 seeds clear one per-seed rule at looks [3, 5, 8] (0.0078 < 0.0368) but not 7 of them after Holm (x 7)
+    raw = load_yaml(next(p for p in SWEEP_CLAIMS if p.stem == "copy_recall_length"))
+    del raw["profiles"]["paper"]["seeds"], raw["profiles"]["paper"]["looks"]
+    (defect,) = final_look_defects(parse_claim(raw, "copy_recall_length"))
+    assert defect.startswith("paper: look 3 (n=8)") and "0.0547 after Holm over 7 per-seed rules" in defect

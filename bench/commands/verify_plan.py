@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seqbench.bench.core.artifacts import read_results, runs_path
-from seqbench.bench.core.stats import look_alphas
 from seqbench.bench.core.text import duration
-from seqbench.sweeps.claims.schema import ALPHA, Claim, cost_config, sweep_spec
+from seqbench.sweeps.claims.looks import undecidable_looks
+from seqbench.sweeps.claims.schema import Claim, cost_config, sweep_spec
 from seqbench.sweeps.spec import trial_config
 
 GUESS_STEP_S = 0.02  # a small model's CPU step with its share of validation (the quick profiles' order)
@@ -40,18 +40,6 @@ def step_seconds(out_dir: Path) -> dict[tuple[str, str], float]:
         if r.get("steps") and r.get("wall_time_s") and r.get("status") == "completed":
             seen.setdefault((r.get("task", ""), r.get("model", "")), []).append(r["wall_time_s"] / r["steps"])
     return {k: statistics.median(v) for k, v in seen.items()}
-
-
-def looks_that_cannot_decide(looks: list[int], alpha: float = ALPHA) -> list[str]:
-    """The looks at which no per-seed rule (a sign test) can be decided: even n of n seeds agreeing give
-    p = 0.5^n, above the alpha that look spends (``stats.look_alphas``; Holm over several rules only makes
-    it stricter). E.g. looks [6, 10]: the first spends 0.0114 and 6 of 6 give 0.0156."""
-    return [
-        f"look {k + 1} (n={n}) cannot decide a per-seed rule: {n} of {n} seeds give p = {0.5**n:.3g}, above its "
-        f"alpha {a:.3g}"
-        for k, (n, a) in enumerate(zip(looks, look_alphas(looks, alpha)))
-        if 0.5**n > a
-    ]
 
 
 def plan_claim(claim: Claim, profile: str, history: dict[tuple[str, str], float]) -> ClaimPlan:
@@ -82,7 +70,7 @@ def plan_claim(claim: Claim, profile: str, history: dict[tuple[str, str], float]
         f"({swept or 'one'}); seeds {seeds}; looks {looks}: {spec.budget() * looks[0]} runs at the first look, "
         f"{spec.budget() * looks[-1]} if every look runs"
     )
-    line += "".join(f"\n    note: {w}" for w in looks_that_cannot_decide(looks))
+    line += "".join(f"\n    note: {w}" for w in undecidable_looks(claim, profile))
     return ClaimPlan(claim.name, line, per_seed * looks[0], per_seed * looks[-1], guessed)
 
 

@@ -12,7 +12,8 @@ fits few seeds (``bench.core.stats.Estimate``):
   so the interval stays positive;
 - otherwise the mean with a Student-t interval clipped to the metric's range (``by_mean:`` keeps a
   per-seed rule here, saying why); a difference ``where - minus`` pairs seeds (``scale: log``: the paired
-  ratio), and ``success:`` on it judges each seed's difference. Seeds that all measured the same value
+  ratio), and ``success:`` on it judges each seed's difference; ``versus:`` subtracts a second such difference
+  per seed (a difference in differences). Seeds that all measured the same value
   leave a mean untested (inconclusive): zero spread over a few seeds is not zero spread of the metric.
 
 ``best_of:`` (e.g. the best of 3 learning rates) picks per seed, before any of the above: each seed's
@@ -281,10 +282,36 @@ def _paired(
     else:
         res.ratio = False
         diffs = [vals[s] - vals_b[s] for s in seeds]
+    if rule.versus is not None:  # a difference in differences: the second pair's difference per seed
+        second = _versus(res, rule, table, swept)
+        if second is None:
+            return None
+        by_seed, unresolved_c = second
+        diffs = [d - by_seed[s] for s, d in zip(seeds, diffs) if s in by_seed]
+        unresolved_b = unresolved_b or unresolved_c
     if not all(math.isfinite(v) for v in diffs):
         res.verdict, res.why = INCONCLUSIVE, f"a seed measured an infinite {rule.metric}: no paired difference"
         return None
     return diffs, th, unresolved_b
+
+
+def _versus(res: RuleResult, rule: Rule, table: pd.DataFrame, swept: Swept) -> tuple[dict[Any, float], bool] | None:
+    """versus: seed -> versus.where - versus.minus (the second difference of a difference in differences),
+    and whether a diverged seed is unresolved; both sides join ``res.sides``. None (res says why) if unmeasured."""
+    assert rule.versus is not None  # _paired asks only for a versus: rule
+    got, labels, unresolved = [], [], False
+    for sel in (rule.versus.where, rule.versus.minus):
+        where = resolve_where(sel, swept, rule.name, rule.free)
+        rows, col, res.why = _measured(table, where, rule.metric)
+        if col is None:
+            return None
+        vals, n_div, u = rule_values(rows, rule, col, swept)
+        res.n_diverged, unresolved = res.n_diverged + n_div, unresolved or u
+        labels.append(_label(where))
+        res.sides.append((labels[-1], list(vals.values())))
+        got.append(vals)
+    res.config = f"({res.config}) minus ({labels[0]} minus {labels[1]})"
+    return {s: got[0][s] - got[1][s] for s in got[0] if s in got[1]}, unresolved
 
 
 def _outcomes(

@@ -74,7 +74,8 @@ def check_profile(claim: Claim, profile: str, question: str = "") -> None:
                 f"expect: rule {rule.name!r}: by_mean: {rule.metric} is judged on its mean already "
                 "(unbounded, an absolute threshold, nothing imputed); drop by_mean:"
             )
-        for sel in (rule.where, rule.minus):
+        second = (rule.versus.where, rule.versus.minus) if rule.versus is not None else ()
+        for sel in (rule.where, rule.minus, *second):
             if sel is not None:
                 resolve_where(sel, swept, rule.name, rule.free)
         if rule.best_of is not None:

@@ -12,9 +12,10 @@ from typing import Any
 
 import pandas as pd
 
-from seqbench.bench.core.stats import look_alphas
+from seqbench.bench.core.stats import Estimate, holm, look_alphas
 from seqbench.sweeps.claims.judge import ClaimResult, RuleResult, decided, judge_all
-from seqbench.sweeps.claims.schema import ALPHA, Claim
+from seqbench.sweeps.claims.measure import per_seed_why
+from seqbench.sweeps.claims.schema import ALPHA, Claim, Rule
 
 
 @dataclass(frozen=True)
@@ -73,3 +74,61 @@ def judge_look(
             flush=True,
         )
     return Judged(verdict, rules, controls, why, done, ("decided at " if done else "undecided after ") + look.text())
+
+
+def looks_that_cannot_decide(looks: list[int], alpha: float = ALPHA) -> list[str]:
+    """The looks at which one per-seed rule (a sign test against a share of 1/2) cannot be decided even
+    when every seed agrees: n of n seeds give a one-sided p of 0.5^n, which the judge doubles (it tests
+    "holds" and "fails", each at alpha/2), above the alpha that look spends (``stats.look_alphas``). E.g.
+    looks [6, 10]: the first spends 0.0114 and 6 of 6 give 0.0312; looks [7, 10]: 7 of 7 give 0.0156,
+    within the first look's 0.0191. Several per-seed rules: :func:`undecidable_looks`."""
+    return [
+        f"look {k + 1} (n={n}) cannot decide a per-seed rule: {n} of {n} seeds give p = {2 * 0.5**n:.3g} "
+        f"(two-sided), above its alpha {a:.3g}"
+        for k, (n, a) in enumerate(zip(looks, look_alphas(looks, alpha)))
+        if 2 * 0.5**n > a
+    ]
+
+
+def per_seed_members(claim: Claim, profile: str) -> list[Rule]:
+    """The rules and controls of ``profile`` the judge tests per seed (a share of seeds, exact binomial)."""
+    return [r for r in [*claim.controls_for(profile), *claim.rules(profile)] if r.rate or per_seed_why(r)]
+
+
+def best_p(rule: Rule, n: int) -> float:
+    """The smallest two-sided p a per-seed rule can reach over ``n`` seeds: every seed passing its cut,
+    or every seed failing it, tested against the rule's thresholds on the share (1/2 by default)."""
+    share: dict[str, float] = {"above": 0.5}  # the sign test of per_seed_why
+    if rule.success is not None or rule.metric == "solved":  # the rule's own thresholds on the share
+        above, below = rule.between or (rule.above, rule.below)
+        share = {k: v for k, v in (("above", above), ("below", below)) if isinstance(v, float)}
+    flip = {"above": "below", "below": "above"}
+    best = 1.0
+    for v in (0.0, 1.0):
+        est = Estimate((v,) * n, "rate", (0.0, 1.0))
+        holds = max(est.p_value(t, side) for side, t in share.items())
+        fails = min(est.p_value(t, flip[side]) for side, t in share.items())
+        best = min(best, 2 * min(holds, fails))
+    return best
+
+
+def undecidable_looks(claim: Claim, profile: str) -> list[str]:
+    """The looks of ``profile`` at which some per-seed rule or control cannot be decided even when every
+    seed agrees: its best p (:func:`best_p`), Holm-adjusted over the profile's per-seed members (at best:
+    every other member already decided with a smaller p), above the alpha that look spends. A profile
+    whose LAST look is listed can never decide that rule: a registration defect
+    (``tests/test_claims_profiles.py`` fails on it). Cost claims (replicates, no per-seed rule): none."""
+    members = per_seed_members(claim, profile) if claim.kind == "sweep" else []
+    looks = claim.looks_for(profile) or [len(claim.seeds_for(profile))]
+    out = []
+    for k, (n, a) in enumerate(zip(looks, look_alphas(looks, ALPHA))):
+        ps = [best_p(r, n) for r in members]
+        stuck = [(r, p, adj) for r, p, adj in zip(members, ps, holm(ps)) if adj > a]
+        if stuck:
+            r, p, adj = stuck[0]
+            holm_text = f", {adj:.3g} after Holm over {len(members)} per-seed rules" if len(members) > 1 else ""
+            out.append(
+                f"look {k + 1} (n={n}) cannot decide a per-seed rule ({len(stuck)} of {len(members)}, e.g. "
+                f"{r.name!r}): even {n} of {n} seeds agreeing give p = {p:.3g}{holm_text}, above its alpha {a:.3g}"
+            )
+    return out

@@ -89,6 +89,7 @@ class RuleResult:
                 else {"lo": r.between[0], "hi": r.between[1]}
             )
         what = ("ratio of " if self.ratio else "difference of ") if r.minus is not None else ""
+        what = "difference in differences of " if r.versus is not None else what
         return f"share of seeds with {what}{quantity_text(r)} {cond}: {text}"
 
 

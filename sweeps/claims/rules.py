@@ -107,6 +107,15 @@ class BestOf(Section):
     )
 
 
+class Versus(Section):
+    """The second seed-paired difference of a difference in differences: the rule judges, per seed,
+    (where - minus) - (versus.where - versus.minus): "the fall with length is larger without attention than
+    with it" (an interaction, where a fall any model shows by construction is taken out)."""
+
+    where: dict[str, Scalar] = Field(description="the second difference's configuration (every swept key, or max/min)")
+    minus: dict[str, Scalar] = Field(description="the configuration subtracted from it, paired by seed")
+
+
 class Rule(Section):
     name: str = Field(min_length=1, description="what the rule checks, in words")
     where: dict[str, Scalar] = Field(description="the configuration: every swept key -> value (or max/min)")
@@ -117,6 +126,11 @@ class Rule(Section):
         "(time_exponent_long, flops_exponent_long, fixed_share)",
     )
     minus: dict[str, Scalar] | None = Field(None, description="judge where - minus, paired by seed")
+    versus: Versus | None = Field(
+        None,
+        description="with minus: judge (where - minus) - (versus.where - versus.minus) per seed, a difference "
+        "in differences (linear scale)",
+    )
     below: Threshold | None = Field(None, description="the value (or difference) must be below this")
     above: Threshold | None = Field(None, description="the value (or difference) must be above this")
     between: list[Threshold] | None = Field(
@@ -192,6 +206,8 @@ class Rule(Section):
             raise ValueError(f"{n}: between: [lo, hi] needs lo < hi (got {self.between})")
         if self.minus is not None and any(isinstance(t, Baseline) for t in self.stated_thresholds()):
             raise ValueError(f"{n}: a difference (minus:) takes numeric thresholds")
+        if self.versus is not None:
+            self._check_versus(n)
         if self.rate:
             self._check_rate(n)
         if self.largest is not None:
@@ -208,6 +224,15 @@ class Rule(Section):
             if bad:
                 raise ValueError(f"{n}: scale: log needs thresholds > 0 (on a minus: rule, ratios), got {bad[0]}")
         return self
+
+    def _check_versus(self, n: str) -> None:
+        """A difference in differences: a minus: rule, on the linear scale, without a per-seed pick."""
+        if self.minus is None:
+            raise ValueError(f"{n}: versus: is the second difference of a minus: rule; add minus:")
+        if self.scale == "log":
+            raise ValueError(f"{n}: versus: a difference in differences is judged on the linear scale; drop scale: log")
+        if self.best_of is not None or self.largest is not None:
+            raise ValueError(f"{n}: versus: takes no best_of:/largest: (a difference of measured values only)")
 
     def _check_rate(self, n: str) -> None:
         """A share of seeds: thresholds in (0, 1); success: on a difference or a grid step takes a number."""
