@@ -167,3 +167,19 @@ def test_a_failed_trial_is_listed_with_its_rung_and_reason_until_a_retry_superse
     (line,) = answer(card)
     assert "failed: recall at n_pairs 8: OSError: [Errno 28] No space left on device" in line
     assert "--retry-failed" in line and "killed" not in line
+
+
+def test_the_shipped_baseline_card_is_what_make_card_wrote():
+    """benchmarks/card/ (make card's copy) reads as a card of this version, its card.md is what the renderer
+    makes of its card.json (never edited by hand), and it says where each shipped model stops."""
+    from seqbench.bench.core.card_format import read_card
+    from seqbench.reports.card import card_md
+    from tests.helpers import REPO
+
+    folder = REPO / "benchmarks" / "card"
+    card = read_card(folder / "card.json")
+    assert (folder / "card.md").read_text() == card_md(card)
+    labels = [m["label"] for m in card["models"]]
+    assert {"lstm", "transformer", "attention", "s4d", "hyena", "linear_attention"} <= set(labels)
+    assert len(card["answer"]) == len(labels) and all(e["complete"] for e in card["entries"])
+    assert len(card["entries"]) == len(labels) * len(card["probes"])
