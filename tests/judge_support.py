@@ -18,6 +18,21 @@ SWEPT = {"model.name": ["rnn", "gru"]}
 BASE = 1 / 6
 
 
+def run_row(n: int, seed: int, params: dict[str, object], finals: dict[str, float], **extra: object) -> dict:
+    """Row ``n`` of a study table as ``sweeps.table`` builds it: a completed trial of ``seed`` at ``params``
+    (``param.<key>`` columns) with ``finals`` (``final.<metric>`` columns); ``extra`` adds or replaces columns."""
+    return {
+        "trial": n,
+        "state": "COMPLETE",
+        "seed": seed,
+        "run_id": f"r{n}",
+        "status": "completed",
+        **{f"param.{k}": v for k, v in params.items()},
+        **{f"final.{k}": v for k, v in finals.items()},
+        **extra,
+    }
+
+
 def table(values: dict[str, list], metric: str = "val/mse", baseline: float | None = BASE) -> pd.DataFrame:
     """One row per run as sweeps.table builds it; a value True/False also fills the solved flag."""
     rows = []

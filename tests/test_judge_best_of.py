@@ -11,6 +11,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.reports.verify_html import verdict_figure
 from seqbench.sweeps.claims.judge import FAILS, HOLDS, judge_all
 from seqbench.sweeps.claims.load import parse_claim
+from tests.judge_support import run_row
 
 SOURCE = {
     "cite": "Test 2024 Fig. 2",
@@ -51,18 +52,13 @@ def table(acc: dict[tuple[str, int], list[list[float]]], metric: str = "val/acc"
             for seed in range(SEEDS):
                 v = seeds[seed % len(seeds)]
                 rows.append(
-                    {
-                        "trial": len(rows),
-                        "state": "COMPLETE",
-                        "seed": seed,
-                        "run_id": f"r{len(rows)}",
-                        "status": "completed",
-                        "param.model.name": model,
-                        "param.task.n_pairs": pairs,
-                        "param.optim.lr": lr,
-                        f"final.{metric}": v,
-                        f"baseline.{metric}": 0.1,
-                    }
+                    run_row(
+                        len(rows),
+                        seed,
+                        {"model.name": model, "task.n_pairs": pairs, "optim.lr": lr},
+                        {metric: v},
+                        **{f"baseline.{metric}": 0.1},
+                    )
                 )
     return pd.DataFrame(rows)
 

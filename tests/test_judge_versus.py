@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.claims.judge import FAILS, HOLDS, judge_rule
 from seqbench.sweeps.claims.schema import Rule
-from tests.judge_support import SOURCE
+from tests.judge_support import SOURCE, run_row
 
 SWEPT = {"model.attention": ["none", "bahdanau"], "task.length": [5, 20]}
 
@@ -21,18 +21,7 @@ def table(acc: dict[tuple[str, int], list[float]], metric: str = "val/token_acc"
     rows = []
     for (attn, length), seeds in acc.items():
         for seed, v in enumerate(seeds):
-            rows.append(
-                {
-                    "trial": len(rows),
-                    "state": "COMPLETE",
-                    "seed": seed,
-                    "run_id": f"r{len(rows)}",
-                    "status": "completed",
-                    "param.model.attention": attn,
-                    "param.task.length": length,
-                    f"final.{metric}": v,
-                }
-            )
+            rows.append(run_row(len(rows), seed, {"model.attention": attn, "task.length": length}, {metric: v}))
     return pd.DataFrame(rows)
 
 

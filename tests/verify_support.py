@@ -8,6 +8,7 @@ import math
 import pandas as pd
 
 from seqbench.sweeps.claims.schema import Rule
+from tests.judge_support import run_row
 
 SWEPT = {"model.name": ["rnn", "gru"], "task.length": [50, 100]}
 
@@ -18,17 +19,15 @@ def table(values: dict[tuple[str, int], list[float | None]], baseline: float = 1
     for (model, length), per_seed in values.items():
         for seed, v in enumerate(per_seed):
             rows.append(
-                {
-                    "trial": len(rows),
-                    "state": "COMPLETE",
-                    "seed": seed,
-                    "run_id": f"{model}{length}s{seed}",
-                    "status": "diverged" if v is None else "completed",
-                    "param.model.name": model,
-                    "param.task.length": length,
-                    "final.val/mse": math.nan if v is None else v,
-                    "baseline.val/mse": baseline,
-                }
+                run_row(
+                    len(rows),
+                    seed,
+                    {"model.name": model, "task.length": length},
+                    {"val/mse": math.nan if v is None else v},
+                    run_id=f"{model}{length}s{seed}",
+                    status="diverged" if v is None else "completed",
+                    **{"baseline.val/mse": baseline},
+                )
             )
     return pd.DataFrame(rows)
 
