@@ -41,6 +41,9 @@ def _alternative(field, default):
         return default * 2 if default else 2  # doubling keeps divisibility rules (d_model % n_heads)
     if isinstance(default, float):
         return min(0.5, default * 0.5 + 0.3) if default < 1 else default * 2
+    optional_lits = [v for a in args if typing.get_origin(a) is typing.Literal for v in typing.get_args(a)]
+    if default is None and optional_lits:  # Literal[...] | None, None = "as another field": its last value
+        return optional_lits[-1]
     if default is None and (float in args):
         return 0.25
     if default is None and (int in args):
