@@ -180,6 +180,6 @@ def test_the_shipped_baseline_card_is_what_make_card_wrote():
     card = read_card(folder / "card.json")
     assert (folder / "card.md").read_text() == card_md(card)
     labels = [m["label"] for m in card["models"]]
-    assert {"lstm", "transformer", "attention", "s4d", "hyena", "linear_attention"} <= set(labels)
+    assert {"lstm", "transformer", "attention", "mamba", "s4d", "hyena", "linear_attention"} <= set(labels)
     assert len(card["answer"]) == len(labels) and all(e["complete"] for e in card["entries"])
     assert len(card["entries"]) == len(labels) * len(card["probes"])
