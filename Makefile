@@ -40,9 +40,9 @@ verdicts:
 	$(PYTHON) benchmarks/verdicts.py $(VERIFY_MD)
 
 # The baseline capability card of the shipped models (`seqbench probe`, quick profile) into
-# outputs/cards/baseline/, then its card.json and card.md into benchmarks/card/ to ship them. Each small
-# model's battery takes about 10 minutes on 2 CPU cores; the SSM mixers take far longer on a CPU (mambapy's
-# scan is ~20x an LSTM's step), so run it on a GPU machine or leave it running. Re-running continues.
+# outputs/cards/baseline/, then its card.json and card.md into benchmarks/card/ to ship them. On 2 quiet CPU
+# cores one model's battery takes 2-3 minutes (LSTM 102 s, hyena 167 s), mamba's 18 minutes (mambapy's scan),
+# all eight about an hour; a GPU machine: `ONLY=card bash benchmarks/gpu_checklist.sh`. Re-running continues.
 CARD_MODELS ?= model=lstm model=transformer model=tcn model.n_levels=4 \
 	model=stack model.mixer=attention,mamba,s4d,linear_attention,hyena
 card: venv
