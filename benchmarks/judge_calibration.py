@@ -126,6 +126,16 @@ def _paired(rng, n, e):  # gru - rnn ~ N(e, 1) over shared seeds (a seed effect 
     return {("rnn", LRS[0]): rnn, ("gru", LRS[0]): rnn + rng.normal(e, 1.0, n)}
 
 
+def _did(rng, n, e):  # gru - rnn is 3 at both rates (an effect by construction); the interaction ~ N(e, 1)
+    a, b, sd = rng.normal(0, 1, n), rng.normal(0, 1, n), 0.5**0.5
+    return {
+        ("rnn", LRS[0]): a,
+        ("gru", LRS[0]): a + 3 + rng.normal(e, sd, n),
+        ("rnn", LRS[1]): b,
+        ("gru", LRS[1]): b + 3 + rng.normal(0, sd, n),
+    }
+
+
 NC = {"no_control": "calibration: the control is not what is measured"}
 PROBS = (0.7, 0.9, 1.0)
 SDS = (0.5, 1.0, 2.0)
@@ -220,6 +230,20 @@ KINDS = [
         "minus: paired difference (t)",
         {"metric": "score", "where": _at("gru"), "minus": _at("rnn"), "above": 0.0, **NC},
         _paired,
+        0.0,
+        SDS,
+    ),
+    Kind(
+        "versus: difference in differences (t)",
+        {
+            "metric": "score",
+            "where": _at("gru"),
+            "minus": _at("rnn"),
+            "versus": {"where": _at("gru", LRS[1]), "minus": _at("rnn", LRS[1])},
+            "above": 0.0,
+            **NC,
+        },
+        _did,
         0.0,
         SDS,
     ),
