@@ -111,3 +111,13 @@ def build_model(cfg: ModelConfig, spec: TaskSpec) -> nn.Module:
     if isinstance(cls, type) and issubclass(cls, Backbone):
         return SequenceModel(cfg, spec, cls)
     return cls(cfg, spec)
+
+
+def detach_state(state: Any) -> Any:
+    """A recurrent state (a tensor, a tuple such as an LSTM's (h, c), nested, or None) cut from the graph:
+    the same values, no gradient back through it (truncated BPTT, within a sequence or across batches)."""
+    if state is None:
+        return None
+    if isinstance(state, torch.Tensor):
+        return state.detach()
+    return type(state)(detach_state(s) for s in state)

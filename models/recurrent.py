@@ -9,7 +9,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqbench.bench.core.registry import MODELS
-from seqbench.models.base import Backbone
+from seqbench.models.base import Backbone, detach_state
 from seqbench.models.configs.recurrent import (  # noqa: F401  (the configs, re-exported beside their modules)
     GATES,
     GRUConfig,
@@ -65,7 +65,7 @@ class RecurrentBackbone(Backbone):
         outs = []
         for start in range(0, x.shape[1], k):  # truncated BPTT: same values, gradient cut between chunks
             part = None if lengths is None else (lengths - start).clamp(0, k)
-            h, state = self.run_rows(x[:, start : start + k], part, _detach(state) if start else state)
+            h, state = self.run_rows(x[:, start : start + k], part, detach_state(state) if start else state)
             outs.append(h)
         return torch.cat(outs, dim=1), state  # (B, T, d_out)
 
@@ -99,13 +99,6 @@ class RecurrentBackbone(Backbone):
         d = self.cfg.d_model
         fwd = super().pool_last(h[..., :d], lengths)  # left-to-right state after the last token
         return torch.cat([fwd, h[:, 0, d:]], dim=-1)  # right-to-left state after the first token
-
-
-def _detach(state):
-    """The hidden state (a tensor, an LSTM's (h, c), or None) cut from the graph."""
-    if isinstance(state, tuple):
-        return tuple(s.detach() for s in state)
-    return None if state is None else state.detach()
 
 
 def _rows(state, rows):

@@ -21,7 +21,7 @@ from seqbench.bench.core import artifacts
 from seqbench.bench.core.contract import Batch
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.training.schedules import lr_multiplier
-from seqbench.models.base import build_model
+from seqbench.models.base import build_model, detach_state
 from seqbench.tasks.base import Task
 
 SPLITS = ("val", "test")
@@ -90,14 +90,6 @@ class LossMeter:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.sum, self.n = float(state.get("train_loss_sum", 0.0)), int(state.get("train_loss_n", 0))
-
-
-def _detach(state: Any) -> Any:
-    if state is None:
-        return None
-    if isinstance(state, torch.Tensor):
-        return state.detach()
-    return type(state)(_detach(s) for s in state)
 
 
 class SeqModule(pl.LightningModule):
@@ -186,7 +178,7 @@ class SeqModule(pl.LightningModule):
         state = self._state if (carry and self.spec.stateful) else None
         out, state = self.net(batch, state)
         if carry and self.spec.stateful:
-            self._state = _detach(state)  # truncated BPTT: keep the value, cut the graph
+            self._state = detach_state(state)  # truncated BPTT: keep the value, cut the graph
         return self.task.loss(out, batch), out
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
