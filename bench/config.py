@@ -91,6 +91,15 @@ class OptimConfig(Section):
         "[0.9, 0.98]; sgd refuses them (it has optim.momentum)",
         json_schema_extra=ADDED_LATER,
     )
+    # ADDED_LATER: unset, the config hash is the one runs recorded before the field existed
+    beta2: float | None = Field(
+        None,
+        ge=0,
+        lt=1,
+        description="adam/adamw/radam beta2 alone (as Hugging Face's adam_beta2), in place of betas[1]: a "
+        "sweep's values are scalars, so sweep this to vary beta2; null = betas[1]",
+        json_schema_extra=ADDED_LATER,
+    )
     warmup_steps: int = Field(0, ge=0, description="linear warmup from 0 to lr over these steps")
     schedule: Literal["constant", "linear", "cosine", "inverse_sqrt"] = Field(
         "constant", description="shape after warmup"
@@ -114,7 +123,24 @@ class OptimConfig(Section):
                 f"optim.betas: {self.betas} has no effect on sgd (it uses optim.momentum); "
                 "choose optim.optimizer from adam, adamw, radam or leave betas out"
             )
+        if self.beta2 is None:
+            return self
+        if self.optimizer == "sgd":
+            raise ValueError(
+                f"optim.beta2: {self.beta2} has no effect on sgd (it uses optim.momentum); "
+                "choose optim.optimizer from adam, adamw, radam or leave beta2 out"
+            )
+        if self.betas[1] != 0.999 and self.betas[1] != self.beta2:
+            raise ValueError(
+                f"optim.beta2: {self.beta2} and optim.betas: {self.betas} both set beta2; keep one "
+                "(betas: [beta1, beta2], or beta2 alone)"
+            )
         return self
+
+    @property
+    def adam_betas(self) -> tuple[float, float]:
+        """(beta1, beta2) as the optimizer gets them: optim.beta2, when set, in place of betas[1]."""
+        return (self.betas[0], self.betas[1] if self.beta2 is None else self.beta2)
 
 
 class EarlyStopConfig(Section):

@@ -201,3 +201,35 @@ def test_transformer_xavier_init():
         assert m.weight.abs().max() <= bound and m.weight.abs().max() > 0.9 * bound
     # PyTorch's default (kaiming-uniform a=sqrt(5): bound 1/sqrt(fan_in)) has non-zero biases
     assert any(torch.any(m.bias != 0) for m in default.stack.modules() if isinstance(m, nn.Linear))
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw", "radam"])
+def test_beta2_alone_reaches_the_optimizer(name):
+    # optim.beta2 is the scalar a sweep can vary (a grid's values are scalars; betas is a list)
+    opt = module_for(f"optim.optimizer={name}", "optim.beta2=0.95").configure_optimizers()["optimizer"]
+    assert opt.param_groups[0]["betas"] == (0.9, 0.95)
+    kept = module_for(f"optim.optimizer={name}", "optim.betas=[0.5, 0.95]", "optim.beta2=0.95")
+    assert kept.configure_optimizers()["optimizer"].param_groups[0]["betas"] == (0.5, 0.95)
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["optim.betas=[0.9, 0.98]", "optim.beta2=0.95"], "optim.beta2: 0.95 and optim.betas.*keep one"),
+        (["optim.optimizer=sgd", "optim.beta2=0.95"], "optim.beta2.*sgd"),
+        (["optim.beta2=1.0"], "optim.beta2"),
+    ],
+)
+def test_beta2_refused(args, match):
+    from seqbench.bench.core.errors import UserError
+
+    with pytest.raises(UserError, match=match):
+        module_for(*args)
+
+
+def test_beta2_unset_keeps_the_config_hash():
+    # a field added after runs were recorded: unset, every earlier run keeps its hash
+    from seqbench.bench.config import build_config
+
+    assert build_config({}, ["optim.betas=[0.9, 0.999]"]).config_hash() == "1ca4de0cca99"
+    assert build_config({}, ["optim.beta2=0.95"]).config_hash() != "1ca4de0cca99"

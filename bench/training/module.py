@@ -266,7 +266,7 @@ class SeqModule(pl.LightningModule):
     def configure_optimizers(self):
         o = self.cfg.optim
         params = self.net.parameters()
-        betas = (o.betas[0], o.betas[1])
+        betas = o.adam_betas
         opt: torch.optim.Optimizer
         if o.optimizer == "adam":
             opt = torch.optim.Adam(params, lr=o.lr, betas=betas, weight_decay=o.weight_decay)
