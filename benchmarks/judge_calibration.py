@@ -2,6 +2,7 @@
 
     python benchmarks/judge_calibration.py                  # calibration and power tables (markdown)
     python benchmarks/judge_calibration.py --reps 4000 --power-reps 0 --seed 1
+    python benchmarks/judge_calibration.py --kinds versus     # one kind's rows, as in the full tables
 
 Each rule kind is a rule as a claim writes it and a generator of seed values whose quantity sits
 exactly on the rule's threshold (the null boundary): there, holds and fails are both unwarranted, so
@@ -50,8 +51,10 @@ Draw = Callable[[np.random.Generator, int, float], dict[tuple[str, float], np.nd
 @dataclass(frozen=True)
 class Kind:
     """One rule kind: the rule (where: one configuration, model and lr) and its seeds' values at an effect
-    (``null``: on the threshold; ``effects``: where the power table looks, in ``unit``)."""
+    (``null``: on the threshold; ``effects``: where the power table looks, in ``unit``); ``key`` names it
+    on the command line (``--kinds``)."""
 
+    key: str
     name: str
     rule: dict[str, Any]
     draw: Draw
@@ -140,8 +143,16 @@ NC = {"no_control": "calibration: the control is not what is measured"}
 PROBS = (0.7, 0.9, 1.0)
 SDS = (0.5, 1.0, 2.0)
 KINDS = [
-    Kind("continuous (mean, t)", {"metric": "score", "where": _at("gru"), "above": 0.0}, _continuous, 0.0, SDS),
     Kind(
+        "continuous",
+        "continuous (mean, t)",
+        {"metric": "score", "where": _at("gru"), "above": 0.0},
+        _continuous,
+        0.0,
+        SDS,
+    ),
+    Kind(
+        "log_scale",
         "log-scale (geo-mean, t on logs)",
         {"metric": "val/mse", "where": _at("gru"), "below": 0.01},
         _log_scale,
@@ -149,6 +160,7 @@ KINDS = [
         SDS,
     ),
     Kind(
+        "near_one",
         "bounded near 1 (accuracy)",
         {"metric": "val/acc", "where": _at("gru"), "above": 0.95},
         _near_one,
@@ -157,6 +169,7 @@ KINDS = [
         "P(seed passes)",
     ),
     Kind(
+        "near_zero",
         "bounded near 0 (exact match)",
         {"metric": "val/exact_match", "where": _at("gru"), "below": 0.05},
         _near_zero,
@@ -165,6 +178,7 @@ KINDS = [
         "P(seed passes)",
     ),
     Kind(
+        "click_acc",
         "bimodal: accuracy clicks or plateaus",
         {"metric": "val/acc", "where": _at("gru"), "above": 0.95},
         _click_acc,
@@ -173,6 +187,7 @@ KINDS = [
         "P(seed clicks)",
     ),
     Kind(
+        "click_loss",
         "bimodal: loss leaves the baseline or not",
         {"metric": "val/loss", "where": _at("gru"), "below": {"baseline": 0.5}},
         _click_loss,
@@ -182,6 +197,7 @@ KINDS = [
         {"val/loss": 0.05},
     ),
     Kind(
+        "ties",
         "discrete ties (values +-1)",
         {"metric": "score", "where": _at("gru"), "above": 0.0},
         _ties,
@@ -190,6 +206,7 @@ KINDS = [
         "P(+1)",
     ),
     Kind(
+        "imputed",
         "diverged and imputed",
         {"metric": "val/bpc", "where": _at("gru"), "below": {"baseline": 0.85}, "diverged": "baseline"},
         _imputed,
@@ -199,6 +216,7 @@ KINDS = [
         {"val/bpc": 4.8},
     ),
     Kind(
+        "best_of",
         "best_of 3 rates (log, t)",
         {
             "metric": "val/loss",
@@ -211,6 +229,7 @@ KINDS = [
         SDS,
     ),
     Kind(
+        "largest",
         "largest: grid step one lower",
         {
             "metric": "val/bpc",
@@ -227,6 +246,7 @@ KINDS = [
         {"val/bpc": 4.8},
     ),
     Kind(
+        "minus",
         "minus: paired difference (t)",
         {"metric": "score", "where": _at("gru"), "minus": _at("rnn"), "above": 0.0, **NC},
         _paired,
@@ -234,6 +254,7 @@ KINDS = [
         SDS,
     ),
     Kind(
+        "versus",
         "versus: difference in differences (t)",
         {
             "metric": "score",
@@ -395,6 +416,17 @@ def kind(name: str) -> Kind:
     return next(k for k in KINDS if k.name.startswith(name))
 
 
+def kinds_of(text: str) -> list[Kind]:
+    """``--kinds near_one,versus``: those kinds, in KINDS' order; SystemExit (one line naming the allowed
+    keys) on an unknown or empty one."""
+    keys = [k.key for k in KINDS]
+    asked = [s.strip() for s in text.split(",")]
+    bad = next((s for s in asked if s not in keys), None)
+    if bad is not None:
+        raise SystemExit(f"error: --kinds: unknown kind {bad!r}; allowed (comma-separated): {', '.join(keys)}")
+    return [k for k in KINDS if k.key in asked]
+
+
 # Procedures: a control and three rules in one claim (Holm over the four, every look); each member on
 # configurations of its own (one-rate kinds share a pair of models at different rates; a kind that
 # ranges over rates or picks among them gets a pair of its own).
@@ -409,12 +441,14 @@ def procedure(name: str) -> list[Kind]:
 
 
 # -- tables ---------------------------------------------------------------------------------------
-def calibration_rows(reps: int, seed: int) -> list[list[str]]:
+def calibration_rows(reps: int, seed: int, kinds: list[Kind] | None = None) -> list[list[str]]:
+    """Every kind's row and the procedures' (``kinds`` None), else those kinds' rows alone. A kind's
+    random stream is fixed by its place in KINDS, so its row is the same in either table."""
     out = []
-    for i, k in enumerate(KINDS):
-        r = rates([(k, k.null)], reps, seed + i)
+    for k in kinds or KINDS:
+        r = rates([(k, k.null)], reps, seed + KINDS.index(k))
         out.append([k.name, _pct(r.holds, r), _pct(r.fails, r)])
-    for j, name in enumerate(PROCEDURES):
+    for j, name in enumerate(PROCEDURES if kinds is None else []):
         at_null = rates([(k, k.null) for k in procedure(name)], reps, seed + 100 + j)
         one_false = rates(
             [(k, k.null if i == 1 else k.effects[-1]) for i, k in enumerate(procedure(name))], reps, seed + 200 + j
@@ -426,12 +460,12 @@ def calibration_rows(reps: int, seed: int) -> list[list[str]]:
     return out
 
 
-def power_rows(reps: int, seed: int) -> list[list[str]]:
+def power_rows(reps: int, seed: int, kinds: list[Kind] | None = None) -> list[list[str]]:
     out = []
-    for i, k in enumerate(KINDS):
+    for k in kinds or KINDS:
         cells = []
         for e in k.effects:
-            r = rates([(k, e)], reps, seed + 1000 + i)
+            r = rates([(k, e)], reps, seed + 1000 + KINDS.index(k))
             cells.append(f"{k.unit} {e:g}: {100 * r.holds:.0f}%")
         out.append([k.name, *cells])
     return out
@@ -451,20 +485,28 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=1000, help="simulated studies per calibration row (default 1000)")
     ap.add_argument("--power-reps", type=int, default=500, help="per power cell (default 500; 0: no power table)")
     ap.add_argument("--seed", type=int, default=0)
+    keys = ", ".join(k.key for k in KINDS)
+    ap.add_argument(
+        "--kinds",
+        help=f"only these kinds' rows (comma-separated; no procedures; each row as in the full tables): {keys}",
+    )
     args = ap.parse_args()
+    kinds = None if args.kinds is None else kinds_of(args.kinds)
     t0 = time.perf_counter()
     alphas = ", ".join(f"{a:.4f}" for a in look_alphas(LOOKS))
-    print(f"looks {list(LOOKS)}, alpha {ALPHA} spent as {alphas}; {args.reps} reps per row, seed {args.seed}\n")
+    only = "" if kinds is None else f"; only {', '.join(k.key for k in kinds)} (no procedures)"
+    print(f"looks {list(LOOKS)}, alpha {ALPHA} spent as {alphas}; {args.reps} reps per row, seed {args.seed}{only}\n")
     print(
         markdown(
             ["rule kind / procedure (at the null)", "false holds", "false fails"],
-            calibration_rows(args.reps, args.seed),
+            calibration_rows(args.reps, args.seed, kinds),
         ),
         flush=True,
     )
     if args.power_reps:
         print(f"\nP(holds) by the last look, {args.power_reps} reps per cell\n")
-        print(markdown(["rule kind", "small effect", "medium", "large"], power_rows(args.power_reps, args.seed)))
+        rows = power_rows(args.power_reps, args.seed, kinds)
+        print(markdown(["rule kind", "small effect", "medium", "large"], rows))
     print(f"\n{time.perf_counter() - t0:.0f} s")
 
 

@@ -114,3 +114,25 @@ def test_a_profile_that_can_never_decide_is_caught():
     raw["profiles"]["paper"].update(seeds=list(range(7300, 7308)), looks=[3, 5, 8])  # its registration then
     (defect,) = final_look_defects(parse_claim(raw, "copy_recall_length"))
     assert defect.startswith("paper: look 3 (n=8)") and "0.0547 after Holm over 7 per-seed rules" in defect
+
+
+# paper profiles re-registered on fresh seeds 10320-10399 (Nov 26 2026) and never run: their looks were cut
+# from [7, 10] to [10] before any seed ran, since 7 of 7 seeds cannot decide 2+ per-seed members after Holm
+UNRUN_PAPER = [
+    "copy_recall_length",
+    "induction_extrapolation",
+    "irnn_adding",
+    "mqar_mixers",
+    "mqar_recall_kv",
+    "selective_copy_ssm",
+    "tcn_adding",
+    "tcn_copy_memory",
+]
+
+
+@pytest.mark.parametrize("name", UNRUN_PAPER)
+def test_unrun_paper_profiles_register_no_look_that_cannot_decide(name: str):
+    # a look that can decide nothing still spends alpha (look 1 of [7, 10]: 0.0191 of 0.05)
+    claim = load_claim(next(p for p in SWEEP_CLAIMS if p.stem == name))
+    assert undecidable_looks(claim, "paper") == []
+    assert claim.looks_for("paper") == [10] and len(claim.seeds_for("paper")) == 10

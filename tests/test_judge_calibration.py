@@ -54,3 +54,16 @@ def test_where_the_effect_is_plain_a_rule_kind_holds_on_most_studies(kind):
     Not discrete ties: seeds that all measured +1 leave a mean untested, by design (tests/test_stats.py)."""
     r = CAL.rates([(kind, kind.effects[-1])], 30, seed=1000 + CAL.KINDS.index(kind))
     assert r.holds >= 0.8 and r.fails == 0.0, f"{kind.name}: holds {r.holds:.2f}, fails {r.fails:.2f}"
+
+
+def test_kinds_picks_rows_that_match_the_full_tables_and_refuses_an_unknown_kind_in_one_line():
+    """``--kinds versus`` reruns one kind's README rows: its stream is seeded by its place in KINDS, so
+    the row is the one the full table gives. An unknown key names every allowed one."""
+    (versus,) = CAL.kinds_of("versus")
+    assert versus.name.startswith("versus:") and [k.key for k in CAL.kinds_of("versus,minus")] == ["minus", "versus"]
+    r = CAL.rates([(versus, versus.null)], 20, seed=7 + CAL.KINDS.index(versus))
+    assert CAL.calibration_rows(20, 7, [versus]) == [[versus.name, CAL._pct(r.holds, r), CAL._pct(r.fails, r)]]
+    with pytest.raises(SystemExit) as e:
+        CAL.kinds_of("versus,difference")
+    text = str(e.value)
+    assert "\n" not in text and "'difference'" in text and all(k.key in text for k in CAL.KINDS)
