@@ -13,7 +13,7 @@ planner's note): a registration that can never decide (3 seeds of a sign test) i
 A paper profile that has never run has no look at all that cannot decide: such a look spends alpha
 for nothing, and before any seed ran it can be dropped. Nor does it share a seed with any other profile of any
 claim: a paper verdict on seeds another profile was judged on is not an independent confirmation (the task
-generators are seeded by the run seed).
+generators are seeded by the run seed). And its last look reaches every seed it registers.
 """
 
 from __future__ import annotations
@@ -171,25 +171,31 @@ def test_a_paper_look_that_cannot_decide_is_caught():
     assert defect.startswith("look 1 (n=7) cannot decide") and "0.0469 after Holm over 3 per-seed rules" in defect
 
 
-# never-run paper profiles that still inherit their claim's (the quick profile's) seeds, outside the fresh-seed
-# re-registrations so far (8 and 5 seeds; by-mean and t-interval rules): listed, not skipped silently; the test
-# below fails once one of them gets seeds of its own, so it must then leave this set
-SHARED_SEEDS_LEFT = {"bilstm_sentiment", "stacked_rnn_depth"}
 # never-run paper profiles moved from the quick profile's seeds to fresh ones (Nov 26 2026, before any paper run):
-# 10460-10569, 10 each, in this (alphabetical) order
-SEEDS_FRESHENED = [
-    "attention_bottleneck",
-    "beam_vs_greedy",
-    "deep_no_warmup",
-    "exploding_gradients",
-    "mqar_attention",
-    "no_positional_encoding",
-    "postln_lr_depth",
-    "postln_warmup",
-    "scheduled_sampling",
-    "tbptt_dependency",
-    "teacher_forcing",
-]
+# 10460-10569, 10 each, alphabetical; then bilstm_sentiment (8 seeds, its claim's looks [3, 5, 8]) and
+# stacked_rnn_depth (10 seeds at looks [10] of its own; the claim's [3, 5] would use 5 of them)
+SEEDS_FRESHENED = {
+    **{
+        name: range(10460 + 10 * i, 10470 + 10 * i)
+        for i, name in enumerate(
+            [
+                "attention_bottleneck",
+                "beam_vs_greedy",
+                "deep_no_warmup",
+                "exploding_gradients",
+                "mqar_attention",
+                "no_positional_encoding",
+                "postln_lr_depth",
+                "postln_warmup",
+                "scheduled_sampling",
+                "tbptt_dependency",
+                "teacher_forcing",
+            ]
+        )
+    },
+    "bilstm_sentiment": range(10570, 10578),
+    "stacked_rnn_depth": range(10580, 10590),
+}
 
 
 @cache
@@ -210,21 +216,37 @@ def seeds_shared(name: str, seeds: dict[tuple[str, str], frozenset[int]]) -> dic
     }
 
 
-@pytest.mark.parametrize("path", [p for p in UNRUN_PAPER if p.stem not in SHARED_SEEDS_LEFT], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", UNRUN_PAPER, ids=lambda p: p.stem)
 def test_unrun_paper_profiles_share_no_seed_with_any_other_profile(path: Path):
     assert seeds_shared(path.stem, every_profile_seeds()) == {}
 
 
-def test_paper_seeds_freshened_in_order_and_exemptions_still_share():
-    unrun = {p.stem for p in UNRUN_PAPER}
-    assert set(SEEDS_FRESHENED) <= unrun and SHARED_SEEDS_LEFT <= unrun
+def seeds_no_look_reaches(claim: Claim) -> list[int]:
+    """The paper seeds after the last look's count: registered, and never run."""
+    looks = claim.looks_for("paper") or [len(claim.seeds_for("paper"))]
+    return claim.seeds_for("paper")[looks[-1] :]
+
+
+@pytest.mark.parametrize("path", UNRUN_PAPER, ids=lambda p: p.stem)
+def test_unrun_paper_profiles_last_look_uses_every_seed(path: Path):
+    # e.g. the claim's looks inherited by a paper profile with more seeds of its own
+    assert seeds_no_look_reaches(load_claim(path)) == []
+
+
+def test_looks_that_do_not_reach_every_seed_are_caught():
+    # stacked_rnn_depth's 10 fresh paper seeds under the claim's (the quick profile's) looks [3, 5]
+    raw = load_yaml(next(p for p in SWEEP_CLAIMS if p.stem == "stacked_rnn_depth"))
+    del raw["profiles"]["paper"]["looks"]
+    assert seeds_no_look_reaches(parse_claim(raw, "stacked_rnn_depth")) == list(range(10585, 10590))
+
+
+def test_paper_seeds_freshened_as_registered():
+    assert set(SEEDS_FRESHENED) <= {p.stem for p in UNRUN_PAPER}
     seeds = every_profile_seeds()
-    for i, name in enumerate(SEEDS_FRESHENED):
+    for name, fresh in SEEDS_FRESHENED.items():
         # its own seeds: the paper block names them (the claim's seeds are the quick profile's)
         assert "seeds" in load_claim(next(p for p in UNRUN_PAPER if p.stem == name)).profile_block("paper")
-        assert sorted(seeds[(name, "paper")]) == list(range(10460 + 10 * i, 10470 + 10 * i))
-    for name in SHARED_SEEDS_LEFT:  # an exemption that no longer shares must leave the set
-        assert f"{name}/quick" in seeds_shared(name, seeds)
+        assert sorted(seeds[(name, "paper")]) == list(fresh)
 
 
 def test_a_paper_profile_on_the_quick_seeds_is_caught():
