@@ -115,12 +115,20 @@ def merge(mds: list[str]) -> str:
     ]
     for f in files:
         mine = [c for c in names if chosen[c] is f]
-        out += [f"- {'; '.join(f.built) or 'unknown build'}: {', '.join(mine)}"] if mine else []
+        out += [f"- {'; '.join(_judging(f, mine)) or 'unknown build'}: {', '.join(mine)}"] if mine else []
     for key in ("rules", "claims"):
         out += ["", *getattr(files[0], key)[:2]]
         out += [row for c in names for row in getattr(chosen[c], key)[2:] if _cells(row)[0] == c]
     out += [x for c in names if c in chosen[c].notes for x in ("", chosen[c].notes[c])]
     return "\n".join(out) + "\n"
+
+
+def _judging(f: _Verify, claims: list[str]) -> list[str]:
+    """The builds of ``f`` that judged ``claims`` (their rows' "judged" cell names build and time), so a merged
+    file's build list does not carry on the builds whose claims a later file took; all of them when no row says."""
+    judged = {_cells(row)[-1] for row in f.claims[2:] if _cells(row)[0] in claims}
+    mine = [b for b in f.built if (m := _BUILT.fullmatch(b)) and f"{m[3]} ({m[2]})" in judged]
+    return mine or f.built
 
 
 def _claims(n: int) -> str:

@@ -269,3 +269,30 @@ def test_the_script_refuses_what_it_cannot_copy(tmp_path, capsys):
     with pytest.raises(ValueError, match="needs one <!-- verdicts:begin --> line"):
         v.replace_block("no markers here", "x")
     assert v.block(None) == v.NONE_YET
+
+
+def test_a_merged_file_merged_again_keeps_only_the_builds_that_judged_its_claims(tmp_path):
+    """Merging an earlier merge (the committed copy) with a fresh verify.md: the earlier file's build list names
+    only the builds whose claims it still gives, read from the rows' "judged" cells."""
+    v = _script()
+
+    def md(builds: list[str], rows: dict[str, str]) -> str:  # claim -> "when (hash)"
+        rules = "".join(f"| {c} | src | {c} rule | ~1 | acc: 1 [1, 1] n=7 | > 0.9 | holds |\n" for c in rows)
+        claims = "".join(
+            f"| {c} | holds | decided at look 1 of 1, n=10, alpha 0.05 | quick | 60 | {j} |\n" for c, j in rows.items()
+        )
+        return (
+            "# seqbench verify\n\n" + "".join(f"- {b}: x\n" for b in builds) + "\n"
+            "| claim | source | rule | paper | measured (mean [95% CI] n) | needs | verdict |\n"
+            "|---|---|---|---|---|---|---|\n"
+            f"{rules}\n| claim | verdict | decided | profile | wall s | judged |\n|---|---|---|---|---:|---|\n{claims}"
+        )
+
+    old = md(
+        ["seqbench 0.1.0 (aaaa), 2026-11-26 09:05", "seqbench 0.1.0 (bbbb), 2026-11-26 10:20"],
+        {"mqar_mixers": "2026-11-26 09:05 (aaaa)", "tcn_adding": "2026-11-26 10:20 (bbbb)"},
+    )
+    fresh = md(["seqbench 0.1.0 (cccc), 2026-11-26 13:46"], {"tcn_adding": "2026-11-26 13:46 (cccc)"})
+    merged = v.merge([fresh, old])
+    assert "- seqbench 0.1.0 (aaaa), 2026-11-26 09:05: mqar_mixers\n" in merged  # (bbbb) judged nothing kept
+    assert "- seqbench 0.1.0 (cccc), 2026-11-26 13:46: tcn_adding\n" in merged and "(bbbb)" not in merged
