@@ -24,8 +24,9 @@ demo: venv
 	$(BIN)/seqbench sweep sweeps/demo.yaml --workers 2
 	$(BIN)/seqbench report demo
 
-# The shipped claims (sweeps/claims/*.yaml) at their quick profile (most ~5 min on 2 CPU cores; the two mamba
-# training claims ~80-90 min each, mambapy's scan on a CPU):
+# The shipped claims (sweeps/claims/*.yaml) at their quick profile: the 23 without a mamba training run took
+# 71 min in all on 2 quiet CPU cores (fresh clone, Nov 26 2026; 20 s-9.5 min each), the three mamba claims
+# 53-90 min each more (mambapy's scan on a CPU):
 # verdict table printed, outputs/verify/index.html + verify.md. Re-running continues the studies.
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2
