@@ -77,6 +77,9 @@ else:
     ModelUnion = _union(MODELS.configs())
 
 
+ADAM_BETAS = (0.9, 0.999)  # torch.optim.Adam's default (beta1, beta2)
+
+
 class OptimConfig(Section):
     optimizer: Literal["adam", "adamw", "sgd", "radam"] = Field("adam", description="optimizer family")
     lr: float = Field(1e-3, gt=0, description="peak learning rate (after warmup)")
@@ -84,7 +87,7 @@ class OptimConfig(Section):
     momentum: float = Field(0.9, ge=0, lt=1, description="sgd momentum")
     # a list (not a tuple) so Section's bool guard sees its items: `optim.betas=[false, 0.98]` is refused
     betas: list[Annotated[float, Field(ge=0, lt=1)]] = Field(
-        default_factory=lambda: [0.9, 0.999],
+        default_factory=lambda: list(ADAM_BETAS),
         min_length=2,
         max_length=2,
         description="adam/adamw/radam (beta1, beta2), each in [0, 1); Vaswani et al. and Xiong et al. use "
@@ -118,7 +121,7 @@ class OptimConfig(Section):
 
     @model_validator(mode="after")
     def _betas_need_adam(self) -> OptimConfig:
-        if self.optimizer == "sgd" and self.betas != [0.9, 0.999]:
+        if self.optimizer == "sgd" and self.betas != list(ADAM_BETAS):
             raise ValueError(
                 f"optim.betas: {self.betas} has no effect on sgd (it uses optim.momentum); "
                 "choose optim.optimizer from adam, adamw, radam or leave betas out"
@@ -130,7 +133,7 @@ class OptimConfig(Section):
                 f"optim.beta2: {self.beta2} has no effect on sgd (it uses optim.momentum); "
                 "choose optim.optimizer from adam, adamw, radam or leave beta2 out"
             )
-        if self.betas[1] != 0.999 and self.betas[1] != self.beta2:
+        if self.betas[1] != ADAM_BETAS[1] and self.betas[1] != self.beta2:
             raise ValueError(
                 f"optim.beta2: {self.beta2} and optim.betas: {self.betas} both set beta2; keep one "
                 "(betas: [beta1, beta2], or beta2 alone)"

@@ -18,6 +18,10 @@ its best of ``--lrs`` (as MAD and Zoology pick rates), with the card profile's w
   models the smallest possible p is 1/120, with 7, 1/5040; tied scores share their mean rank), and a
   95% percentile interval from resampling each model's seeds (probe and LM independently; 2000 draws):
   how much the correlation moves with the seeds, not with the choice of architectures.
+  The permutation test is written here rather than taken from ``scipy.stats.permutation_test``: scipy
+  calls the statistic once per ordering (8! = 40,320 calls of ``spearmanr`` for 8 models), while
+  Spearman's rho over every ordering is one matrix product of standardised ranks, which is what lets
+  the simulated-null test (2,000 tables) run inside ``make test``.
 
 The finding reproduces here when p < 0.05 (registered before the first run, Nov 26 2026). The interval
 says how firm the ranking is across seeds; with 4-8 architectures the test has little power, so a
