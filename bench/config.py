@@ -298,8 +298,9 @@ class RunConfig(Section):
             )
         for n in self.eval.lengths:  # every length the run builds, checked before any training
             t.check_length(n)
-        for n in dict.fromkeys([t.seq_len(), *self.eval.lengths]):
-            m.check_positions(n, "the training sequence" if n == t.seq_len() else f"eval.lengths entry {n}")
+        m.check_positions(t.seq_len(), "the training sequence")
+        for n in dict.fromkeys(self.eval.lengths):
+            m.check_positions(t.positions(n), f"eval.lengths entry {n}")
         es = self.train.early_stop
         if es is not None:
             allowed = t.facts.keys("val")

@@ -1,6 +1,17 @@
 """Shared Transformer modules: norms, residual placement, attention, positions, layer stacks.
 
-The config (no torch) is in ``models/configs/blocks.py``, where the family is documented."""
+The config (no torch) is in ``models/configs/blocks.py``, where the family and the position
+encodings are documented.
+
+Rope rotates with ``rotary_embedding_torch.apply_rotary_emb`` (lucidrains' package, pinned in
+pyproject.toml: RoFormer's interleaved channel pairs), on the (B, H, T, hd) tensors that
+``F.scaled_dot_product_attention`` takes. The angles are made here, in float32 (``rope_angles``),
+not by the package's ``RotaryEmbedding``: that class builds positions in the queries' dtype
+(bfloat16 rounds positions above 256: 257 -> 256), caches them in place across calls, and keeps
+its frequencies as a frozen ``nn.Parameter`` (counted in ``n_params``, cast by bf16-true). Made
+on the fly, the angles need no table, so rope takes any length, and the state dict is the one a
+sinusoidal model has.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +19,17 @@ import math
 
 import torch
 import torch.nn.functional as F
+from rotary_embedding_torch import apply_rotary_emb  # type: ignore[import-untyped]
 from torch import nn
 
-from seqbench.models.configs.blocks import NormKind, NormPosition, TransformerFields, transformer_layer_macs  # noqa: F401  (the configs, re-exported beside their modules)
+from seqbench.models.configs.blocks import (  # noqa: F401  (the configs, re-exported beside their modules)
+    NormKind,
+    NormPosition,
+    TransformerFields,
+    alibi_slopes,
+    split_positions,
+    transformer_layer_macs,
+)
 
 
 def make_norm(kind: str, d: int) -> nn.Module:
@@ -47,14 +66,20 @@ class Residual(nn.Module):
 
 
 class Attention(nn.Module):
-    """Multi-head (self or cross) attention on ``F.scaled_dot_product_attention``."""
+    """Multi-head (self or cross) attention on ``F.scaled_dot_product_attention``; ``positions``:
+    ``rope`` rotates queries and keys, ``alibi`` biases the scores (self-attention only), ``none``."""
 
-    def __init__(self, d: int, n_heads: int, dropout: float):
+    def __init__(self, d: int, n_heads: int, dropout: float, positions: str = "none"):
         super().__init__()
-        self.n_heads, self.dropout = n_heads, dropout
+        if positions not in ("none", "rope", "alibi"):
+            raise ValueError(f"attention positions: {positions!r}; choose none, rope or alibi")
+        self.n_heads, self.dropout, self.positions = n_heads, dropout, positions
         self.q = nn.Linear(d, d)
         self.kv = nn.Linear(d, 2 * d)
         self.out = nn.Linear(d, d)
+        # not in the state dict: a function of n_heads, as the sinusoidal table is of d
+        slopes = torch.tensor(alibi_slopes(n_heads)) if positions == "alibi" else None
+        self.register_buffer("slopes", slopes, persistent=False)
 
     def forward(
         self,
@@ -69,18 +94,51 @@ class Attention(nn.Module):
         B, T, d = x.shape
         src = x if memory is None else memory
         S, H = src.shape[1], self.n_heads
+        if self.positions != "none" and memory is not None:
+            raise ValueError(f"attention positions: {self.positions} is for self-attention, not cross-attention")
         q = self.q(x).view(B, T, H, d // H).transpose(1, 2)  # (B, H, T, hd)
         k, v = self.kv(src).view(B, S, 2, H, d // H).permute(2, 0, 3, 1, 4)  # 2 x (B, H, S, hd)
-        mask = None
-        if key_valid is not None:
+        if self.positions == "rope":  # self-attention: S == T
+            angles = rope_angles(T, d // H, x.device)  # (T, hd)
+            q, k = apply_rotary_emb(angles, q), apply_rotary_emb(angles, k)  # rotated on the last dim, same shapes
+        mask: torch.Tensor | None = None
+        if self.positions == "alibi":  # a float mask: the bias, -inf where causality or padding hide a key
+            slopes = self.slopes
+            assert isinstance(slopes, torch.Tensor)  # registered for alibi
+            # 4-d: the same bias as an (H, T, S) mask made CPU SDPA's fwd + bwd 2x slower (torch 2.13)
+            mask = alibi_bias(slopes, T, S, x.device)[None]  # (1, H, T, S)
+            if causal:
+                hidden = ~torch.ones(T, S, dtype=torch.bool, device=x.device).tril(S - T)  # (T, S)
+                mask = mask.masked_fill(hidden, float("-inf"))
+                causal = False
+            if key_valid is not None:
+                mask = mask.masked_fill(~key_valid[:, None, None, :], float("-inf"))  # (B, H, T, S)
+            mask = mask.to(q.dtype)
+        elif key_valid is not None:
             mask = key_valid[:, None, None, :]  # (B, 1, 1, S)
-        if causal and mask is not None:  # SDPA cannot combine is_causal with a mask
-            mask = mask & torch.ones(T, S, dtype=torch.bool, device=x.device).tril(S - T)  # (B, 1, T, S)
-            causal = False
+            if causal:  # SDPA cannot combine is_causal with a mask
+                mask = mask & torch.ones(T, S, dtype=torch.bool, device=x.device).tril(S - T)  # (B, 1, T, S)
+                causal = False
         y = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=causal, dropout_p=self.dropout if self.training else 0.0
         )  # (B, H, T, hd)
         return self.out(y.transpose(1, 2).reshape(B, T, d))  # (B, T, d)
+
+
+def rope_angles(T: int, head_dim: int, device) -> torch.Tensor:
+    """(T, head_dim) float32 rotation angles t * theta_i, theta_i = 10000^(-2i/head_dim) (Su et al. 2021,
+    eq. 15), each repeated for the pair of channels it rotates (the package's interleaved layout)."""
+    theta = 10000.0 ** (-torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)  # (hd/2,)
+    pos = torch.arange(T, device=device, dtype=torch.float32)  # (T,)
+    return (pos[:, None] * theta).repeat_interleave(2, dim=-1)  # (T, hd)
+
+
+def alibi_bias(slopes: torch.Tensor, T: int, S: int, device) -> torch.Tensor:
+    """(H, T, S) float32 ALiBi bias -m_h |i - j| for queries at the last T of S positions: -m_h (i - j)
+    on and below the diagonal (the paper's causal bias) and its mirror above, for bidirectional attention."""
+    i = torch.arange(S - T, S, device=device)[:, None]  # (T, 1) query positions
+    j = torch.arange(S, device=device)[None, :]  # (1, S) key positions
+    return -slopes.float()[:, None, None] * (i - j).abs()  # (H, T, S)
 
 
 class FeedForward(nn.Sequential):
@@ -98,7 +156,7 @@ class TransformerLayer(nn.Module):
         def res(f: nn.Module) -> Residual:
             return Residual(f, d, cfg.norm_position, cfg.norm, p)
 
-        self.self_attn = res(Attention(d, cfg.n_heads, p))
+        self.self_attn = res(Attention(d, cfg.n_heads, p, positions=split_positions(cfg.pos_encoding)[1]))
         self.cross_attn = res(Attention(d, cfg.n_heads, p)) if cross else None
         self.ff = res(FeedForward(d, cfg.ff_width(), p))
 
@@ -124,10 +182,13 @@ class TransformerStack(nn.Module):
 
 
 class PositionalEncoding(nn.Module):
-    """Adds positions to (B, T, d) inputs: sinusoidal (any length), learned (<= max_len), none."""
+    """Adds positions to (B, T, d) inputs: sinusoidal (any length), learned (<= max_len), none (rope
+    and alibi act inside attention: ``split_positions`` gives what is added here)."""
 
     def __init__(self, kind: str, d: int, max_len: int):
         super().__init__()
+        if kind not in ("sinusoidal", "learned", "none"):
+            raise ValueError(f"input positions: {kind!r}; choose sinusoidal, learned or none")
         self.kind, self.d, self.max_len = kind, d, max_len
         self.table = nn.Embedding(max_len, d) if kind == "learned" else None
         if self.table is not None:

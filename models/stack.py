@@ -1,8 +1,9 @@
 """``stack``: the residual stack around a sequence mixer (config and rationale:
 ``models/configs/stack.py``). The mixer is built as ``Cls(d_model, **mixer_args)``, with
-``causal=`` when its constructor takes it; a mixer whose ``forward`` takes ``valid`` gets the
-(B, T) padding mask, the others see padded positions (after the valid ones: harmless for causal
-mixers, and pooled heads read valid positions only)."""
+``causal=`` when its constructor takes it and ``positions=`` for rope or alibi (the config allows
+them only for a mixer that lists them in ``inner_positions``: attention); a mixer whose ``forward``
+takes ``valid`` gets the (B, T) padding mask, the others see padded positions (after the valid
+ones: harmless for causal mixers, and pooled heads read valid positions only)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from torch import nn
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MIXERS, MODELS
 from seqbench.models.base import Backbone
-from seqbench.models.blocks import FeedForward, PositionalEncoding, Residual, make_norm, valid_mask
+from seqbench.models.blocks import FeedForward, PositionalEncoding, Residual, make_norm, split_positions, valid_mask
 from seqbench.models.configs.stack import StackConfig  # the config, beside its module
 
 
@@ -28,12 +29,15 @@ def takes(fn: Any, name: str) -> bool:
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
-def build_mixer(mixer: str, d_model: int, args: dict[str, Any], causal: bool) -> nn.Module:
-    """The mixer ``mixer`` of width ``d_model``: ``Cls(d_model, **args)`` (+ ``causal=`` if it takes it).
+def build_mixer(mixer: str, d_model: int, args: dict[str, Any], causal: bool, positions: str = "none") -> nn.Module:
+    """The mixer ``mixer`` of width ``d_model``: ``Cls(d_model, **args)`` (+ ``causal=`` if it takes it,
+    + ``positions=`` unless none: rope or alibi, which ``StackConfig`` allows only where the mixer has them).
     A plug-in is probed once (``probe_mixer``) and refused with one line before any training."""
     entry = MIXERS.get(mixer)
     cls = entry.cls
-    extra = {"causal": causal} if takes(cls.__init__, "causal") else {}
+    extra: dict[str, Any] = {"causal": causal} if takes(cls.__init__, "causal") else {}
+    if positions != "none":
+        extra["positions"] = positions
     try:
         module = cls(d_model, **args, **extra)
     except Exception as e:
@@ -67,7 +71,7 @@ class MixerBlock(nn.Module):
         def res(f: nn.Module) -> Residual:
             return Residual(f, d, cfg.norm_position, cfg.norm, cfg.dropout)
 
-        mixer = build_mixer(cfg.mixer, d, cfg.mixer_args, causal)
+        mixer = build_mixer(cfg.mixer, d, cfg.mixer_args, causal, split_positions(cfg.positions())[1])
         self.takes_valid = takes(mixer.forward, "valid")
         self.mixer = res(mixer)
         self.mlp = res(FeedForward(d, cfg.ff_width(), cfg.dropout)) if cfg.mlp else None
@@ -83,7 +87,7 @@ class Stack(Backbone):
         super().__init__(cfg, spec, d_in)
         d = cfg.d_model
         self.proj = nn.Identity() if d_in == d else nn.Linear(d_in, d)
-        self.pos = PositionalEncoding(cfg.positions(), d, cfg.max_len)
+        self.pos = PositionalEncoding(split_positions(cfg.positions())[0], d, cfg.max_len)  # rope, alibi: in the mixer
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(MixerBlock(cfg, spec.causal) for _ in range(cfg.n_layers))
         self.final_norm = make_norm(cfg.norm, d) if cfg.norm_position == "pre" else None

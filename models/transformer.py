@@ -8,7 +8,7 @@ from torch import nn
 
 from seqbench.bench.core.registry import MODELS
 from seqbench.models.base import Backbone
-from seqbench.models.blocks import PositionalEncoding, TransformerStack, valid_mask
+from seqbench.models.blocks import PositionalEncoding, TransformerStack, split_positions, valid_mask
 from seqbench.models.configs.transformer import TransformerConfig  # the configs, re-exported beside their modules
 
 
@@ -18,7 +18,8 @@ class Transformer(Backbone):
         super().__init__(cfg, spec, d_in)
         d = cfg.d_model
         self.proj = nn.Identity() if d_in == d else nn.Linear(d_in, d)
-        self.pos = PositionalEncoding(cfg.pos_encoding, d, cfg.max_len)
+        # what is added at the input; rope and alibi reach the attention layers (TransformerLayer)
+        self.pos = PositionalEncoding(split_positions(cfg.pos_encoding)[0], d, cfg.max_len)
         self.drop = nn.Dropout(cfg.dropout)
         self.stack = TransformerStack(cfg)
         self.causal = spec.causal

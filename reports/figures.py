@@ -180,7 +180,8 @@ def fig_length(df: pd.DataFrame, obj: Objective, length: str, arch: str | None) 
 
 def fig_length_generalisation(df: pd.DataFrame, metric: str, arch: str | None, length: str | None = None) -> go.Figure:
     """Test ``metric`` (mean, 95% interval) at each evaluated length, one line per architecture (and
-    training length)."""
+    training length), with the memoryless baseline dashed (Delétang et al. 2023 Fig. 2, Press et al. 2022
+    Fig. 1: the metric against the evaluated length)."""
     lens = test_lengths(df).get(metric, [])
     keys = [k for k in (arch, length) if k]
     groups = df.groupby(keys) if keys else [("all runs", df)]
@@ -195,6 +196,17 @@ def fig_length_generalisation(df: pd.DataFrame, metric: str, arch: str | None, l
                 error_y=_error_bars(ys),
                 name=_group_label(a) if length is None else _group_label(a).replace(" · ", f" · {label(length)}="),
                 line=dict(color=PALETTE[i % len(PALETTE)]),
+            )
+        )
+    bcol = BASELINE + "val/" + metric  # at the training lengths; a memoryless model does no better when longer
+    if lens and bcol in df.columns and df[bcol].notna().any():
+        fig.add_trace(
+            go.Scatter(
+                x=[lens[0], lens[-1]],
+                y=[float(df[bcol].mean())] * 2,
+                mode="lines",
+                name="memoryless baseline",
+                line=dict(color="black", dash="dash"),
             )
         )
     fig.update_xaxes(

@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from seqbench.bench.core.artifacts import PARAM
+from seqbench.bench.core.artifacts import FINAL, PARAM
 from seqbench.bench.core.stats import Paired
 from seqbench.bench.core.text import text_table
-from seqbench.reports.aggregate import ARCH_KEY, fmt_ci, label, per_trial, swept
+from seqbench.reports.aggregate import ARCH_KEY, finite_values, fmt_ci, label, per_trial, swept, test_lengths
 from seqbench.reports.comparisons import Comparison, comparisons, order_key, ranked, trial_baselines, versus_baseline
 from seqbench.reports.table import failed_configurations
-from seqbench.sweeps.table import Objective
+from seqbench.sweeps.table import Objective, outcomes
 
 MAX_PRINTED = 30  # paired statements `seqbench compare` prints in the terminal (all are in summary.md)
 
@@ -212,4 +212,25 @@ def ranked_text(table: pd.DataFrame, obj: Any, limit: int = MAX_PRINTED) -> str:
             lines.append(f"  ... {len(comps) - limit} more in summary.md")
     else:
         lines.append("paired comparisons: none (no two scored settings differ in one key on shared seeds)")
+    lines += length_text(table, obj.name.split("/")[-1])
     return "\n".join(lines)
+
+
+def length_text(table: pd.DataFrame, metric: str) -> list[str]:
+    """Accuracy against length in the terminal: where the runs were tested at longer lengths
+    (``eval.lengths``) on ``metric`` (the objective's, e.g. ``acc``), one row per configuration with the
+    mean over its seeds at the training lengths (``test/<metric>``) and at each evaluated length; empty
+    without such runs."""
+    out: list[str] = []
+    params = swept(table) or [c for c in table.columns if c.startswith(PARAM)]
+    done = outcomes(table)
+    lens = test_lengths(done).get(metric, [])
+    if lens:
+        cols = [f"{FINAL}test/{metric}", *(f"{FINAL}test@{n}/{metric}" for n in lens)]
+        rows = []
+        for _, g in done.groupby("trial", sort=True):
+            cells = [f"{finite_values(g[c]).mean():.3f}" if c in g and len(finite_values(g[c])) else "–" for c in cols]
+            rows.append([*(str(g[p].iloc[0]) for p in params), *cells])
+        out.append(f"test {metric} against length (mean over seeds; 'trained' = the training lengths):")
+        out.append(text_table([*(label(p) for p in params), "trained", *map(str, lens)], rows, indent="  "))
+    return out

@@ -54,6 +54,14 @@ TINY_TASK: dict[str, dict[str, Any]] = {
     "sort": {"length": 5, "vocab": 6},
     "sentiment": {"max_len": 16, "vocab_size": 200},
     "lm": {"length": 16, "sample_tokens": 8},
+    "parity": {"length": 8},
+    "modular_arithmetic": {"length": 8},
+    "cycle_navigation": {"length": 8},
+    "permutation": {"length": 8, "group": "S3"},
+    "even_pairs": {"length": 8},
+    "duplicate_string": {"length": 6},
+    "binary_addition": {"length": 8},
+    "stack_manipulation": {"length": 8},
 }
 TINY_MODEL_FIELDS = {
     "d_model": 16,

@@ -76,7 +76,7 @@ def test_a_task_builds_its_shortest_length_and_refuses_one_less(name):
     def build(length: int):
         return task.materialize(next(iter(task.loader("test", 2, length=length, n_batches=1))), torch.device("cpu"))
 
-    assert build(shortest).x.shape[1] == shortest
+    assert build(shortest).x.shape[1] == cfg.task.positions(shortest)
     with pytest.raises(Exception):  # noqa: B017  one step less: the task cannot build it (whatever it raises) ...
         build(shortest - 1)
     with pytest.raises(UserError, match=f"eval.lengths: {shortest - 1} is shorter"):  # ... and the config says so

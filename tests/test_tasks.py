@@ -44,9 +44,16 @@ def test_batches_are_deterministic_and_splits_differ(name):
 @pytest.mark.parametrize("name", SYNTHETIC)
 def test_length_is_a_sampling_argument(name):
     task = make(name)
-    L = task.cfg.seq_len()
-    assert first(task).x.shape[1] == L
-    assert first(task, "test", length=L + 6).x.shape[1] == L + 6
+    drawn = task.cfg.train_lengths()
+    if drawn is None:  # one training length: every training batch has seq_len positions
+        L = task.cfg.seq_len()
+        assert first(task).x.shape[1] == L
+    else:  # a range: each training batch has the positions of one problem length in it
+        L = drawn[1]
+        widths = {b[3] for b in task.loader("train", 2, n_batches=50)}
+        assert widths <= set(range(drawn[0], drawn[1] + 1)) and len(widths) > 1
+        assert first(task).x.shape[1] in {task.cfg.positions(n) for n in range(drawn[0], drawn[1] + 1)}
+    assert first(task, "test", length=L + 6).x.shape[1] == task.cfg.positions(L + 6)
 
 
 def test_copy_worked_example_layout():

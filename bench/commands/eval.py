@@ -16,6 +16,7 @@ from pathlib import Path
 from seqbench.bench.config import load_config
 from seqbench.bench.core import artifacts
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.lengths import length_phrase
 from seqbench.bench.training.trained import Evaluated, checkpoint_of, eval_config, evaluate_run, run_dir_of
 
 
@@ -81,5 +82,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             print(f"warning: {ev.warning}", file=sys.stderr)
         shown = "  ".join(f"{k} {v:.4g}" for k, v in ev.record["metrics"].items())
         print(f"{ev.run_dir.name} (step {ev.record['step']}, {ev.record['eval_s']:.1f}s): {shown}")
+        curve = ev.record.get("length_generalisation")
+        if curve is not None:
+            print(f"  {length_phrase(curve)}")
         print(f"  saved: {ev.path}")
     return 0

@@ -15,6 +15,7 @@ from pathlib import Path
 from seqbench.bench.config import Composed, RunConfig, build_config, load_config, notes, override, resolve
 from seqbench.bench.core.artifacts import RunResult
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.lengths import length_phrase
 from seqbench.bench.core.text import speed_summary
 
 
@@ -86,6 +87,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"run {r.run_id}: {r.status}" + (f" ({r.reason})" if r.reason else ""))
     if pm in final:
         print(f"  {pm} {final[pm]:.4f}  (memoryless baseline {base.get(pm, float('nan')):.4f})  solved={r['solved']}")
+    curve = r.results.get("length_generalisation")
+    if curve is not None:
+        print(f"  {length_phrase(curve)}")
     print(f"  {speed_summary(r.results)}, {r['n_params']:,} parameters")
     print(f"  results: {r.run_dir / 'results.json'}")
     return 0 if r.ok else 1

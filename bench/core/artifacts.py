@@ -35,6 +35,7 @@ from typing import Any, TypedDict, cast
 
 from seqbench.bench.core.disk import disk_full, is_disk_full
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.lengths import LengthCurve
 
 RUNS = "runs"  # <out_dir>/runs/<run_id>/
 CONFIG = "config.yaml"
@@ -168,6 +169,7 @@ class Results(TypedDict, total=False):
     world_size: int
     num_nodes: int
     extras: dict[str, Any]  # task extras (a generated text sample ...)
+    length_generalisation: LengthCurve  # the test metric per length (bench.core.lengths); only with eval.lengths
     config: dict[str, Any]  # the resolved RunConfig
 
 
@@ -229,6 +231,7 @@ class EvalRecord(TypedDict, total=False):
     step: int  # the checkpoint's global step (the run's last step unless it stopped between saves)
     metrics: dict[str, float]  # ``<split>/<metric>`` at the training length, ``<split>@<length>/<metric>``
     eval_s: float  # wall seconds of the evaluation (model loading included)
+    length_generalisation: LengthCurve  # the test metric per length (bench.core.lengths); test split with eval.lengths
     argv: list[str]
     versions: dict[str, str]
     git_sha: str | None

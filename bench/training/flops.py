@@ -21,7 +21,8 @@ Each model counts its own forward MACs (``ModelConfig.forward_macs`` in its file
 conventions; ``models/base.py`` documents the interface). ``flops_per_token`` returns None where
 the count would not be honest: a model that declares it cannot count (``no_flop_count``), or a
 task whose batches are padded to a per-batch length (``pad_id`` and no ``TaskConfig.target_len``), where
-the work per token depends on the batch.
+the work per token depends on the batch, and a task whose batches draw their length from a range
+(``TaskConfig.train_lengths``), for the same reason.
 
 ``peak_flops`` is a table of dense (not 2:4-sparse) vendor peaks; None for a device or
 precision it does not know (CPUs included): MFU is then left out, never guessed.
@@ -45,6 +46,9 @@ def forward_macs(cfg: RunConfig, spec: TaskSpec) -> int | None:
     """Multiply-accumulates of one forward pass over one training sequence, or None (see module doc).
     The count is the model's own (``ModelConfig.forward_macs``, in the model's file); this
     function decides only whether the task's sequences have a length it can be counted at."""
+    lengths = cfg.task.train_lengths()
+    if lengths is not None and lengths[0] < lengths[1]:
+        return None  # each batch draws its own length: the cost per token varies by batch
     target_len = cfg.task.target_len()  # declared by a seq2seq task whose targets all have one length
     if spec.pad_id is not None and target_len is None:
         return None  # padded to each batch's longest sequence: the cost per token varies by batch

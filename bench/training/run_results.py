@@ -11,6 +11,7 @@ from seqbench.bench.config import RunConfig
 from seqbench.bench.core import artifacts
 from seqbench.bench.core.artifacts import Results, Status
 from seqbench.bench.core.contract import TaskSpec
+from seqbench.bench.core.lengths import LengthCurve, length_curve
 from seqbench.bench.training.flops import flops_per_token, peak_flops
 from seqbench.bench.training.module import SeqModule
 from seqbench.bench.training.tracking import RunTracker
@@ -33,13 +34,13 @@ def best_of(cfg: RunConfig, rows: Sequence[artifacts.MetricsRow]) -> dict[str, f
 
 def throughput(cfg: RunConfig, steps: int, world_size: int, train_s: float) -> Results:
     """Samples/s and tokens/s over training time (validation excluded, summed over resumed processes);
-    a training token is one input position: batch_size * seq_len per step and process."""
+    a training token is one input position: batch_size * the mean training positions per step and process."""
     if train_s <= 0 or steps <= 0:
         return {}
     samples = steps * cfg.train.batch_size * world_size
     return {
         "samples_per_s": round(samples / train_s, 2),
-        "tokens_per_s": round(samples * cfg.task.seq_len() / train_s, 1),
+        "tokens_per_s": round(samples * cfg.task.mean_train_positions() / train_s, 1),
     }
 
 
@@ -85,6 +86,7 @@ def assemble_results(
     facts: Results = fitted.facts or {"device": str(module.device)}  # training never started: where it would have
     speed = throughput(cfg, fitted.steps, int(facts.get("world_size", 1)), train_s)
     extras = task.final_report(module.net, module.device) if fitted.status is Status.COMPLETED else {}
+    curve = lengths_of(cfg, task, final)
     return {
         **tracker.provenance(),
         "status": fitted.status,
@@ -106,8 +108,17 @@ def assemble_results(
         "n_params": n_params(module),
         **facts,
         "extras": extras,
+        **({"length_generalisation": curve} if curve is not None else {}),
         "config": cfg.to_dict(),
     }
+
+
+def lengths_of(cfg: RunConfig, task: Task, final: dict[str, float]) -> LengthCurve | None:
+    """The run's length-generalisation curve (``bench.core.lengths``) when it was tested at ``eval.lengths``."""
+    if not cfg.eval.lengths:
+        return None
+    trained = cfg.task.train_lengths() or (cfg.task.seq_len(), cfg.task.seq_len())
+    return length_curve(final, cfg.task.facts.primary, trained, cfg.eval.lengths, task.solved)
 
 
 def n_params(module: SeqModule) -> int:

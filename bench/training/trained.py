@@ -22,6 +22,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.provenance import git_sha, versions
 from seqbench.bench.core.settings import parse_pairs
 from seqbench.bench.training.module import SeqModule
+from seqbench.bench.training.run_results import lengths_of
 from seqbench.bench.training.train import build_task, quiet_lightning
 
 EVAL_KEYS = ("eval.lengths", "eval.test_batches")  # what an evaluation of a trained run may change
@@ -117,6 +118,7 @@ def evaluate_run(
     metrics: dict[str, float] = {}
     for length in lengths:
         metrics.update(module.evaluate_at(trainer, length, split))
+    curve = lengths_of(cfg, module.task, metrics) if split == "test" else None
     done = artifacts.read_results(run_dir) or {}
     warning = None
     if not done:
@@ -136,6 +138,7 @@ def evaluate_run(
         "step": module.trained_step,
         "metrics": metrics,
         "eval_s": round(time.perf_counter() - t0, 3),
+        **({"length_generalisation": curve} if curve is not None else {}),
         "argv": list(argv),
         "versions": versions(),
         "git_sha": git_sha(),

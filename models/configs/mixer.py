@@ -6,7 +6,8 @@ MLP and head around every mixer, so only the mixer differs between two models (t
 practice). A shipped mixer is a config here, ``@MIXERS.config("name")`` on a ``MixerConfig``
 subclass in ``models/configs/NAME.py`` whose fields are the mixer's own knobs (``model.mixer_args``),
 and its module, ``@MIXERS.module("name")`` in ``models/NAME.py``, built as
-``Cls(d_model, **mixer_args)`` (plus ``causal=`` when its ``__init__`` takes it). A plug-in mixer
+``Cls(d_model, **mixer_args)`` (plus ``causal=`` when its ``__init__`` takes it, and ``positions=`` when
+its config lists the encoding in ``inner_positions``). A plug-in mixer
 is any class with that constructor (``bench/plugins.py``; ``seqbench.testing.check_mixer``).
 """
 
@@ -30,6 +31,9 @@ class MixerConfig(Section):
     # Whether the stack adds position signals (``model.pos_encoding=auto``): attention is
     # permutation-equivariant without them; recurrences and convolutions order the sequence themselves.
     needs_positions: ClassVar[bool] = False
+    # Position encodings the mixer applies itself (``model.pos_encoding=rope|alibi``), built with
+    # ``positions=<kind>``: rope rotates queries and keys, alibi biases scores, so only attention has them.
+    inner_positions: ClassVar[frozenset[str]] = frozenset()
 
     def forward_macs(self, d_model: int, T: int) -> int | None:
         """Multiply-accumulates of one forward pass over one sequence of ``T`` positions, counted as

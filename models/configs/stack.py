@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from seqbench.bench.core.contract import TaskSpec
 from seqbench.bench.core.errors import UserError, validation_problems
 from seqbench.bench.core.registry import MIXERS, MODELS, UnknownNameError
 from seqbench.models.configs.base import Dropout, Layers, ModelConfig, head_macs, input_width
-from seqbench.models.configs.blocks import NormKind, NormPosition
+from seqbench.models.configs.blocks import IN_ATTENTION, NormKind, NormPosition, rope_problem
 
 DEFAULT_MIXER = "attention"
 
@@ -56,10 +56,11 @@ class StackConfig(ModelConfig):
         "pre", description="residual placement: post (original), pre (+ final norm), rezero (alpha=0), none"
     )
     norm: NormKind = Field("layernorm", description="normalisation layer used by post/pre placement")
-    pos_encoding: Literal["auto", "none", "sinusoidal", "learned"] = Field(
+    pos_encoding: Literal["auto", "none", "sinusoidal", "learned", "rope", "alibi"] = Field(
         "auto",
         description="position signal; auto = sinusoidal for mixers that need one (attention, linear "
-        "attention), none for those that order the sequence themselves (recurrences, convolutions)",
+        "attention), none for those that order the sequence themselves (recurrences, convolutions); "
+        "rope and alibi act inside attention (mixer=attention only)",
     )
     max_len: int = Field(2048, ge=1, description="positions a learned encoding has (longer inputs are refused)")
 
@@ -88,6 +89,24 @@ class StackConfig(ModelConfig):
             raise ValueError(str(e)) from None
         return mixer
 
+    @model_validator(mode="after")
+    def _positions_inside_the_mixer(self):
+        """rope and alibi live inside the mixer (``MixerConfig.inner_positions``): refuse the others."""
+        if self.pos_encoding not in IN_ATTENTION:
+            return self
+        mixer = self.mixer_config()
+        if self.pos_encoding not in mixer.inner_positions:
+            takes = [m for m in MIXERS.names() if self.pos_encoding in MIXERS.get(m).config_cls.inner_positions]
+            raise ValueError(
+                f"model.pos_encoding: {self.pos_encoding} acts inside attention, and mixer {self.mixer} has "
+                f"no attention; choose auto, none, sinusoidal or learned, or model.mixer={' or '.join(takes)}"
+            )
+        if self.pos_encoding == "rope":  # a mixer with rope has heads (their width must be even)
+            problem = rope_problem(self.d_model, mixer.n_heads, "model.mixer_args.n_heads")
+            if problem:
+                raise ValueError(problem)
+        return self
+
     def mixer_config(self) -> Any:
         """The mixer's validated config (its ``complexity``, ``needs_positions``, ``forward_macs``)."""
         return MIXERS.get(self.mixer).config_cls.model_validate(
@@ -95,9 +114,13 @@ class StackConfig(ModelConfig):
         )
 
     def positions(self) -> str:
+        """The position signal, ``auto`` resolved (``models/configs/blocks.py`` says where each acts)."""
         if self.pos_encoding != "auto":
             return self.pos_encoding
         return "sinusoidal" if self.mixer_config().needs_positions else "none"
+
+    def max_positions(self) -> int | None:
+        return self.max_len if self.pos_encoding == "learned" else None
 
     def ff_width(self) -> int:
         return self.d_ff or 4 * self.d_model

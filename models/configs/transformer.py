@@ -22,7 +22,7 @@ from seqbench.models.configs.blocks import TransformerFields, transformer_layer_
 
 @MODELS.config("transformer")
 class TransformerConfig(TransformerFields):
-    """Transformer encoder, causal (decoder-only) when the task is causal; post/pre/rezero norms."""
+    """Transformer, decoder-only on causal tasks; post/pre/rezero norms; sinusoidal/learned/rope/alibi/no positions."""
 
     name: Literal["transformer"] = "transformer"
     complexity = ("O(T²·d + T·d²)", 2)  # all pairs of positions, then per-position products

@@ -7,7 +7,8 @@ positional encodings mean exactly what they mean for the ``transformer`` backbon
 ``source_pos_encoding`` sets the encoder's own: ``none`` makes the encoder see the source
 as a bag of tokens (self-attention without positions is permutation-equivariant, so the
 memory the decoder attends to is a set; Vaswani et al. 2017 Sec. 3.5) while the decoder
-keeps ``pos_encoding``.
+keeps ``pos_encoding``. ``rope`` and ``alibi`` (``models/configs/blocks.py``) are refused here: they
+would need a rule for cross-attention, where queries and keys come from different sequences.
 Incremental decoding re-runs the decoder over the prefix at each step (no key/value
 cache): quadratic in the output length, simple, and exact.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from seqbench.bench.core.contract import TaskSpec
 from seqbench.bench.core.registry import MODELS
@@ -33,10 +34,26 @@ class TransformerSeq2SeqConfig(TransformerFields):
     name: Literal["transformer_seq2seq"] = "transformer_seq2seq"
     supported_kinds = SEQ2SEQ_ONLY
 
+    pos_encoding: Literal["sinusoidal", "learned", "none"] = Field(
+        "sinusoidal",
+        description="the decoder's position signal (rope, alibi: model=transformer or stack only); "
+        "sinusoidal extends to lengths longer than training",
+    )
     source_pos_encoding: Literal["sinusoidal", "learned", "none"] | None = Field(
         None, description="the encoder's position signal; null = pos_encoding; none = the source as a bag of tokens"
     )
     decode: DecodeConfig = Field(default_factory=DecodeConfig, description="greedy/beam decoding at evaluation")
+
+    @field_validator("pos_encoding", "source_pos_encoding", mode="before")
+    @classmethod
+    def _no_relative_positions(cls, kind: object) -> object:
+        if kind in ("rope", "alibi"):
+            raise ValueError(
+                f"{kind} acts inside self-attention and is not implemented for transformer_seq2seq "
+                "(its cross-attention has no rule for it); choose sinusoidal, learned or none, "
+                "or use model=transformer"
+            )
+        return kind
 
     def source_positions(self) -> str:
         """The encoder's position signal (``source_pos_encoding``, else ``pos_encoding``)."""

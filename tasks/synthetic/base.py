@@ -39,15 +39,38 @@ class BatchKey(tuple):
     """(split, index, rank, length, batch_size): everything needed to rebuild one batch."""
 
 
+def drawn_length(seed: int, split: str, index: int, rank: int, lengths: tuple[int, int]) -> int:
+    """The problem length of batch ``index`` when a task trains on a range ``(shortest, longest)``:
+    uniform over the range, one length per batch (Delétang et al. 2023 draw one per batch too),
+    a pure function of the batch's address, so a resumed run draws the same lengths."""
+    lo, hi = lengths
+    return lo + stream_seed(seed, split, index, rank, length=0) % (hi - lo + 1)
+
+
 class KeyStream(torch.utils.data.IterableDataset):
-    def __init__(self, split: str, n_batches: int | None, rank: int, length: int, batch_size: int, start: int = 0):
+    """Batch keys of one split. ``length`` is one problem length, or a ``(shortest, longest)`` range
+    each batch draws its own from (``drawn_length``; ``seed`` is the task's)."""
+
+    def __init__(
+        self,
+        split: str,
+        n_batches: int | None,
+        rank: int,
+        length: int | tuple[int, int],
+        batch_size: int,
+        start: int = 0,
+        seed: int = 0,
+    ):
         self.split, self.n, self.rank, self.length, self.bs = split, n_batches, rank, length, batch_size
-        self.start = start
+        self.start, self.seed = start, seed
 
     def __iter__(self) -> Iterator[BatchKey]:
         idx = itertools.count(self.start) if self.n is None else range(self.start, self.start + self.n)
         for i in idx:
-            yield BatchKey((self.split, i, self.rank, self.length, self.bs))
+            n = self.length
+            if isinstance(n, tuple):
+                n = drawn_length(self.seed, self.split, i, self.rank, n)
+            yield BatchKey((self.split, i, self.rank, n, self.bs))
 
     def __len__(self) -> int:
         if self.n is None:
@@ -56,11 +79,15 @@ class KeyStream(torch.utils.data.IterableDataset):
 
 
 class SyntheticTask(Task):
-    """Subclasses implement ``generate(g, batch_size, length, device) -> Batch``."""
+    """Subclasses implement ``generate(g, batch_size, length, device) -> Batch``; ``length`` is a problem
+    length (``TaskConfig.positions`` says how many input positions it takes). Without an explicit
+    ``length`` the loader uses the training length, or draws one per batch from the task's
+    ``train_lengths`` range."""
 
     def loader(self, split, batch_size, *, length=None, n_batches=None, rank=0, world_size=1, start=0):
-        length = self.cfg.seq_len() if length is None else length
-        ds = KeyStream(split, n_batches, rank, length, batch_size, start)
+        if length is None:
+            length = self.cfg.train_lengths() or self.cfg.seq_len()
+        ds = KeyStream(split, n_batches, rank, length, batch_size, start, seed=self.seed)
         return make_loader(ds)
 
     def materialize(self, item, device) -> Batch:

@@ -1,0 +1,32 @@
+"""Even pairs: the data (the config and the worked example are in ``tasks/synthetic/configs/even_pairs.py``)."""
+
+from __future__ import annotations
+
+import torch
+
+from seqbench.bench.core.contract import IGNORE, Batch, TaskSpec
+from seqbench.bench.core.registry import TASKS
+from seqbench.tasks.base import TokenTask
+from seqbench.tasks.synthetic.base import SyntheticTask
+from seqbench.tasks.synthetic.configs.even_pairs import EvenPairsConfig  # the config, beside its module
+from seqbench.tasks.synthetic.state import free_then_uniform, memoryless_over_lengths, scored_targets
+
+
+@TASKS.module("even_pairs")
+class EvenPairsTask(SyntheticTask, TokenTask):
+    cfg: EvenPairsConfig  # the config beside this module
+
+    # tokens: a = 0, b = 1; classes: 0 = even, 1 = odd
+    @property
+    def spec(self) -> TaskSpec:
+        return self.build_spec(n_classes=2, vocab_size=2, dependency=self.cfg.length)
+
+    def generate(self, g, batch_size, length, device) -> Batch:
+        x = torch.randint(0, 2, (batch_size, length), generator=g, device=device)  # (B, T)
+        odd = (x != x[:, :1]).long()  # changes of symbol so far are odd iff the current one differs from the first
+        y = scored_targets(odd, self.cfg.scored)
+        return Batch(x=x, y=y, score_mask=y != IGNORE)
+
+    def baseline(self) -> dict[str, float]:
+        c = self.cfg
+        return memoryless_over_lengths(free_then_uniform(2, c.length), c.length_min, c.length, c.scored)
