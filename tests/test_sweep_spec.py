@@ -45,7 +45,8 @@ def test_shipped_sweeps_are_package_data_found_by_name(tmp_path, monkeypatch, ca
     assert spec_path("demo") == spec_path("sweeps/demo.yaml") and spec_path("demo").name == "demo.yaml"
     (tmp_path / "demo").write_text("question: mine\n")
     assert spec_path("demo") == Path("demo")  # a path that exists wins
-    with pytest.raises(UserError, match=r"^spec: no file 'nope' and no shipped sweep of that name; shipped: demo, "):
+    shipped = r"^spec: no file 'nope' and no shipped sweep of that name; shipped: chomsky, demo, "
+    with pytest.raises(UserError, match=shipped):
         spec_path("nope")
     assert main(["sweep", "nope.yaml"]) == 2
     assert "no shipped sweep of that name; shipped: " in capsys.readouterr().err

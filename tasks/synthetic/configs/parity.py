@@ -22,7 +22,7 @@ lengths (a length-1 sequence is free); ``scored=every``: accuracy over all score
 (``sum_n (1 + (n-1)/2) / sum_n n``), loss the mean of each length's per-position loss.
 Solved: ``val/acc >= 0.95``.
 
-Differs from Delétang et al. (their ``tasks/regular/parity_check.py``): their model reads the bits
+Differs from Delétang et al. (their code's parity check task): their model reads the bits
 (one-hot 0/1, as ours are tokens 0/1) and answers at an extra query position after the string; here the
 answer is read off the last input position (causal models). Their training lengths are 1-40 as here;
 they test every length 41-500 and score the mean accuracy there.
