@@ -4,7 +4,6 @@ are in ``tasks/synthetic/configs/binary_addition.py``)."""
 from __future__ import annotations
 
 import functools
-import math
 
 import torch
 
@@ -13,6 +12,7 @@ from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
 from seqbench.tasks.synthetic.configs.binary_addition import BinaryAdditionConfig  # the config, beside its module
+from seqbench.tasks.synthetic.state import slots_baseline
 
 PLUS, SEP, BLANK = 2, 3, 4  # input tokens after the bits 0 and 1
 END = 2  # target classes: the bits 0 and 1, then the end of the sum
@@ -120,14 +120,5 @@ class BinaryAdditionTask(SyntheticTask, TokenTask):
         y[:, n + 1 :] = answer
         return Batch(x=x, y=y, score_mask=y != IGNORE)
 
-    def baseline(self) -> dict[str, float]:
-        correct = scored = loss = 0.0
-        ns = range(self.cfg.length_min, self.cfg.length + 1)
-        for n in ns:  # per slot: the likeliest target, and the entropy of the targets where scored
-            dist = slot_distribution(n)
-            mass = [sum(p) for p in dist]
-            correct += sum(max(p) for p in dist)
-            scored += sum(mass)
-            nll = -sum(q * math.log(q / m) for p, m in zip(dist, mass) for q in p if q > 0)
-            loss += nll / sum(mass)
-        return {"loss": loss / len(ns), "acc": correct / scored}
+    def baseline(self) -> dict[str, float]:  # per slot: the likeliest target, and the entropy where scored
+        return slots_baseline(self.cfg.length_min, self.cfg.length, slot_distribution)

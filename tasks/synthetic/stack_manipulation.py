@@ -4,7 +4,6 @@ example are in ``tasks/synthetic/configs/stack_manipulation.py``)."""
 from __future__ import annotations
 
 import functools
-import math
 
 import torch
 
@@ -13,6 +12,7 @@ from seqbench.bench.core.registry import TASKS
 from seqbench.tasks.base import TokenTask
 from seqbench.tasks.synthetic.base import SyntheticTask
 from seqbench.tasks.synthetic.configs.stack_manipulation import StackManipulationConfig  # the config, beside its module
+from seqbench.tasks.synthetic.state import slots_baseline
 
 POP, PUSH0, PUSH1, SEP, BLANK = 2, 3, 4, 5, 6  # input tokens after the stack bits 0 and 1 (Delétang's ids)
 END = 2  # target classes: the bits 0 and 1, then the end of the stack
@@ -59,6 +59,14 @@ def height_distribution(n: int) -> tuple[float, ...]:
     return tuple(mass)
 
 
+def final_slots(n: int) -> list[tuple[float, float, float]]:
+    """Per answer slot j of length n: (end, bit 0, bit 1) probabilities, the end with P(H = j) and each
+    bit with P(H > j) / 2 (H: the final stack's height)."""
+    dist = height_distribution(n)
+    above = [sum(dist[j + 1 :]) for j in range(n + 1)]
+    return [(dist[j], above[j] / 2, above[j] / 2) for j in range(n + 1)]
+
+
 @TASKS.module("stack_manipulation")
 class StackManipulationTask(SyntheticTask, TokenTask):
     cfg: StackManipulationConfig  # the config beside this module
@@ -87,15 +95,4 @@ class StackManipulationTask(SyntheticTask, TokenTask):
         return Batch(x=x, y=y, score_mask=y != IGNORE)
 
     def baseline(self) -> dict[str, float]:
-        correct = scored = loss = 0.0
-        ns = range(self.cfg.length_min, self.cfg.length + 1)
-        for n in ns:  # per slot j: end with P(H = j), each bit with P(H > j) / 2
-            dist = height_distribution(n)
-            above = [sum(dist[j + 1 :]) for j in range(n + 1)]
-            slots = [(dist[j], above[j] / 2, above[j] / 2) for j in range(n + 1)]
-            mass = [sum(p) for p in slots]
-            correct += sum(max(p) for p in slots)
-            scored += sum(mass)
-            nll = -sum(q * math.log(q / m) for p, m in zip(slots, mass) for q in p if q > 0)
-            loss += nll / sum(mass)
-        return {"loss": loss / len(ns), "acc": correct / scored}
+        return slots_baseline(self.cfg.length_min, self.cfg.length, final_slots)

@@ -1,11 +1,12 @@
-"""What the state-tracking tasks share (parity, modular_arithmetic, cycle_navigation, permutation,
-even_pairs): targets scored at the last position or at every one, and the arithmetic of their
-memoryless baselines over a drawn range of training lengths."""
+"""What the tasks trained on a range of lengths share: targets scored at the last position or at every
+one (the state-tracking tasks: parity, modular_arithmetic, cycle_navigation, permutation, even_pairs),
+and the arithmetic of memoryless baselines over a drawn range of training lengths (those, and the
+answer-slot tasks stack_manipulation and binary_addition)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -46,3 +47,21 @@ def free_then_uniform(n_classes: int, hi: int) -> list[tuple[float, float]]:
     """Per-position ``(accuracy, loss)`` where the first answer is read off the token and every later
     one is uniform over ``n_classes`` and independent of the current token."""
     return [(1.0, 0.0)] + [(1.0 / n_classes, math.log(n_classes))] * (hi - 1)
+
+
+def slots_baseline(lo: int, hi: int, slots: Callable[[int], Sequence[Sequence[float]]]) -> dict[str, float]:
+    """Metrics of a predictor that knows the length and the answer slot but nothing of the input, over
+    lengths drawn uniformly from ``[lo, hi]``. ``slots(n)[j]`` is the probability of each target class at
+    answer slot ``j`` of length ``n`` (summing to the probability that the slot is scored). It guesses
+    each slot's likeliest class: accuracy over all scored slots; the loss is the mean over lengths of each
+    length's per-slot cross-entropy of the conditional distribution (each batch has one length)."""
+    correct = scored = loss = 0.0
+    ns = range(lo, hi + 1)
+    for n in ns:
+        dist = slots(n)
+        mass = [sum(p) for p in dist]
+        correct += sum(max(p) for p in dist)
+        scored += sum(mass)
+        nll = -sum(q * math.log(q / m) for p, m in zip(dist, mass) for q in p if q > 0)
+        loss += nll / sum(mass)
+    return {"loss": loss / len(ns), "acc": correct / scored}
