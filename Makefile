@@ -26,7 +26,8 @@ demo: venv
 
 # The shipped claims (sweeps/claims/*.yaml) at their quick profile: the 23 without a mamba training run took
 # 71 min in all on 2 quiet CPU cores (fresh clone, Nov 26 2026; 20 s-9.5 min each), the three mamba claims
-# 53-90 min each more (mambapy's scan on a CPU):
+# 53-90 min each more (mambapy's scan on a CPU); issue 36's five claims 49 min more (290-1117 s each, fresh
+# clones of a180877 and 080cfde, Nov 27 2026, --workers 2, load 2-3):
 # verdict table printed, outputs/verify/index.html + verify.md. Re-running continues the studies.
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2
