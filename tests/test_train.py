@@ -289,7 +289,9 @@ def test_steady_throughput_leaves_out_the_warm_up_steps(out_dir):
     )
     tokens = (steps - WARM_STEPS) * r["config"]["train"]["batch_size"] * _seq_len(r)
     assert r["steady_tokens_per_s"] > 2 * r["tokens_per_s"]  # the sleeps weigh only on the whole-run figure
-    assert r["steady_tokens_per_s"] >= tokens / (r["train_time_s"] - 1.0) * 0.99  # the >= 1 s of sleeps fall outside
+    # the sleeps fall outside the steady window: at least 0.9 s of the 1 s (the last warm-up step's sleep may
+    # land after the clock's mark, and on a fast machine 0.05 s is half of what is left; 1.0 here flaked)
+    assert r["steady_tokens_per_s"] >= tokens / (r["train_time_s"] - 0.9)
     assert "after warm-up" in speed_summary(r.results) and "steady_mfu" not in r.results  # no MFU on a CPU
 
 
