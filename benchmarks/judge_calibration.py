@@ -14,7 +14,7 @@ claim's looks as ``seqbench verify`` does (judged at each look's spent alpha, st
 look that decides) through the judge's public entry, ``judge_all``, on a study table like the one
 ``sweeps.table`` builds. The procedures put several kinds in one claim (Holm over rules and controls)
 and count a rep as wrong when any member is. tests/test_judge_calibration.py runs the same kinds at
-fewer reps; the README's tables are this script's output.
+fewer reps; the tables of docs/claims.md are this script's output.
 """
 
 from __future__ import annotations

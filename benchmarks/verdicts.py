@@ -1,14 +1,14 @@
-"""``make verdicts``: the README's verdict table, copied from what ``seqbench verify`` wrote, never typed.
+"""``make verdicts``: the verdict table of docs/claims.md, copied from what ``seqbench verify`` wrote, never typed.
 
     python benchmarks/verdicts.py [VERIFY_MD ...]  # default outputs/verify/verify.md
-    python benchmarks/verdicts.py --check          # change nothing; exit 1 when the README's block is stale
+    python benchmarks/verdicts.py --check          # change nothing; exit 1 when the page's block is stale
 
 VERIFY_MD (a ``verify.md`` that ``seqbench verify`` wrote: ``reports/verify_md.py``) is copied into
-``benchmarks/verify/`` (committed, as ``benchmarks/card/`` is), and README.md's block between
+``benchmarks/verify/`` (committed, as ``benchmarks/card/`` is), and the block of ``docs/claims.md`` between
 ``<!-- verdicts:begin -->`` and ``<!-- verdicts:end -->`` is rewritten from that copy: where it came from
 and its claim table (claim | verdict | decided | profile | wall s ...), rows as verify wrote them. Without a
 copy the block says that no generated table has been recorded. ``tests/test_verdicts.py`` fails when the
-README's block is not what this script makes of the committed copy.
+page's block is not what this script makes of the committed copy.
 
 Several VERIFY_MD files are merged into the copy, each claim's lines taken verbatim from the latest-built
 file that judged it: a ``seqbench verify`` from before verify recorded each claim's verdict wrote its own
@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- verdicts:begin -->", "<!-- verdicts:end -->"
 CLAIMS_HEADER = "| claim | verdict | decided |"  # reports/verify_md.py CLAIMS_HEAD starts so (and verify.md before it)
 COPY = Path("benchmarks") / "verify" / "verify.md"  # relative to the repository
+PAGE = Path("docs") / "claims.md"  # the page whose block holds the table, relative to the repository
 NONE_YET = "No generated verdict table has been recorded yet (`make verify`, then `make verdicts`)."
 _BUILT = re.compile(r"seqbench (\S+) \(([^)]*)\),? (\d{4}-\d\d-\d\d \d\d:\d\d)")
 
@@ -136,7 +137,7 @@ def _claims(n: int) -> str:
 
 
 def block(md: str | None) -> str:
-    """What goes between the README's markers for verify.md text ``md`` (None: no copy recorded)."""
+    """What goes between the page's markers for verify.md text ``md`` (None: no copy recorded)."""
     if md is None:
         return NONE_YET
     table = claim_table(md)
@@ -157,19 +158,19 @@ def block(md: str | None) -> str:
     )
 
 
-def replace_block(readme: str, new: str) -> str:
-    """``readme`` with the text between the markers (each on a line of its own, once, in order) replaced."""
-    if readme.count(BEGIN) != 1 or readme.count(END) != 1 or readme.index(BEGIN) > readme.index(END):
-        raise ValueError(f"README: needs one {BEGIN} line and one {END} line after it")
-    head, rest = readme.split(BEGIN)
+def replace_block(page: str, new: str) -> str:
+    """``page`` with the text between the markers (each on a line of its own, once, in order) replaced."""
+    if page.count(BEGIN) != 1 or page.count(END) != 1 or page.index(BEGIN) > page.index(END):
+        raise ValueError(f"{PAGE}: needs one {BEGIN} line and one {END} line after it")
+    head, rest = page.split(BEGIN)
     _, tail = rest.split(END)
     return f"{head}{BEGIN}\n{new}\n{END}{tail}"
 
 
-def current_block(readme: str) -> str:
-    """The text between the README's markers."""
-    replace_block(readme, "")  # checks the markers
-    return readme.split(BEGIN)[1].split(END)[0].strip("\n")
+def current_block(page: str) -> str:
+    """The text between the page's markers."""
+    replace_block(page, "")  # checks the markers
+    return page.split(BEGIN)[1].split(END)[0].strip("\n")
 
 
 def _read(path: Path) -> str | None:
@@ -181,14 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "verify_md", nargs="*", help="the verify.md to copy, or several to merge (default outputs/verify/verify.md)"
     )
-    ap.add_argument("--check", action="store_true", help="exit 1 when the README's block differs; change nothing")
-    ap.add_argument("--repo", type=Path, default=REPO, help="the repository (README.md, benchmarks/verify/)")
+    ap.add_argument("--check", action="store_true", help=f"exit 1 when {PAGE}'s block differs; change nothing")
+    ap.add_argument("--repo", type=Path, default=REPO, help=f"the repository ({PAGE}, benchmarks/verify/)")
     args = ap.parse_args(argv)
-    readme_path, copy = args.repo / "README.md", args.repo / COPY
-    readme = readme_path.read_text()
+    page_path, copy = args.repo / PAGE, args.repo / COPY
+    page = page_path.read_text()
     if args.check:
-        if current_block(readme) != block(_read(copy)):
-            print(f"verdicts: README.md's block differs from {COPY}; run `make verdicts`", file=sys.stderr)
+        if current_block(page) != block(_read(copy)):
+            print(f"verdicts: {PAGE}'s block differs from {COPY}; run `make verdicts`", file=sys.stderr)
             return 1
         return 0
     sources = [Path(p) for p in args.verify_md or ["outputs/verify/verify.md"]]
@@ -200,8 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     copy.parent.mkdir(parents=True, exist_ok=True)
     copy.write_text(text)
-    readme_path.write_text(replace_block(readme, block(text)))
-    print(f"verdicts: {', '.join(map(str, sources))} -> {COPY} and README.md ({_claims(len(claim_table(text)) - 2)})")
+    page_path.write_text(replace_block(page, block(text)))
+    print(f"verdicts: {', '.join(map(str, sources))} -> {COPY} and {PAGE} ({_claims(len(claim_table(text)) - 2)})")
     return 0
 
 

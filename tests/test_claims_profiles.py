@@ -121,8 +121,9 @@ def test_a_profile_that_can_never_decide_is_caught():
     assert defect.startswith("paper: look 3 (n=8)") and "0.0547 after Holm over 7 per-seed rules" in defect
 
 
-# paper profiles that have run: their looks are locked as judged (README "Paper profiles run so far"); every
-# other shipped paper profile has never run, so a look that cannot decide is still a fixable registration defect
+# paper profiles that have run: their looks are locked as judged (docs/development/history.md, "Paper profiles run
+# so far"); every other shipped paper profile has never run, so a look that cannot decide is still a fixable
+# registration defect
 RUN_PAPER = {"vanishing_gradients", "depth_norm_init"}
 UNRUN_PAPER = [p for p in SWEEP_CLAIMS if p.stem not in RUN_PAPER]
 # never-run paper profiles whose looks were cut from [7, 10] to [10] (Nov 26 2026, before any paper seed ran):

@@ -1,4 +1,4 @@
-"""Every module and file the prose names exists: docstrings, comments and the README.
+"""Every module and file the prose names exists: docstrings, comments, the README and the docs pages (docs/).
 
 A dotted name rooted in the package (``seqbench.bench.config``, or as the folders read, ``bench.config``,
 ``sweeps.claims.judge``, ``tests.helpers``) must resolve: its longest prefix that is a module exists, and
@@ -22,10 +22,13 @@ import pytest
 
 from tests.installed import FOLDERS, REPO
 
-ROOTS = ("seqbench", *FOLDERS, "tests", "benchmarks")
-SOURCES = ("seqbench", *FOLDERS, "tests", "benchmarks")
+ROOTS = ("seqbench", *FOLDERS, "tests", "benchmarks", "docs")
+SOURCES = ("seqbench", *FOLDERS, "tests", "benchmarks", "docs")
 _DOTTED = re.compile(r"(?<![\w./-])(?:seqbench|" + "|".join(FOLDERS) + r"|tests)(?:\.[A-Za-z_]\w*)+")
 _PATH = re.compile(r"(?<![\w./-])(?:" + "|".join(ROOTS) + r")/[\w./-]*\.(?:py|yaml|md|json|toml)\b")
+
+_LINK = re.compile(r"\]\(([^()\s]+)\)")  # a Markdown link's target: [text](target)
+_FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 
 PLACEHOLDERS = {"x", "NAME"}  # `bench/x.py`, `seqbench.bench.x`: any module, in prose about modules
 NOT_OURS = {
@@ -95,10 +98,11 @@ def stale_names(text: str) -> list[str]:
 
 
 def prose(path: Path) -> Iterator[str]:
-    """A Python file's docstrings and comments; a Markdown file's text."""
+    """A Python file's docstrings and comments; a Markdown file's text (its link targets are checked by
+    ``test_every_relative_link_resolves``: a link to the page of reports is not a name in the module)."""
     text = path.read_text()
     if path.suffix != ".py":
-        yield text
+        yield _LINK.sub("]()", text)
         return
     tree = ast.parse(text)
     for node in ast.walk(tree):
@@ -111,7 +115,7 @@ def prose(path: Path) -> Iterator[str]:
 
 
 def documents() -> list[Path]:
-    files = [REPO / "README.md"]
+    files = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
     for root in SOURCES:
         files += sorted(p for p in (REPO / root).rglob("*.py") if "__pycache__" not in p.parts)
     return files
@@ -126,6 +130,44 @@ def test_every_named_module_and_file_exists():
     assert not stale, "names of modules or files that do not exist:\n" + "\n".join(
         f"  {where}: {name}" for where, name in sorted(stale)
     )
+
+
+def _anchors(path: Path) -> set[str]:
+    """The anchors of a Markdown file's headings, as GitHub and MkDocs' toc both make them."""
+    heads = re.findall(r"^#{1,6} +(.+?) *$", _FENCE.sub("", path.read_text()), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).strip().replace(" ", "-") for h in heads}
+
+
+def broken_links(path: Path) -> list[str]:
+    """The relative links of Markdown file ``path`` whose file, or heading, does not exist."""
+    broken = []
+    for target in _LINK.findall(_FENCE.sub("", path.read_text())):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:: not ours to check offline
+            continue
+        name, _, anchor = target.partition("#")
+        dest = (path.parent / name).resolve() if name else path
+        if not dest.exists() or (anchor and dest.suffix == ".md" and anchor not in _anchors(dest)):
+            broken.append(target)
+    return broken
+
+
+def test_every_relative_link_resolves():
+    """Every relative link of the README and of the docs pages names a file that exists, and a heading of it
+    when it names one (`make docs` checks the pages' links too, but not the README's)."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    broken = {str(p.relative_to(REPO)): b for p in pages if (b := broken_links(p))}
+    assert not broken, f"links to nothing: {broken}"
+
+
+def test_a_broken_link_is_found(tmp_path):
+    (tmp_path / "a.md").write_text(
+        "# Top\n\n## The table\n\n[ok](b.md#a-heading) [ok](#the-table) [web](https://x.org)\n"
+    )
+    (tmp_path / "b.md").write_text(
+        "# B\n\n## A heading\n\n[gone](c.md) [no anchor](a.md#nowhere)\n```\n[code](x.md)\n```\n"
+    )
+    assert broken_links(tmp_path / "a.md") == []
+    assert broken_links(tmp_path / "b.md") == ["c.md", "a.md#nowhere"]
 
 
 def test_known_stale_names_are_still_there():

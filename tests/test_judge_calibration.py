@@ -2,11 +2,11 @@
 kind, and claims that put several kinds under Holm, judged look by look as ``seqbench verify`` does
 (looks [3, 5, 8]). The judge may say holds, or fails, no more often than alpha plus three Monte-Carlo
 standard errors. The kinds and their generators are ``benchmarks/judge_calibration.py``, which prints
-the README's calibration and power tables with more reps.
+the calibration and power tables of docs/claims.md with more reps.
 
 On the judge before issue 27 this file fails: tied seeds were "certain" (discrete ties, largest:, an
 imputed diverged seed) and a mean t-test read seeds that click or stay on a plateau as a tight
-interval (bimodal accuracy and loss); the rates it measured are in the README's table. A judge that
+interval (bimodal accuracy and loss); the rates it measured are in the docs' table (docs/claims.md). A judge that
 never decides would pass calibration, so the last test asks for power where the effect is plain.
 """
 
@@ -57,7 +57,7 @@ def test_where_the_effect_is_plain_a_rule_kind_holds_on_most_studies(kind):
 
 
 def test_kinds_picks_rows_that_match_the_full_tables_and_refuses_an_unknown_kind_in_one_line():
-    """``--kinds versus`` reruns one kind's README rows: its stream is seeded by its place in KINDS, so
+    """``--kinds versus`` reruns one kind's rows of the docs' table: its stream is seeded by its place in KINDS, so
     the row is the one the full table gives. An unknown key names every allowed one."""
     (versus,) = CAL.kinds_of("versus")
     assert versus.name.startswith("versus:") and [k.key for k in CAL.kinds_of("versus,minus")] == ["minus", "versus"]

@@ -21,7 +21,7 @@ from seqbench.bench.core.registry import MIXERS
 from seqbench.models import hyena as hyena_module
 from seqbench.models.configs.s4d import rfft_macs
 from seqbench.models.hyena import Hyena
-from seqbench.models.linear_attention import LinearAttention, elu_features, taylor_features
+from seqbench.models.linear_attention import CHUNK, LinearAttention, elu_features, taylor_features
 from seqbench.models.mamba import Mamba
 from seqbench.models.s4d import S4D, causal_fft_conv
 
@@ -88,15 +88,34 @@ def test_outputs_up_to_t_ignore_later_inputs(name, t):
     assert (y2[:, t + 1 :] - y[:, t + 1 :]).abs().amax() > 1e-3
 
 
+@pytest.mark.parametrize("feature_map", ["taylor", "elu"])
+@pytest.mark.parametrize("T", [7, CHUNK, 2 * CHUNK + 3])
+def test_linear_attention_chunks_equal_the_quadratic_form(feature_map, T):
+    """Every chunking (one chunk, exactly one, three with padding) and the Taylor kernel inside a chunk
+    give Σ_{j<=t} φ(q_t)·φ(k_j) v_j, computed here as one masked T x T product of features."""
+    from seqbench.models.linear_attention import causal_chunked, taylor_kernel
+
+    phi = taylor_features if feature_map == "taylor" else elu_features
+    kernel = (lambda s: taylor_kernel(s, 4)) if feature_map == "taylor" else None
+    q, k, v = (
+        torch.randn(2, 3, T, 4, dtype=torch.float64),
+        torch.randn(2, 3, T, 4, dtype=torch.float64),
+        torch.randn(2, 3, T, 5, dtype=torch.float64),
+    )
+    weights = (phi(q) @ phi(k).transpose(-1, -2)).tril()  # (2, 3, T, T)
+    torch.testing.assert_close(causal_chunked(q, k, v, phi, kernel), weights @ v)
+
+
 def test_linear_attention_causality_across_chunks_and_its_bidirectional_form():
     causal, both = build("linear_attention"), build("linear_attention")
     both.causal = False
-    x = torch.randn(1, 150, D)  # three chunks of 64, the last padded
+    x = torch.randn(1, 2 * CHUNK + 22, D)  # three chunks, the last padded
     x2 = x.clone()
-    x2[:, 100:] += 1.0
+    t = CHUNK + 100
+    x2[:, t:] += 1.0
     with torch.no_grad():
-        torch.testing.assert_close(causal(x2)[:, :100], causal(x)[:, :100], atol=1e-5, rtol=0)
-        assert (both(x2)[:, :100] - both(x)[:, :100]).abs().amax() > 1e-3  # it reads the future
+        torch.testing.assert_close(causal(x2)[:, :t], causal(x)[:, :t], atol=1e-5, rtol=0)
+        assert (both(x2)[:, :t] - both(x)[:, :t]).abs().amax() > 1e-3  # it reads the future
 
 
 # One change per knob, from the default; each must change the parameters' shapes or the output.
@@ -200,7 +219,7 @@ def test_forward_macs_match_flop_counter_mode(name, args, B):
 
 
 def test_linear_attention_macs_count_whole_chunks():
-    cfg, T = config("linear_attention", n_heads=2, feature_dim=4), 130  # chunks of 64: 3, the last padded
+    cfg, T = config("linear_attention", n_heads=2, feature_dim=4), 2 * CHUNK + 7  # 3 chunks of 344, one padded position
     counter = FlopCounterMode(display=False)
     with counter, torch.no_grad():
         build("linear_attention", n_heads=2, feature_dim=4)(torch.randn(1, T, D))
@@ -211,7 +230,8 @@ def test_linear_attention_macs_count_whole_chunks():
 
 
 @pytest.mark.parametrize("T", [7, 13, 50])
-def test_mamba_parallel_scan_equals_the_sequential_scan_at_lengths_not_powers_of_two(T):
+def test_mamba_cpu_scan_equals_the_sequential_scan_at_lengths_not_powers_of_two(T):
+    """The chunked scan (models/mamba.py; more cases in tests/test_mamba_scan.py) against mambapy's loop."""
     mixer = build("mamba")
     x = torch.randn(2, T, D, requires_grad=True)
     y = mixer(x)

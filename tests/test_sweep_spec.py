@@ -41,7 +41,7 @@ def test_shipped_specs_load_and_say_what_they_ask(shipped):
 def test_shipped_sweeps_are_package_data_found_by_name(tmp_path, monkeypatch, capsys):
     names = [s.name for s in SHIPPED]
     assert {"demo", "long_dependency"} <= set(names)
-    monkeypatch.chdir(tmp_path)  # outside the checkout: names (and the README's sweeps/x.yaml) still resolve
+    monkeypatch.chdir(tmp_path)  # outside the checkout: names (and the docs' sweeps/x.yaml) still resolve
     assert spec_path("demo") == spec_path("sweeps/demo.yaml") and spec_path("demo").name == "demo.yaml"
     (tmp_path / "demo").write_text("question: mine\n")
     assert spec_path("demo") == Path("demo")  # a path that exists wins

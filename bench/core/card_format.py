@@ -12,14 +12,16 @@ from typing import Any, TypedDict
 from seqbench.bench.core.artifacts import atomic_write, check_keys, json_default, read_json
 
 CARD = "card.json"
-CARD_FORMAT, CARD_VERSION = "seqbench-card", 2  # a reader refuses another format or a newer version (2: `failed`)
+# a reader refuses another format or a newer version (2: an entry's `failed`; 3: a rung's `skipped`)
+CARD_FORMAT, CARD_VERSION = "seqbench-card", 3
 
 
 class CardRung(TypedDict, total=False):
     """One rung of one probe for one model, over its seeds, each seed at its best learning rate."""
 
     rung: Any  # the ladder field's value
-    n: int  # seeds with every run of the rung finished
+    n: int  # seeds with every run of the rung finished (trained on it)
+    skipped: int  # seeds not trained on it: they failed an easier rung (absent: none)
     solved: int  # seeds whose best run meets the task's `solved` criterion
     share_lo: float  # exact (Clopper-Pearson) interval of the share of seeds solving, at the card's level
     share_hi: float
