@@ -46,7 +46,8 @@ verdicts:
 # cores one model's battery takes 2-3 minutes (LSTM 102 s, hyena 167 s), mamba's 18 minutes (mambapy's scan),
 # all eight about an hour; a GPU machine: `ONLY=card bash benchmarks/gpu_checklist.sh`. Re-running continues.
 CARD_MODELS ?= model=lstm model=transformer model=tcn model.n_levels=4 \
-	model=stack model.mixer=attention,mamba,s4d,linear_attention,hyena
+	model=stack model.mixer=attention model.pos_encoding=alibi \
+	model=stack model.mixer=mamba,s4d,linear_attention,hyena
 card: venv
 	$(BIN)/seqbench probe $(CARD_MODELS) --profile quick --workers 2 --name baseline
 	mkdir -p benchmarks/card

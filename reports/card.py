@@ -20,7 +20,7 @@ from seqbench.bench.core.card_format import Card, CardEntry, CardRung, write_car
 from seqbench.bench.core.text import MISSING, markdown_table, text_table
 from seqbench.reports.html import PLOTLY_JS, write_plotly_js
 from seqbench.sweeps.frontier import BELOW
-from seqbench.sweeps.probes import rung_phrase
+from seqbench.sweeps.probes import EVAL_LENGTHS, rung_phrase
 
 
 def entry(card: Card, model: str, probe: str) -> CardEntry:
@@ -92,6 +92,47 @@ def answer(card: Card) -> list[str]:
     return lines
 
 
+def censored(e: CardEntry, p: dict[str, Any]) -> bool:
+    """A cell whose frontier is not measured: the median seed fails the first rung or solves the top one."""
+    return e["frontier"] in (BELOW, len(p["rungs"]) - 1)
+
+
+def told_apart(a: CardEntry, b: CardEntry) -> bool:
+    """Two models' frontiers on one probe differ beyond their intervals (the intervals do not overlap)."""
+    return a["hi"] < b["lo"] or b["hi"] < a["lo"]
+
+
+def _apart_on(card: Card, a: str, b: str) -> list[str]:
+    return [p["name"] for p in card["probes"] if told_apart(entry(card, a, p["name"]), entry(card, b, p["name"]))]
+
+
+def discrimination(card: Card) -> dict[str, Any]:
+    """How well the card tells its models apart: the censored cells, and per pair of models the probes
+    whose frontier intervals do not overlap (none: the card cannot tell the pair apart)."""
+    labels = [m["label"] for m in card["models"]]
+    cells = [(p, entry(card, m, p["name"])) for p in card["probes"] for m in labels]
+    pairs = {f"{a} / {b}": _apart_on(card, a, b) for i, a in enumerate(labels) for b in labels[i + 1 :]}
+    return {
+        "cells": len(cells),
+        "censored": sum(censored(e, p) for p, e in cells),
+        "pairs": pairs,
+        "apart": sum(bool(v) for v in pairs.values()),
+    }
+
+
+def discrimination_text(card: Card) -> str:
+    """``censored: 9 of 48 cells (19%); pairs told apart: 28 of 28`` and the pairs no probe separates."""
+    d = discrimination(card)
+    share = d["censored"] / d["cells"] if d["cells"] else math.nan
+    same = [pair for pair, probes in d["pairs"].items() if not probes]
+    text = (
+        f"Censored (the median seed fails the first rung or solves the top one): {d['censored']} of "
+        f"{d['cells']} cells ({share:.0%}). Pairs of models told apart by at least one probe with "
+        f"non-overlapping frontier intervals: {d['apart']} of {len(d['pairs'])}"
+    )
+    return text + (f"; not told apart: {', '.join(same)}." if same else ".")
+
+
 def method_text(card: Card) -> str:
     n = len(card["seeds"])
     cov = sorted({round(e["coverage"], 3) for e in card["entries"] if math.isfinite(e.get("coverage", math.nan))})
@@ -148,6 +189,8 @@ def terminal(card: Card) -> str:
         "",
         method_text(card),
         "",
+        discrimination_text(card),
+        "",
     ]
     return "\n".join(out + answer(card))
 
@@ -161,6 +204,8 @@ def card_md(card: Card) -> str:
         "",
         method_text(card),
         "",
+        discrimination_text(card),
+        "",
         "## Cost",
         "",
         markdown_table(*cost_rows(card)),
@@ -169,7 +214,7 @@ def card_md(card: Card) -> str:
         "",
     ]
     out += [
-        f"- **{p['name']}** (`task={p['task']}`, ladder `task.{p['key']}` = "
+        f"- **{p['name']}** (`task={p['task']}`, ladder `{_setting(p)}` = "
         f"{', '.join(f'{r:g}' for r in p['rungs'])}; {p['steps']} steps a run): {p['skill']}"
         for p in card["probes"]
     ]
@@ -194,6 +239,11 @@ def card_md(card: Card) -> str:
             "",
         ]
     return "\n".join(out)
+
+
+def _setting(p: dict[str, Any]) -> str:
+    """The ladder's setting: ``task.n_pairs``, or ``eval.lengths`` (one training, tested at each length)."""
+    return p["key"] if p["key"] == EVAL_LENGTHS else f"task.{p['key']}"
 
 
 def _num(v: float) -> str:

@@ -1,10 +1,13 @@
 """Where a model stops on a probe's ladder: per seed, per rung, and the frontier with its interval.
 
 From one probe's study table (one row per run, ``sweeps.table`` columns; the grid is ladder rung x
-learning rate (x weight decay), every point on the same seeds):
+learning rate (x weight decay), every point on the same seeds; a ladder of evaluation lengths trains once
+per rate and reads rung L from ``test@L/<metric>`` against the probe's ``stop_at``):
 
 - a seed **solves** a rung when its best run there (over the rates) meets the task's own ``solved``
-  criterion (``results.json``'s ``solved``; a diverged or missing run solves nothing);
+  criterion (``results.json``'s ``solved``; a diverged or missing run solves nothing); a seed the
+  study's ladder skipped (it failed an easier rung, ``sweeps/ladder.py``) solves nothing there, and
+  the rung's share and mean are over the seeds trained on it;
 - a seed's **frontier** is the hardest rung it solves with every easier rung solved too (-1: it fails
   the first rung), so one lucky rung above a failure does not move it (such seeds are listed as gaps);
 - the probe's **frontier** is the median of the seeds' frontiers with a distribution-free interval from
@@ -22,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from seqbench.bench.core.artifacts import BASELINE, FINAL, PARAM
+from seqbench.bench.core.artifacts import BASELINE, FINAL, PARAM, SKIPPED
 from seqbench.bench.core.card_format import CardEntry, CardRung
 from seqbench.bench.core.stats import LEVEL, Estimate, median_interval
 from seqbench.sweeps.claims.measure import RUN_STATUSES, metric_scale
@@ -38,26 +41,42 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def rung_rows(table: pd.DataFrame, probe: Probe, rung: Any) -> pd.DataFrame:
-    """The finished runs (completed or diverged) of one rung, each run once."""
-    col = PARAM + "task." + probe.ladder.key
-    if table.empty or col not in table.columns or "status" not in table.columns:
+    """The finished runs (completed or diverged) of one rung, each run once (a ladder of evaluation
+    lengths: every finished run, each tested at every rung)."""
+    col = PARAM + probe.ladder.setting
+    if table.empty or "status" not in table.columns or (not probe.ladder.evaluated and col not in table.columns):
         return table.iloc[0:0]
-    rows = table[table["status"].isin(RUN_STATUSES) & table[col].map(lambda v: _same(v, rung))]
-    return rows.drop_duplicates("run_id", keep="last")
+    done = table["status"].isin((*RUN_STATUSES, SKIPPED))
+    rows = table[done] if probe.ladder.evaluated else table[done & table[col].map(lambda v: _same(v, rung))]
+    ran = rows["run_id"].astype(str) != ""  # a skipped seed has no run: its rows are each kept
+    return pd.concat([rows[ran].drop_duplicates("run_id", keep="last"), rows[~ran]])
 
 
-def seed_outcomes(rows: pd.DataFrame, metric: str, maximize: bool, per_seed: int) -> dict[int, tuple[bool, float]]:
+def rung_metric(probe: Probe, rung: Any, metric: str) -> str:
+    """The metric a rung is read on: ``val/acc``, or ``test@<L>/acc`` on a ladder of evaluation lengths."""
+    return f"test@{rung}/{metric.split('/', 1)[1]}" if probe.ladder.evaluated else metric
+
+
+def seed_outcomes(
+    rows: pd.DataFrame, metric: str, maximize: bool, per_seed: int, threshold: float | None = None
+) -> dict[int, tuple[bool, float]]:
     """seed -> (solved by its best run, the metric of its best run) for the seeds with all ``per_seed``
-    runs of the rung finished (a seed still missing one is left out: its best is not known yet)."""
+    runs of the rung finished (a seed still missing one is left out: its best is not known yet). Solved
+    is results.json's ``solved``, or, given a ``threshold``, the metric meeting it (a test length's)."""
     out = {}
     col = FINAL + metric
     for seed, g in rows.groupby("seed"):
         if len(g) < per_seed:
             continue
-        values = pd.to_numeric(g[col], errors="coerce") if col in g.columns else pd.Series(dtype=float)
-        values = values[(g["status"] == "completed").to_numpy()].dropna()
-        best = (values.max() if maximize else values.min()) if len(values) else math.nan
-        solved = bool(((g["status"] == "completed") & g["solved"].fillna(False).astype(bool)).any())
+        completed = (g["status"] == "completed").to_numpy()
+        values = pd.to_numeric(g[col], errors="coerce") if col in g.columns else pd.Series(math.nan, index=g.index)
+        best_values = values[completed].dropna()
+        best = (best_values.max() if maximize else best_values.min()) if len(best_values) else math.nan
+        if threshold is None:
+            solved = bool((completed & g["solved"].fillna(False).astype(bool).to_numpy()).any())
+        else:
+            meets = values >= threshold if maximize else values <= threshold
+            solved = bool((completed & meets.fillna(False).to_numpy()).any())
         out[int(seed)] = (solved, float(best))
     return out
 
@@ -77,9 +96,17 @@ def seed_frontiers(solved: list[dict[int, bool]], seeds: list[int]) -> tuple[dic
     return fronts, gaps
 
 
+def skipped_seeds(rows: pd.DataFrame) -> set[int]:
+    """The seeds of a rung's rows that the ladder did not train (each of their runs skipped)."""
+    if rows.empty:
+        return set()
+    return {int(seed) for seed, g in rows.groupby("seed") if (g["status"] == SKIPPED).all()}
+
+
 def rung_summary(
-    rung: Any, outcomes: dict[int, tuple[bool, float]], metric: str, baseline: float, level: float
+    rung: Any, outcomes: dict[int, tuple[bool, float]], metric: str, baseline: float, level: float, skipped: int = 0
 ) -> CardRung:
+    """A rung over the seeds trained on it (``skipped``: seeds not trained, having failed an easier rung)."""
     shares = Estimate(tuple(float(ok) for ok, _ in outcomes.values()), "rate").interval(level)
     _, bounds = metric_scale(metric)
     values = tuple(v for _, v in outcomes.values() if math.isfinite(v))
@@ -94,6 +121,7 @@ def rung_summary(
         lo=iv.lo,
         hi=iv.hi,
         baseline=baseline,
+        **({"skipped": skipped} if skipped else {}),
     )
 
 
@@ -128,12 +156,15 @@ def failures(table: pd.DataFrame, probe: Probe) -> list[str]:
     failed = table[table["state"] == "FAIL"]
     if "superseded" in failed.columns:
         failed = failed[~failed["superseded"].fillna(False).astype(bool)]
-    col = PARAM + "task." + probe.ladder.key
+    col = PARAM + probe.ladder.setting
     out = []
     for _, g in failed.groupby("trial", sort=True):
         row = g.iloc[0]
-        rung = row[col] if col in g.columns else "?"
         reason = " ".join(str(row["fail_reason"] or "unknown").split())[:160]
+        if probe.ladder.evaluated:  # one run is every rung
+            out.append(f"a run tested at every length: {reason}")
+            continue
+        rung = row[col] if col in g.columns else "?"
         out.append(f"{probe.ladder.key} {rung}: {reason}")
     return list(dict.fromkeys(out))
 
@@ -153,11 +184,15 @@ def probe_entry(
     """The card entry of one probe for one model from its study table; ``per_seed``: runs per seed and
     rung (learning rates x weight decays)."""
     rungs, solved = [], []
+    threshold = probe.stop_at if probe.ladder.evaluated else None
     for rung in probe.ladder.rungs:
         rows = rung_rows(table, probe, rung)
-        outcomes = seed_outcomes(rows, metric, maximize, per_seed)
-        solved.append({s: ok for s, (ok, _) in outcomes.items()})
-        rungs.append(rung_summary(rung, outcomes, metric, _median(rows, BASELINE + metric), level))
+        read = rung_metric(probe, rung, metric)
+        outcomes = seed_outcomes(rows, read, maximize, per_seed, threshold)
+        skipped = skipped_seeds(rows)
+        solved.append({s: ok for s, (ok, _) in outcomes.items()})  # a skipped seed: not solved
+        trained = {s: o for s, o in outcomes.items() if s not in skipped}
+        rungs.append(rung_summary(rung, trained, read, _median(rows, BASELINE + metric), level, len(skipped)))
     fronts, gaps = seed_frontiers(solved, seeds)
     mi = median_interval(list(fronts.values()), level)
     ref = rung_rows(table, probe, probe.ladder.reference)
@@ -165,7 +200,7 @@ def probe_entry(
         model=model,
         probe=probe.name,
         study=study,
-        complete=all(r["n"] == len(seeds) for r in rungs),
+        complete=all(r["n"] + r.get("skipped", 0) == len(seeds) for r in rungs),
         failed=failures(table, probe),
         seed_frontiers={str(s): f for s, f in fronts.items()},
         frontier=int(mi.median),

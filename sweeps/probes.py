@@ -1,17 +1,26 @@
 """The probe battery of ``seqbench probe``: which tasks, which difficulty ladders, which budgets.
 
-A **probe** is one task with a **ladder**: one task field (pairs to recall, noise share, delay, facts to
-store ...) stepped from easy to hard, every other field fixed. Each rung is trained with a fixed
-budget for every seed at each of a few learning rates, and a seed solves a rung when its best run
-meets the task's own ``solved`` criterion (the best of a few rates per seed, as MAD and Zoology sweep
-them). The card reports, per probe, where each model stops (``sweeps/frontier.py``).
+A **probe** is one task with a **ladder**: one task field (pairs to recall, positions, bits of parity
+...) stepped from easy to hard, every other field fixed. Each rung is trained with a fixed budget for
+every seed at each of a few learning rates, and a seed solves a rung when its best run meets the
+task's own ``solved`` criterion (the best of a few rates per seed, as MAD and Zoology sweep them). A
+ladder may instead step the **evaluation length** (``EVAL_LENGTHS``): each seed trains once per rate
+at the task's own length and is tested at every rung's length, Delétang et al.'s protocol. The card
+reports, per probe, where each model stops (``sweeps/frontier.py``).
 
 Two **profiles**, like a claim's: ``quick`` decides one small model's battery on 2 CPU cores in about
-ten minutes (tiny widths, three rungs, a few hundred steps, early stop once solved); ``paper`` is
+ten minutes (tiny widths, four to six rungs, a few hundred steps, early stop once solved); ``paper`` is
 MAD's protocol for a GPU (Poli et al. 2024, App. B and the mad-lab code: width 128, two blocks of
 mixer + MLP, batch 128, AdamW with a cosine schedule at rates 1e-4 / 5e-4 / 1e-3 and weight decay 0 /
-0.1, up to 200 epochs of 100 batches), on longer ladders. The battery holds MAD's six tasks plus the
-copy-memory delay of Bai et al. 2018. Pure data: no torch, nothing trained here.
+0.1, up to 200 epochs of 100 batches), on longer ladders with MAD's six tasks plus the copy-memory
+delay of Bai et al. 2018.
+
+The quick battery was re-cut (issue 36) so that its card measures a frontier in most cells and tells
+every pair of shipped models apart: it keeps the MAD probes that did (recall, fuzzy recall, selective
+copying, on longer ladders) and asks the field's live questions instead of the ones no model failed or
+the recall split repeated (compression, memorization, noisy recall and the copy delay, where 46 of
+the old card's 56 cells were censored): state tracking, copying beyond a fixed state, and length
+generalisation. Pure data: no torch, nothing trained here.
 """
 
 from __future__ import annotations
@@ -20,6 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seqbench.bench.core.errors import UserError
+
+# A ladder over this key steps the evaluation length of one training run (``eval.lengths``) instead of a
+# task field: each seed trains once per rate (at the task's own length), and a rung is solved when the
+# test metric at that length meets the probe's ``stop_at`` (the task's own solved threshold).
+EVAL_LENGTHS = "eval.lengths"
 
 
 @dataclass(frozen=True)
@@ -33,6 +47,16 @@ class Ladder:
 
     def phrase(self, rung: Any) -> str:
         return rung_phrase(self.unit, rung)
+
+    @property
+    def evaluated(self) -> bool:
+        """Whether the rungs are evaluation lengths of one training run (``EVAL_LENGTHS``), not task values."""
+        return self.key == EVAL_LENGTHS
+
+    @property
+    def setting(self) -> str:
+        """The dotted setting the rungs step: ``task.n_pairs``, or ``eval.lengths``."""
+        return self.key if self.evaluated else f"task.{self.key}"
 
 
 def rung_phrase(unit: str, rung: Any) -> str:
@@ -57,6 +81,10 @@ class Probe:
     # every task here), so solved rungs leave budget to the hard ones; None trains every run to the end
     stop_at: float | None = 0.95
 
+    def __post_init__(self) -> None:
+        if self.ladder.evaluated and self.stop_at is None:
+            raise ValueError(f"probe {self.name}: a ladder of evaluation lengths needs stop_at, its solved threshold")
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -79,6 +107,10 @@ _SELECT = "copy symbols scattered among blanks, in order (selective copying)"
 _COMPRESS = "reproduce a sequence from one position's state (MAD compression)"
 _MEMORIZE = "store a fixed map in the weights (MAD memorization)"
 _COPY = "hold symbols across a delay (copy memory, Bai et al. 2018)"
+_STATE = "track a state through every prefix: running parity (Merrill et al. 2024, Liu et al. 2023)"
+_COPY_STATE = "copy more symbols than a fixed state holds (Jelassi et al. 2024; copy memory, Arjovsky et al. 2016)"
+_LENGTHS = "trained at length 32, still solve induction heads at longer lengths (Gu & Dao 2023, Tab. 2)"
+
 
 QUICK = Profile(
     name="quick",
@@ -98,57 +130,49 @@ QUICK = Profile(
             "recall",
             "assoc_recall",
             _RECALL,
-            Ladder("n_pairs", (2, 4, 8), "pairs", 4),
-            {"vocab": 32, "length": 24},
+            Ladder("n_pairs", (1, 2, 4, 6, 8, 10), "pairs", 4),
+            {"vocab": 64, "length": 30},
             steps=500,
         ),
         Probe(
             "fuzzy_recall",
             "fuzzy_recall",
             _FUZZY,
-            Ladder("n_pairs", (1, 2, 4), "pairs", 2),
+            Ladder("n_pairs", (1, 2, 4, 8), "pairs", 2),
             {"vocab": 16, "key_len": 2, "value_len": 2},
-            steps=500,
-        ),
-        Probe(
-            "noisy_recall",
-            "noisy_recall",
-            _NOISY,
-            Ladder("noise", (0.25, 0.5, 0.75), "noise ", 0.5),
-            {"vocab": 16, "noise_vocab": 8, "n_pairs": 2},
             steps=500,
         ),
         Probe(
             "selective_copy",
             "selective_copy",
             _SELECT,
-            Ladder("length", (8, 16, 32), "positions", 16),
+            Ladder("length", (8, 16, 32, 64, 128, 256), "positions", 32),
             {"n_symbols": 3, "alphabet": 4},
             steps=500,
         ),
         Probe(
-            "compression",
-            "compression",
-            _COMPRESS,
-            Ladder("length", (2, 4, 8), "symbols", 4),
-            {"alphabet": 4},
-            steps=400,
+            "state_tracking",
+            "parity",
+            _STATE,
+            Ladder("length", (2, 4, 8, 16, 32, 64), "bits", 16),
+            {"length_min": 1, "scored": "every"},
+            steps=500,
         ),
         Probe(
-            "memorization",
-            "memorization",
-            _MEMORIZE,
-            Ladder("n_keys", (64, 256, 1024), "facts", 256),
-            {"length": 16},
-            steps=400,
-        ),  # as many values as keys: each fact is log2(n_keys) bits
-        Probe(
             "copy",
             "copy",
-            _COPY,
-            Ladder("delay", (5, 10, 20), "delay ", 10),
-            {"n_symbols": 3, "alphabet": 4},
+            _COPY_STATE,
+            Ladder("n_symbols", (2, 4, 8, 16, 32, 64, 128), "symbols", 8),
+            {"delay": 4, "alphabet": 4},
             steps=500,
+        ),
+        Probe(
+            "length_generalisation",
+            "induction",
+            _LENGTHS,
+            Ladder(EVAL_LENGTHS, (32, 64, 128, 256, 512, 1024, 2048), "length ", 128),
+            {"vocab": 16, "length": 32},
+            steps=1000,
         ),
     ),
 )

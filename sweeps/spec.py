@@ -22,6 +22,7 @@ Close to W&B sweep configs::
     pruner: {name: median, warmup_steps: 200}   # none | median | hyperband
     trials: 24                    # budget; grid defaults to (and at most) its size
     timeout: 3600                 # seconds per worker before it stops starting trials
+    ladder: {param: task.delay, best_of: [optim.lr]}   # grid: a seed failing a rung skips harder ones
 
 Comparing architectures is the common case, so ``model.name`` and ``task.name`` can be
 swept. A swept name keeps the other fields of ``base.model`` / ``base.task``: put there
@@ -48,6 +49,7 @@ from seqbench.bench.core.errors import UserError, validation_problems
 from seqbench.bench.core.registry import TASKS
 from seqbench.bench.core.schema import Section
 from seqbench.bench.core.settings import load_yaml, set_dotted
+from seqbench.sweeps.ladder import LadderSpec
 from seqbench.sweeps.spec_check import allowed_metrics, check_spec, unknown_field_hint
 
 Scalar = bool | int | float | str | None
@@ -125,6 +127,9 @@ class SweepSpec(Section):
     pruner: Pruner = Field(default_factory=Pruner, description="stop hopeless trials early")
     trials: int | None = Field(None, ge=1, description="budget; grid: the first N points (default all)")
     timeout: float | None = Field(None, gt=0, description="seconds a worker keeps starting trials")
+    ladder: LadderSpec | None = Field(
+        None, description="grid only: a parameter stepped easy to hard; a seed that fails a rung skips the harder ones"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -163,6 +168,18 @@ class SweepSpec(Section):
                 raise ValueError(
                     f"base.{sec}: give a {sec} name or a mapping with name: ... "
                     f"(got {type(node).__name__} {node!r:.40})"
+                )
+        if self.ladder is not None:
+            if self.method != "grid":
+                raise ValueError("ladder: needs method grid (its rungs are grid values, run easiest first)")
+            keys = list(self.parameters)
+            for k in (self.ladder.param, *self.ladder.best_of):
+                if k not in self.parameters:
+                    raise ValueError(f"ladder: {k} is not a grid parameter; choose from {', '.join(keys)}")
+            if keys[0] != self.ladder.param:
+                raise ValueError(
+                    f"ladder.param: {self.ladder.param} must be the first key of parameters: (the grid varies it "
+                    "slowest, so easier rungs run first)"
                 )
         if len(self.metric) > 1 and self.pruner.name != "none":
             raise ValueError("pruner: Optuna cannot prune multi-objective studies; set pruner: none")
@@ -327,7 +344,7 @@ def parse_spec(raw: dict[str, Any], source: str = "") -> SweepSpec:
 
 
 def _spec_fields(loc: tuple) -> list[str] | None:
-    classes: dict[tuple, type[BaseModel]] = {(): SweepSpec, ("pruner",): Pruner}
+    classes: dict[tuple, type[BaseModel]] = {(): SweepSpec, ("pruner",): Pruner, ("ladder",): LadderSpec}
     if len(loc) == 2 and loc[0] == "parameters":
         return list(Param.model_fields)
     if len(loc) == 2 and loc[0] == "metric" or loc == ("metric",):

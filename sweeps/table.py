@@ -10,7 +10,8 @@ verdict shows can be checked against the table. Columns:
   else ``final[metric]`` from results.json) for COMPLETE and FAIL trials; NaN for pruned, running
   and retried trials, whose numbers stay in ``final.*``; ``trial_value:<metric>`` Optuna's value
 - ``status`` (results.json status: completed/diverged/interrupted; ``incomplete`` when the run
-  folder has no results.json yet; ``not-started`` for a trial without runs), ``diverged``, ``solved``
+  folder has no results.json yet; ``not-started`` for a trial without runs; ``skipped`` for a seed the
+  spec's ladder did not train, ``sweeps/ladder.py``), ``diverged``, ``solved``
 - ``final.<key>``, ``best.<key>``, ``baseline.<key>`` from results.json; ``eval.<key>`` from `seqbench eval` records
 - ``steps``, ``train_time_s``, ``wall_time_s``, ``n_params``, ``samples_per_s``, ``task``, ``model``,
   ``tokens_per_s``, ``model_flops_per_s``, ``mfu`` (throughput; absent in older runs)
@@ -46,6 +47,7 @@ from seqbench.bench.core.artifacts import (
     OBJECTIVE,
     PARAM,
     RESULT_PARTS,
+    SKIPPED,
     TRIAL_VALUE,
     eval_metrics,
     read_results,
@@ -226,6 +228,19 @@ def _trial_rows(t: FrozenTrial, objectives: list[Objective], runs: Path, is_supe
         ]
     rows = []
     for i, run_id in enumerate(run_ids):
+        if not run_id:  # a seed the spec's ladder skipped: it failed an easier rung (sweeps/ladder.py)
+            rows.append(
+                {
+                    **base,
+                    "seed": seeds[i] if i < len(seeds) else math.nan,
+                    "run_id": "",
+                    "run_dir": "",
+                    "status": SKIPPED,
+                    "diverged": False,
+                    **{o.column: math.nan for o in objectives},
+                }
+            )
+            continue
         run_dir = runs / run_id
         res = read_results(run_dir)
         row = {

@@ -26,6 +26,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.text import redact
 from seqbench.bench.training import train  # train.train_run looked up per call (tests replace it)
 from seqbench.bench.training.tracking import RunTracker
+from seqbench.sweeps.ladder import failed_rung
 from seqbench.sweeps.liveness import Heartbeat, requeue, this_worker
 from seqbench.sweeps.optuna_adapter import frozen, set_trial_flag
 from seqbench.sweeps.pruning import PruningCallback
@@ -64,7 +65,10 @@ class Replicates:
     """What a trial's seed replicates left so far: one value per seed (None: diverged), their runs, why not."""
 
     per_seed: list[list[float] | None] = field(default_factory=list)
-    run_ids: list[str] = field(default_factory=list)
+    run_ids: list[str] = field(default_factory=list)  # "" for a seed skipped by the ladder
+    skipped: list[int] = field(default_factory=list)  # seeds not trained: they failed an easier rung (ladder:)
+    solved_seeds: list[int] = field(default_factory=list)  # trained seeds meeting the task's solved criterion
+    unsolved_seeds: list[int] = field(default_factory=list)  # trained seeds that did not (diverged included)
     n_diverged: int = 0
     reasons: list[str] = field(default_factory=list)
     state: TrialState = TrialState.COMPLETE
@@ -79,7 +83,7 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
     hb = Heartbeat(study, trial, job.heartbeat)
     with hb:
         try:
-            _run_seeds(trial, spec, job, reps)
+            _run_seeds(study, trial, spec, job, reps)
         except KeyboardInterrupt:
             _set(
                 trial,
@@ -104,8 +108,17 @@ def run_trial(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Jo
     return _tell(study, trial, state, values if state == TrialState.COMPLETE else None)
 
 
-def _run_seeds(trial: optuna.Trial, spec: SweepSpec, job: Job, reps: Replicates) -> None:
-    """Train the configuration once per seed (a retry continues its runs), until a seed is pruned."""
+def _skip(study: optuna.Study, spec: SweepSpec, params: Mapping[str, Scalar], seed: int) -> Any | None:
+    """The easier rung ``seed`` failed, when the spec has a ladder (``sweeps/ladder.py``); else None."""
+    if spec.ladder is None:
+        return None
+    grid = {k: list(p.values or ()) for k, p in spec.parameters.items()}
+    return failed_rung(study.get_trials(deepcopy=False), spec.ladder, grid, params, seed)
+
+
+def _run_seeds(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Job, reps: Replicates) -> None:
+    """Train the configuration once per seed (a retry continues its runs), until a seed is pruned; a
+    seed that failed an easier rung of the spec's ladder is skipped."""
     metrics = spec.metrics()
     params = suggest(trial, spec)
     _set(trial, {"seeds": list(spec.seeds)})
@@ -120,7 +133,14 @@ def _run_seeds(trial: optuna.Trial, spec: SweepSpec, job: Job, reps: Replicates)
         extra["train.threads"] = job.threads
     resume_ids = trial.user_attrs.get("resume_run_ids", [])  # a retry continues its runs
     for i, seed in enumerate(spec.seeds):
-        again = {"run_id": resume_ids[i], "resume": True} if i < len(resume_ids) else {}
+        if (rung := _skip(study, spec, params, seed)) is not None:
+            reps.run_ids.append("")
+            reps.per_seed.append(None)
+            reps.skipped.append(seed)
+            reps.reasons.append(f"seed {seed} skipped: it failed {spec.ladder.param if spec.ladder else ''}={rung}")
+            _set(trial, {"run_ids": reps.run_ids, "skipped": reps.skipped})
+            continue
+        again = {"run_id": resume_ids[i], "resume": True} if i < len(resume_ids) and resume_ids[i] else {}
         cfg = trial_config(spec, params, seed, {**extra, **again})
         if i == 0:
             _set(trial, {"config_hash": cfg.config_hash()})
@@ -134,6 +154,9 @@ def _run_seeds(trial: optuna.Trial, spec: SweepSpec, job: Job, reps: Replicates)
             watch = "val/" + metrics[0].name.split("/", 1)[1]
             cbs.append(PruningCallback(trial, watch, step_offset=i * cfg.train.max_steps))
         r = train.train_run(cfg, argv=job.argv or None, callbacks=cbs, progress=False, tracker=tracker)
+        if r.status is not Status.PRUNED:  # what a ladder reads: did this seed solve the rung
+            (reps.solved_seeds if r.results.get("solved") else reps.unsolved_seeds).append(seed)
+            _set(trial, {"solved_seeds": reps.solved_seeds, "unsolved_seeds": reps.unsolved_seeds})
         if r.status is Status.DIVERGED:
             reps.n_diverged += 1
             reps.reasons.append(f"seed {seed} diverged: {r.reason}")
@@ -167,8 +190,14 @@ def _outcome(
         std = [statistics.stdev(c) if len(c) > 1 else 0.0 for c in cols]
         attrs["mean"], attrs["std"] = (mean, std) if len(metrics) > 1 else (mean[0], std[0])
         values = mean
-    if state == TrialState.COMPLETE and not ok:
+    if reps.skipped:
+        attrs["skipped"] = reps.skipped
+    if state == TrialState.COMPLETE and not ok and len(reps.skipped) == len(reps.per_seed):
+        state = TrialState.PRUNED  # every seed failed an easier rung: nothing to train (ladder:)
+    elif state == TrialState.COMPLETE and not ok:
         state, reasons = TrialState.FAIL, reasons or ["no replicate produced a value"]
+    else:
+        reasons = [r for r in reasons if " skipped: " not in r] if state != TrialState.PRUNED else reasons
     if state == TrialState.COMPLETE and values and not all(math.isfinite(v) for v in values):
         state = TrialState.FAIL
         reasons.append(f"objective is not finite: {values}")

@@ -13,7 +13,7 @@ from scipy import stats as st
 from seqbench.bench.core.card_format import CARD_VERSION, read_card, write_card
 from seqbench.bench.core.stats import median_interval
 from seqbench.sweeps.frontier import BELOW, probe_entry, seed_frontiers
-from seqbench.sweeps.probes import QUICK, Ladder, Probe, rung_phrase, select
+from seqbench.sweeps.probes import EVAL_LENGTHS, QUICK, Ladder, Probe, rung_phrase, select
 
 PROBE = Probe("recall", "assoc_recall", "recall", Ladder("n_pairs", (2, 4, 8), "pairs", 4))
 
@@ -124,20 +124,99 @@ def test_card_json_round_trips_and_refuses_what_it_does_not_declare(tmp_path):
         read_card(path)
 
 
-def test_the_quick_battery_holds_mads_six_tasks_and_the_copy_delay_on_rising_ladders():
-    assert {p.task for p in QUICK.probes} == {
-        "assoc_recall",
-        "fuzzy_recall",
-        "noisy_recall",
-        "selective_copy",
-        "compression",
-        "memorization",
-        "copy",
+def test_the_quick_battery_asks_recall_copying_state_tracking_and_length_generalisation_on_rising_ladders():
+    assert {p.name: p.task for p in QUICK.probes} == {
+        "recall": "assoc_recall",
+        "fuzzy_recall": "fuzzy_recall",
+        "selective_copy": "selective_copy",
+        "state_tracking": "parity",
+        "copy_beyond_state": "duplicate_string",
+        "length_generalisation": "induction",
     }
     for p in QUICK.probes:
         assert list(p.ladder.rungs) == sorted(set(p.ladder.rungs)) and p.ladder.reference in p.ladder.rungs
+    (lengths,) = [p for p in QUICK.probes if p.ladder.evaluated]
+    assert lengths.ladder.rungs[0] == lengths.settings["length"]  # the first rung is the training length
     cut = select(QUICK, ["recall"], 1)[0]
-    assert cut.ladder.rungs == (2,) and cut.ladder.reference == 2
+    assert cut.ladder.rungs == (1,) and cut.ladder.reference == 1
+
+
+LENGTHS = Probe("lengths", "induction", "lengths", Ladder(EVAL_LENGTHS, (32, 64, 128), "length ", 64))
+
+
+def length_table(accs: dict[tuple[int, float], tuple[float, float, float]]) -> pd.DataFrame:
+    """One run per (seed, lr), tested at 32, 64 and 128."""
+    rows = [
+        {
+            "run_id": f"r{s}-{lr}",
+            "seed": s,
+            "param.optim.lr": lr,
+            "status": "completed",
+            "solved": a[0] >= 0.95,
+            "final.val/acc": a[0],
+            **{f"final.test@{n}/acc": v for n, v in zip((32, 64, 128), a)},
+            "baseline.val/acc": 0.06,
+        }
+        for (s, lr), a in accs.items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_a_ladder_of_evaluation_lengths_reads_each_rung_from_one_run_per_rate_at_the_probes_threshold():
+    accs = {
+        (0, 1e-3): (1.0, 0.97, 0.40),  # seed 0 generalises to 64
+        (0, 1e-2): (0.5, 0.5, 0.5),
+        (1, 1e-3): (0.99, 0.94, 0.99),  # seed 1 misses 64 by a hair: frontier 32, a gap at 128
+        (1, 1e-2): (0.2, 0.2, 0.2),
+        (2, 1e-3): (0.3, 0.3, 0.3),
+        (2, 1e-2): (1.0, 1.0, 0.96),  # seed 2 at its other rate: every length
+    }
+    e = probe_entry(
+        length_table(accs), LENGTHS, model="m", study="s", seeds=[0, 1, 2], per_seed=2, metric="val/acc", maximize=True
+    )
+    assert e["seed_frontiers"] == {"0": 1, "1": 0, "2": 2}
+    assert [r["solved"] for r in e["rungs"]] == [3, 2, 2] and e["complete"]
+    assert e["rungs"][1]["mean"] == pytest.approx((0.97 + 0.94 + 1.0) / 3)  # each seed's best at 64
+    assert e["gaps"] == ["seed 1 solved rung 3 above its frontier"]
+
+
+def test_a_ladder_of_evaluation_lengths_is_tested_at_every_rung_and_refuses_a_setting_it_owns():
+    from seqbench.bench.commands.probe_plan import specs
+    from seqbench.bench.core.errors import UserError
+
+    (lengths,) = [p for p in QUICK.probes if p.ladder.evaluated]
+    _, (job,) = specs(["model=lstm"], QUICK, (lengths,))
+    assert job.raw["base"]["eval"]["lengths"] == list(lengths.ladder.rungs) and job.raw["base"]["eval"]["test"]
+    assert list(job.raw["parameters"]) == ["optim.lr"] and job.per_seed == len(QUICK.lrs)
+    with pytest.raises(UserError, match=r"eval.lengths: probe length_generalisation sets it"):
+        specs(["model=lstm", "eval.lengths=[64]"], QUICK, (lengths,))
+    with pytest.raises(ValueError, match="needs stop_at"):
+        Probe("x", "induction", "x", Ladder(EVAL_LENGTHS, (32, 64), "length ", 32), stop_at=None)
+
+
+def test_the_card_counts_its_censored_cells_and_the_pairs_no_probe_tells_apart():
+    from seqbench.reports.card import discrimination, discrimination_text
+
+    def cell(model, probe, f, lo, hi):
+        return {"model": model, "probe": probe, "frontier": f, "lo": lo, "hi": hi}
+
+    card = {
+        "models": [{"label": m} for m in ("a", "b", "c")],
+        "probes": [{"name": "p", "rungs": [1, 2, 4]}, {"name": "q", "rungs": [1, 2, 4]}],
+        "entries": [
+            cell("a", "p", 0, 0, 1),
+            cell("b", "p", 2, 2, 2),  # censored: the top rung; apart from a (1 < 2)
+            cell("c", "p", 1, 1, 2),  # overlaps a and b
+            cell("a", "q", BELOW, BELOW, BELOW),  # censored: below the first
+            cell("b", "q", 1, 0, 1),
+            cell("c", "q", 1, 1, 1),  # apart from a, not from b
+        ],
+    }
+    d = discrimination(card)
+    assert (d["cells"], d["censored"], d["apart"]) == (6, 2, 2)
+    assert d["pairs"] == {"a / b": ["p", "q"], "a / c": ["q"], "b / c": []}
+    assert discrimination_text(card).endswith("2 of 3; not told apart: b / c.")
+    assert "2 of 6 cells (33%)" in discrimination_text(card)
 
 
 def test_a_rung_of_one_reads_singular():
@@ -183,3 +262,15 @@ def test_the_shipped_baseline_card_is_what_make_card_wrote():
     assert {"lstm", "transformer", "attention", "mamba", "s4d", "hyena", "linear_attention"} <= set(labels)
     assert len(card["answer"]) == len(labels) and all(e["complete"] for e in card["entries"])
     assert len(card["entries"]) == len(labels) * len(card["probes"])
+
+
+def test_a_seed_the_ladder_skipped_solves_nothing_there_and_leaves_the_entry_complete():
+    t = table(grid(lambda s, r, lr: r == 2 or s == 0))
+    skip = (t["seed"] == 1) & (t["param.task.n_pairs"] == 8)  # seed 1 failed rung 4: rung 8 never trained
+    t.loc[skip, ["status", "run_id"]] = ["skipped", ""]
+    t.loc[skip, "final.val/acc"] = math.nan
+    e = probe_entry(t, PROBE, model="m", study="s", seeds=[0, 1, 2], per_seed=2, metric="val/acc", maximize=True)
+    assert e["complete"] and e["seed_frontiers"] == {"0": 2, "1": 0, "2": 0}
+    r8 = e["rungs"][2]
+    assert (r8["n"], r8["skipped"], r8["solved"]) == (2, 1, 1) and "skipped" not in e["rungs"][1]
+    assert r8["mean"] == pytest.approx(0.75)  # seeds 0 (1.0) and 2 (0.5): the skipped seed has no number

@@ -288,3 +288,52 @@ def test_storage_urls_and_redaction(tmp_path, capsys):
     with pytest.raises(UserError) as e:
         open_storage("postgresql://bob:s3cret@127.0.0.1:1/none")
     assert "s3cret" not in str(e.value) and "bob:***@" in str(e.value)
+
+
+def test_a_ladder_skips_the_harder_rungs_of_a_seed_that_failed_one_at_every_rate(tmp_path, monkeypatch):
+    """``ladder:`` (sweeps/ladder.py): seed 0 fails the first rung, seed 1 solves it at one rate only and
+    fails the second; neither trains on the third, whose trials are PRUNED, and the table says skipped."""
+    import seqbench.bench.training.train
+    from seqbench.sweeps.table import build_table, runs_root
+
+    real_run = seqbench.bench.training.train.train_run
+    solves = {(1, 2, 1e-2)}  # (seed, delay, lr) that meet the task's criterion
+    trained = []
+
+    def judged_run(cfg, **kw):
+        trained.append((cfg.seed, cfg.task.delay, cfg.optim.lr))
+        r = real_run(cfg, **kw)
+        r.results["solved"] = (cfg.seed, cfg.task.delay, cfg.optim.lr) in solves
+        return r
+
+    monkeypatch.setattr(seqbench.bench.training.train, "train_run", judged_run)
+    out = tmp_path / "out"
+    p = write_spec(
+        tmp_path,
+        parameters={"task.delay": {"values": [2, 3, 4]}, "optim.lr": {"values": [1e-3, 1e-2]}},
+        seeds=[0, 1],
+        ladder={"param": "task.delay", "best_of": ["optim.lr"]},
+    )
+    assert main(["sweep", str(p), "--out-dir", str(out)]) == 0
+    assert sorted(trained) == sorted([(s, 2, lr) for s in (0, 1) for lr in (1e-3, 1e-2)] + [(1, 3, 1e-3), (1, 3, 1e-2)])
+    st = load(out, "tiny")
+    by = {(t.params["task.delay"], t.params["optim.lr"]): t for t in st.get_trials()}
+    assert by[(3, 1e-3)].state == TrialState.COMPLETE and by[(3, 1e-3)].user_attrs["skipped"] == [0]
+    assert by[(3, 1e-3)].user_attrs["run_ids"][0] == "" and by[(3, 1e-3)].user_attrs["unsolved_seeds"] == [1]
+    assert {by[(4, lr)].state for lr in (1e-3, 1e-2)} == {TrialState.PRUNED}
+    assert "seed 0 skipped: it failed task.delay=2" in by[(4, 1e-2)].user_attrs["prune_reason"]
+    assert "seed 1 skipped: it failed task.delay=3" in by[(4, 1e-2)].user_attrs["prune_reason"]
+    table = build_table(st, runs_root(st, out))
+    rows = table[table["param.task.delay"] == 4]
+    assert sorted(rows["seed"]) == [0, 0, 1, 1] and set(rows["status"]) == {"skipped"}
+    with pytest.raises(Exception, match="ladder.param: optim.lr must be the first key"):
+        from seqbench.sweeps.spec import load_spec
+
+        load_spec(
+            write_spec(
+                tmp_path,
+                "bad",
+                parameters={"task.delay": {"values": [2, 3]}, "optim.lr": {"values": [1e-3]}},
+                ladder={"param": "optim.lr"},
+            )
+        )

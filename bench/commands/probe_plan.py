@@ -180,13 +180,23 @@ def study_spec(probe: Probe, model: ProbedModel, p: Plan, prof: Profile) -> dict
     metric, maximize = metric_of(probe)
     if "train.early_stop" not in p.common and probe.stop_at is not None:  # a solved run stops: budget for the rest
         flat["train.early_stop"] = {"metric": metric, "threshold": probe.stop_at}
-    params: dict[str, Any] = {
-        f"task.{probe.ladder.key}": {"values": list(probe.ladder.rungs)},
-        "optim.lr": {"values": p.lrs},
-    }
+    params: dict[str, Any] = {"optim.lr": {"values": p.lrs}}
+    ladder = None
+    if probe.ladder.evaluated:  # one training per seed and rate, tested at every rung's length
+        given = [k for k in ("eval.test", "eval.lengths") if k in p.common]
+        if given:
+            raise UserError(
+                f"{given[0]}: probe {probe.name} sets it (its ladder is the evaluation lengths "
+                f"{', '.join(map(str, probe.ladder.rungs))}); leave it out, or choose other probes with --probes"
+            )
+        flat.update({"eval.test": True, "eval.lengths": list(probe.ladder.rungs)})
+    else:
+        params = {probe.ladder.setting: {"values": list(probe.ladder.rungs)}, **params}
     if len(prof.weight_decays) > 1 and "optim.weight_decay" not in p.common:
         params["optim.weight_decay"] = {"values": list(prof.weight_decays)}
-    question = f"Probe {probe.name} ({probe.skill}): where does {model.label} stop on task.{probe.ladder.key}?"
+    if not probe.ladder.evaluated:  # a seed that fails a rung at every rate is not trained on harder ones
+        ladder = {"param": probe.ladder.setting, "best_of": [k for k in params if k != probe.ladder.setting]}
+    question = f"Probe {probe.name} ({probe.skill}): where does {model.label} stop on {probe.ladder.setting}?"
     raw = {
         "question": question,
         "base": compose({}, flat).data,
@@ -194,6 +204,7 @@ def study_spec(probe: Probe, model: ProbedModel, p: Plan, prof: Profile) -> dict
         "metric": {"name": metric, "goal": "maximize" if maximize else "minimize"},
         "parameters": params,
         "seeds": p.seeds,
+        **({"ladder": ladder} if ladder else {}),
     }
     parse_spec(raw, source=f"probe {probe.name} x {model.label}")  # every grid point's config built: fails now
     return raw
@@ -224,7 +235,7 @@ class Job:
     def per_seed(self) -> int:
         """Runs per seed and rung: the grid's other axes (learning rates, weight decays)."""
         axes = self.raw["parameters"].items()
-        return math.prod(len(v["values"]) for k, v in axes if k != f"task.{self.probe.ladder.key}")
+        return math.prod(len(v["values"]) for k, v in axes if k != self.probe.ladder.setting)
 
 
 def specs(settings: Sequence[str], prof: Profile, probes: tuple[Probe, ...]) -> tuple[Plan, list[Job]]:

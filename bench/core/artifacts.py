@@ -63,6 +63,7 @@ FINAL = "final."  # results.json ``final``: final.val/acc, final.test@40/acc
 BEST = "best."  # results.json ``best``
 BASELINE = "baseline."  # results.json ``baseline`` (the memoryless baseline): baseline.val/acc
 EVAL = "eval."  # `seqbench eval` records (evals/<n>.json), the latest per key: eval.test@400/acc
+SKIPPED = "skipped"  # a study table's status for a seed a sweep's ladder did not train (sweeps/ladder.py)
 RESULT_PARTS = ("final", "best", "baseline")  # the results.json mappings that become FINAL/BEST/BASELINE columns
 OBJECTIVE = "objective:"  # the run's objective value: objective:val/acc
 TRIAL_VALUE = "trial_value:"  # Optuna's value of the run's trial
@@ -345,7 +346,10 @@ class StudyAttrs(TypedDict, total=False):
 
 
 class TrialAttrs(TypedDict, total=False):
-    run_ids: list[str]  # one per seed replicate started, in seed order
+    run_ids: list[str]  # one per seed replicate started, in seed order ("" for a seed the ladder skipped)
+    skipped: list[int]  # seeds not trained: they failed an easier rung of the spec's ladder (sweeps/ladder.py)
+    solved_seeds: list[int]  # trained seeds whose run met the task's solved criterion
+    unsolved_seeds: list[int]  # trained seeds whose run finished without (diverged included)
     seeds: list[int]
     per_seed: list[Any]  # objective per seed (a list per seed when multi-objective); None = diverged
     mean: Any  # float, or a list per objective

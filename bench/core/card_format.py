@@ -19,7 +19,8 @@ class CardRung(TypedDict, total=False):
     """One rung of one probe for one model, over its seeds, each seed at its best learning rate."""
 
     rung: Any  # the ladder field's value
-    n: int  # seeds with every run of the rung finished
+    n: int  # seeds with every run of the rung finished (trained on it)
+    skipped: int  # seeds not trained on it: they failed an easier rung (absent: none)
     solved: int  # seeds whose best run meets the task's `solved` criterion
     share_lo: float  # exact (Clopper-Pearson) interval of the share of seeds solving, at the card's level
     share_hi: float
