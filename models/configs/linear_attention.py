@@ -31,7 +31,17 @@ from pydantic import Field, field_validator
 from seqbench.bench.core.registry import MIXERS
 from seqbench.models.configs.mixer import MixerConfig, heads_divide_width, heads_problem
 
-CHUNK = 64  # positions per chunk of the causal form: big enough for matrix products, small enough for memory
+# Most positions per chunk of the causal form: one chunk up to T = 512 (its Taylor weights cost C·f per
+# position, the sums across chunks 2·F·Dv: at f = 16 one chunk is the cheaper up to C ~ 500); small enough
+# for memory (the weights of one chunk are B·H·C² numbers).
+CHUNK = 512
+
+
+def chunking(T: int) -> tuple[int, int]:
+    """(chunks, positions per chunk) of the causal form at length T: as few chunks as CHUNK allows, of
+    equal size, so padding to whole chunks adds fewer than one position per chunk."""
+    n = math.ceil(T / CHUNK)
+    return n, math.ceil(T / n)
 
 
 @MIXERS.config("linear_attention")
@@ -73,9 +83,10 @@ class LinearAttentionConfig(MixerConfig):
 
     def forward_macs(self, d_model: int, T: int) -> int:
         """The causal (chunked) form: q and k projections to H·f, v and out projections (d x d), then per
-        head and chunk of C positions the scores φ(Q)φ(K)ᵀ (C·C·F), their weighted sum of values
-        (C·C·Dv), the chunk's state φ(K)ᵀV (C·F·Dv) and the queries against the state before the chunk
-        (C·F·Dv), where Dv = d/H + 1 (a column of ones carries the normaliser). T is padded to whole
+        head and chunk of C positions the scores (C·C·f for Taylor, whose weights are a polynomial of
+        q·k; C·C·F as φ(Q)φ(K)ᵀ for elu), their weighted sum of values (C·C·Dv) and, when there is more
+        than one chunk, the chunk's state φ(K)ᵀV (C·F·Dv) and the queries against the state before the
+        chunk (C·F·Dv), where Dv = d/H + 1 (a column of ones carries the normaliser). T is padded to whole
         chunks. The short convolution, if any, adds T·d·taps. The bidirectional form (causal=False) costs
         2·H·T·F·Dv instead of the chunk terms."""
         problem = heads_problem(d_model, self.n_heads)
@@ -83,7 +94,8 @@ class LinearAttentionConfig(MixerConfig):
             raise ValueError(f"model.mixer_args.n_heads: {problem}")
         d, H, f, F = d_model, self.n_heads, self.feature_dim, self.feature_size()
         dv = d // H + 1
-        C = min(CHUNK, T)
-        n_chunks = math.ceil(T / C)
+        n_chunks, C = chunking(T)
         projections = T * (2 * d * H * f + 2 * d * d + d * self.short_conv)
-        return projections + H * n_chunks * C * (C * F + C * dv + 2 * F * dv)
+        scores = f if self.feature_map == "taylor" else F
+        sums = 2 * F * dv if n_chunks > 1 else 0
+        return projections + H * n_chunks * C * (C * scores + C * dv + sums)
