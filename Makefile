@@ -27,8 +27,10 @@ demo: venv
 
 # The shipped claims (sweeps/claims/*.yaml) at their quick profile: the 23 without a mamba training run took
 # 71 min in all on 2 quiet CPU cores (fresh clone, Nov 26 2026; 20 s-9.5 min each), the three mamba claims
-# 53-90 min each more (mambapy's scan on a CPU); issue 36's five claims 49 min more (290-1117 s each, fresh
-# clones of a180877 and 080cfde, Nov 27 2026, --workers 2, load 2-3):
+# 53-90 min each more (mambapy's scan on a CPU, before the chunked scan of models/mamba.py: not re-measured);
+# issue 36's five claims 49 min more (290-1117 s each, fresh clones of a180877 and 080cfde, Nov 27 2026,
+# --workers 2, load 2-3), and its two later ones (copy_beyond_state 707 s, parity_state_mixers 775 s, one
+# worker each beside the baseline card, load 3-4):
 # verdict table printed, outputs/verify/index.html + verify.md. Re-running continues the studies.
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2
@@ -43,9 +45,10 @@ verdicts:
 	$(PYTHON) benchmarks/verdicts.py $(VERIFY_MD)
 
 # The baseline capability card of the shipped models (`seqbench probe`, quick profile) into
-# outputs/cards/baseline/, then its card.json and card.md into benchmarks/card/ to ship them. On 2 quiet CPU
-# cores one model's battery takes 2-3 minutes (LSTM 102 s, hyena 167 s), mamba's 18 minutes (mambapy's scan),
-# all eight about an hour; a GPU machine: `ONLY=card bash benchmarks/gpu_checklist.sh`. Re-running continues.
+# outputs/cards/baseline/, then its card.json and card.md into benchmarks/card/ to ship them. On 2 CPU cores
+# (Nov 27 2026, load 2-4) all eight took 64 min plus 8 of reused studies: one model's battery 1.7-7.2 minutes,
+# mamba's 13.6, linear attention's 41 (docs/probe.md has each); a GPU machine:
+# `ONLY=card bash benchmarks/gpu_checklist.sh`. Re-running continues.
 CARD_MODELS ?= model=lstm model=transformer model=tcn model.n_levels=4 \
 	model=stack model.mixer=attention model.pos_encoding=alibi \
 	model=stack model.mixer=mamba,s4d,linear_attention,hyena

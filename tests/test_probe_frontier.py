@@ -259,9 +259,24 @@ def test_the_shipped_baseline_card_is_what_make_card_wrote():
     card = read_card(folder / "card.json")
     assert (folder / "card.md").read_text() == card_md(card)
     labels = [m["label"] for m in card["models"]]
-    assert {"lstm", "transformer", "attention", "mamba", "s4d", "hyena", "linear_attention"} <= set(labels)
+    assert {"lstm", "transformer", "attention[pos_encoding=alibi]", "mamba", "s4d", "hyena", "linear_attention"} <= set(
+        labels
+    )
     assert len(card["answer"]) == len(labels) and all(e["complete"] for e in card["entries"])
     assert len(card["entries"]) == len(labels) * len(card["probes"])
+    assert [p["name"] for p in card["probes"]] == [p.name for p in QUICK.probes]  # the battery it ships with
+
+
+def test_the_shipped_baseline_card_measures_most_frontiers_and_tells_every_pair_of_models_apart():
+    """Issue 36's bar for the card: at most 20% of cells censored, and every pair of shipped models told
+    apart by at least one probe whose frontier intervals do not overlap."""
+    from seqbench.bench.core.card_format import read_card
+    from seqbench.reports.card import discrimination
+    from tests.helpers import REPO
+
+    d = discrimination(read_card(REPO / "benchmarks" / "card" / "card.json"))
+    assert d["censored"] <= 0.2 * d["cells"]
+    assert d["apart"] == len(d["pairs"]) == 28, [pair for pair, probes in d["pairs"].items() if not probes]
 
 
 def test_a_seed_the_ladder_skipped_solves_nothing_there_and_leaves_the_entry_complete():
