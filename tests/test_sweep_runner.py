@@ -215,11 +215,13 @@ def test_two_workers_share_a_grid_without_duplicates_or_gaps(tmp_path):
 @pytest.mark.slow  # process start-up dominates: ~30 s on an idle 2-core machine
 def test_sigkill_mid_study_then_rerun_retries_the_stuck_trial_and_meets_the_budget(tmp_path, capsys):
     out = tmp_path / "out"
-    # the middle grid point trains long enough to be caught running
+    # the middle grid point trains long enough to be caught running, and still be running a second later, on
+    # a fast quiet machine too (1000 steps of batch 4 once finished inside that second)
+    steps = 6000
     p = write_spec(
         tmp_path,
-        parameters={"train.max_steps": {"values": [4, 1000, 6]}},
-        base={**TINY_BASE, "train": {**TINY_BASE["train"], "val_every": 50}},
+        parameters={"train.max_steps": {"values": [4, steps, 6]}},
+        base={**TINY_BASE, "train": {**TINY_BASE["train"], "val_every": 50, "batch_size": 32}},
     )
     args = (str(p), "--out-dir", str(out), "--heartbeat", "0.5")
     proc = sweep_cli(*args, start_new_session=True)
@@ -249,12 +251,12 @@ def test_sigkill_mid_study_then_rerun_retries_the_stuck_trial_and_meets_the_budg
     assert after[1].state == TrialState.FAIL and after[1].user_attrs["retried"]
     assert "on this machine has exited" in after[1].user_attrs["fail_reason"]  # known at once: no grace waited
     retry = [t for t in after if t.user_attrs.get("retry_of") == 1]
-    assert len(retry) == 1 and retry[0].state == TrialState.COMPLETE and retry[0].params == {"train.max_steps": 1000}
+    assert len(retry) == 1 and retry[0].state == TrialState.COMPLETE and retry[0].params == {"train.max_steps": steps}
     run_id = after[1].user_attrs["run_ids"][0]  # the retry continued the killed run's folder
     assert retry[0].user_attrs["run_ids"] == [run_id]
     res = json.loads((out / "runs" / run_id / "results.json").read_text())
-    assert res["status"] == "completed" and res["steps"] == 1000
-    assert grid_points(load(out, "tiny")) == sorted(json.dumps({"train.max_steps": n}) for n in (4, 1000, 6))
+    assert res["status"] == "completed" and res["steps"] == steps
+    assert grid_points(load(out, "tiny")) == sorted(json.dumps({"train.max_steps": n}) for n in (4, steps, 6))
     assert "worker lost" in text
 
 
