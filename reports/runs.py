@@ -210,7 +210,7 @@ def listing(shown: pd.DataFrame, all_runs: pd.DataFrame, sort: str | None) -> st
             str(r["run_id"]),
             str(r["task"]),
             str(r["model"]),
-            " ".join(f"{c[len(CONFIG_KEY) :]}={r[c]}" for c in settings if c in r and _present(r[c])),
+            " ".join(f"{c[len(CONFIG_KEY) :]}={_setting(r[c])}" for c in settings if c in r and _present(r[c])),
             _int(r.get("seed")),
             str(r["status"]),
             f"{pm} {val:.4g}" if isinstance(pm, str) and _present(val) else MISSING,
@@ -225,6 +225,14 @@ def listing(shown: pd.DataFrame, all_runs: pd.DataFrame, sort: str | None) -> st
 
 def _present(v: Any) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def _setting(v: Any) -> str:
+    """A config value as typed: a whole number stays whole (a column with a missing value is float in
+    pandas, so ``kernel_size`` 8 reads 8.0 there), other floats as Python writes them."""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
 
 
 def _int(v: Any) -> str:
