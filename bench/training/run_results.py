@@ -5,20 +5,29 @@ throughput and model FLOP/s, where it trained, provenance (``assemble_results``,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from seqbench.bench.config import RunConfig
 from seqbench.bench.core import artifacts
 from seqbench.bench.core.artifacts import Results, Status
 from seqbench.bench.core.contract import TaskSpec
 from seqbench.bench.core.lengths import LengthCurve, length_curve
+from seqbench.bench.training.callbacks import TrainClock
 from seqbench.bench.training.flops import flops_per_token, peak_flops
 from seqbench.bench.training.module import SeqModule
 from seqbench.bench.training.tracking import RunTracker
 from seqbench.tasks.base import Task
 
-if TYPE_CHECKING:
-    from seqbench.bench.training.train import Fitted
+
+@dataclass
+class Fitted:
+    """What ``bench.training.train``'s fit leaves for evaluation and the results file."""
+
+    status: Status
+    reason: str | None
+    steps: int
+    clock: TrainClock
+    facts: Results = field(default_factory=Results)  # where it trained (DeviceFacts): device, precision, world_size ...
 
 
 def best_of(cfg: RunConfig, rows: Sequence[artifacts.MetricsRow]) -> dict[str, float]:

@@ -14,7 +14,7 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytorch_lightning as pl
@@ -40,7 +40,7 @@ from seqbench.bench.training.callbacks import (
 from seqbench.bench.training.diagnostics import GradientDiagnostics
 from seqbench.bench.training.distributed import check_shared_run_id, launch, needs_launch
 from seqbench.bench.training.module import CHECK_EVERY, SeqModule
-from seqbench.bench.training.run_results import assemble_results, n_params
+from seqbench.bench.training.run_results import Fitted, assemble_results, n_params
 from seqbench.bench.training.tracking import RunTracker
 from seqbench.tasks.base import Task
 
@@ -161,17 +161,6 @@ def resume_command(tracker: RunTracker) -> str:
 
 
 # -- one process ----------------------------------------------------------------------------------
-
-
-@dataclass
-class Fitted:
-    """What ``fit`` leaves for evaluation and the results file."""
-
-    status: Status
-    reason: str | None
-    steps: int
-    clock: TrainClock
-    facts: Results = field(default_factory=Results)  # where it trained (DeviceFacts): device, precision, world_size ...
 
 
 def run_in_process(
