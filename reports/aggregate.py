@@ -20,8 +20,7 @@ import numpy as np
 import pandas as pd
 
 from seqbench.bench.core.artifacts import FINAL, PARAM
-from seqbench.bench.core.stats import Interval, mean_ci, metric_bounds
-from seqbench.bench.core.text import MISSING
+from seqbench.bench.core.seed_tests import fmt_summary, summarize
 from seqbench.sweeps.table import Objective, outcomes
 
 LENGTH_KEYS = ("task.delay", "task.length", "task.seq_len", "task.max_len", "task.n_pairs")
@@ -86,19 +85,22 @@ def finite_values(s: pd.Series) -> pd.Series:
     return s[np.isfinite(s)]
 
 
-def cell_stats(g: pd.DataFrame, col: str) -> dict[str, float]:
-    """mean, std (ddof=1), 95% Student-t interval ``lo``/``hi`` (NaN below two runs), n finite runs and
-    diverged runs of a group (``bench.core.stats.mean_ci``, so every report states the same interval), the
-    interval inside the metric's range (an accuracy's in [0, 1]: ``stats.metric_bounds``)."""
+def cell_stats(g: pd.DataFrame, col: str) -> dict[str, Any]:
+    """A group's runs of ``col`` as ``seqbench verify`` states a configuration
+    (``bench.core.seed_tests.summarize``, so every report states the same interval): ``mean`` (the
+    geometric mean for a loss-like metric, the share at 1 when an accuracy's seeds all scored 0 or 1),
+    its 95% interval ``lo``/``hi`` (NaN below two runs and when every run tied: no zero-width interval),
+    the plain ``std`` (ddof=1), n finite runs, diverged runs and ``form`` (how ``fmt_ci`` writes it)."""
     v = finite_values(g[col]) if col in g else pd.Series(dtype=float)
-    ci = mean_ci(v.tolist(), bounds=metric_bounds(col))
+    s = summarize(col, v.tolist())
     return {
-        "mean": ci.mean,
-        "std": ci.std,
-        "lo": ci.lo,
-        "hi": ci.hi,
-        "n": ci.n,
+        "mean": s.value,
+        "std": s.std,
+        "lo": s.lo,
+        "hi": s.hi,
+        "n": s.n,
         "diverged": int(g["diverged"].fillna(False).astype(bool).sum()),
+        "form": s.form,
     }
 
 
@@ -130,8 +132,9 @@ def _best(t: pd.DataFrame, obj: Objective) -> pd.Series | None:
 def summary_table(df: pd.DataFrame, obj: Objective) -> pd.DataFrame:
     """Best configuration at every level of the architecture and of every swept factor.
 
-    ``best`` is the trial with the best seed-mean at that level (its mean, 95% interval, std and seed count);
-    ``all runs`` is the mean over every run at that level; ``diverged`` counts runs at the level.
+    ``best`` is the trial with the best seed-mean at that level (its mean, 95% interval, std, seed count and
+    ``form``: ``fmt_ci``'s); ``all runs`` is the mean over every run at that level (geometric for a
+    loss-like metric, as ``cell_stats``); ``diverged`` counts runs at the level.
     """
     trials = per_trial(df, obj)
     factors = [c for c in [arch_column(df)] if c] + [c for c in swept(df) if c != arch_column(df)]
@@ -155,6 +158,7 @@ def summary_table(df: pd.DataFrame, obj: Objective) -> pd.DataFrame:
                     "best std": best["std"] if best is not None else math.nan,
                     "best lo": best["lo"] if best is not None else math.nan,
                     "best hi": best["hi"] if best is not None else math.nan,
+                    "best form": best["form"] if best is not None else "empty",
                     "seeds": int(best["n"]) if best is not None else 0,
                     "best trial": int(best["trial"]) if best is not None else None,
                     "best config": ", ".join(f"{k}={v}" for k, v in other.items()),
@@ -172,11 +176,14 @@ def top_trials(df: pd.DataFrame, obj: Objective, k: int = 10) -> pd.DataFrame:
     return t.head(k).rename(columns={**{c: label(c) for c in t.columns}, "n": "seeds scored"})
 
 
-def fmt_ci(mean: float, lo: float, hi: float, n: int, digits: int = 3) -> str:
-    """``0.731 [0.702, 0.760] n=5``, or ``0.731 (n=1, no interval)``: the interval and n, always together."""
-    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
-        return MISSING
-    return Interval(float(mean), float(lo), float(hi), int(n), math.nan).fmt(digits)
+def fmt_ci(mean: float, lo: float, hi: float, n: int, digits: int = 3, form: str | None = None) -> str:
+    """``0.731 [0.702, 0.760] n=5``, ``0.731 (n=1, no interval)``, ``1 on all 3 seeds`` (tied: no interval),
+    ``geo-mean 0.12 [0.09, 0.16] n=5`` or ``2/3 seeds at 1 [0.0943, 0.992] n=3`` (``form``, from
+    ``cell_stats``; without it, a linear mean, or tied where n >= 2 has no interval): the interval and n
+    always together (``bench.core.seed_tests.fmt_summary``)."""
+    m = math.nan if mean is None else float(mean)
+    form = form if isinstance(form, str) else "linear"
+    return fmt_summary(form, m, float(lo), float(hi), int(n) if n == n else 0, digits)
 
 
 # -- what the runs recorded beyond the objective --------------------------------------------

@@ -226,7 +226,7 @@ def card_md(card: Card) -> str:
                 f"{r['solved']}/{r['n']}",
                 f"[{r['share_lo']:.2f}, {r['share_hi']:.2f}]",
                 _num(r["mean"]),
-                f"[{_num(r['lo'])}, {_num(r['hi'])}]",
+                _metric_interval(r),
                 _num(r["baseline"]),
             ]
             for r in e["rungs"]
@@ -239,6 +239,14 @@ def card_md(card: Card) -> str:
             "",
         ]
     return "\n".join(out)
+
+
+def _metric_interval(r: CardRung) -> str:
+    """The metric's t interval over a rung's seeds, or ``none: 3 seeds tied`` where every seed scored the same
+    (a zero-width [1.000, 1.000] would read as certainty; the share of seeds solving states the rung)."""
+    if r["n"] >= 2 and math.isfinite(r["lo"]) and r["lo"] == r["hi"]:
+        return f"none: {r['n']} seeds tied"
+    return f"[{_num(r['lo'])}, {_num(r['hi'])}]"
 
 
 def _setting(p: dict[str, Any]) -> str:

@@ -2,14 +2,20 @@
 
 Two trials whose swept settings differ in exactly one key, run on the same seeds, saw the same
 data streams (batches come from ``(seed, split, index)``), so their per-seed results pair up and
-a paired test (``bench.core.stats.paired``) removes the seed-to-seed spread a two-sample test would
-carry. For each swept key and each setting of the other keys, every level is compared with the
-best level (all pairs when there are at most ``ALL_PAIRS_UP_TO`` levels), one statement each::
+a paired test removes the seed-to-seed spread a two-sample test would carry. The test is the one
+``seqbench verify`` judges that kind of metric with (``bench.core.seed_tests.pair_test``): per seed
+for a bounded metric (the share of seeds ahead, its exact interval, an exact sign test), the ratio for
+a loss-like one (t on the log ratios), the paired t otherwise. For each swept key and each setting of
+the other keys, every level is compared with the best level (all pairs when there are at most
+``ALL_PAIRS_UP_TO`` levels), one statement each::
 
-    lstm vs rnn at task.delay=40: +0.73 val/acc, 95% CI [0.61, 0.85], p=0.0004 (Wilcoxon p=0.06), d=4.1, n=5
+    transformer vs rnn at task.delay=12: transformer ahead on 3 of 3 seeds (share [0.292, 1], +0.781 val/acc),
+    sign test p=0.25: n=3 cannot decide at 5%
+    lstm vs rnn at task.length=100: x0.41 val/mse (geometric mean of the per-seed ratios), 95% CI [0.3, 0.56],
+    paired t on log ratios p=0.0012, n=5
 
-The difference is always the better level minus the other (by the study's goal), so for a
-minimised metric it is negative. Pure functions of the report's run table (``sweeps.table``).
+The better level (by the study's goal, on the seeds' mean: ``seed_tests.summarize``) comes first, so a
+difference for a minimised metric is negative. Pure functions of the report's run table (``sweeps.table``).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from seqbench.bench.core.artifacts import BASELINE, PARAM
-from seqbench.bench.core.stats import Paired, mean_ci, metric_bounds, paired
+from seqbench.bench.core.seed_tests import SIGN, PairTest, pair_test, sign_test_note, summarize
 from seqbench.reports.aggregate import fmt_ci, label, levels, per_trial, swept
 from seqbench.sweeps.table import Objective
 
@@ -43,28 +49,17 @@ class Comparison:
     b: Any
     context: tuple[tuple[str, Any], ...]
     metric: str
-    result: Paired
+    result: PairTest
+
+    @property
+    def winner(self) -> str:
+        """Level ``a`` as the statement names it: ``transformer``, or ``task.delay=12``."""
+        return str(self.a) if self.key in NAME_KEYS else f"{self.key}={self.a}"
 
     def sentence(self) -> str:
         what = f"{self.a} vs {self.b}" if self.key in NAME_KEYS else f"{self.key}={self.a} vs {self.b}"
         at = " at " + ", ".join(f"{k}={v}" for k, v in self.context) if self.context else ""
-        d, n = self.result.diff, self.result.n
-        head = f"{what}{at}: {d.mean:+.3g} {self.metric}"
-        if n < 2:
-            return f"{head} (n={n} shared seed: no interval, no test)"
-        if not d.std > 0:
-            return f"{head} on each of n={n} shared seeds (no spread: no interval, no test)"
-        return (
-            f"{head}, 95% CI [{d.lo:.3g}, {d.hi:.3g}], p{_p(self.result.p_t)} "
-            f"(Wilcoxon p{_p(self.result.p_wilcoxon)}), d={self.result.effect_size:.2g}, n={n}"
-        )
-
-
-def _p(p: float) -> str:
-    """``=0.031``, ``<0.001`` or ``=n/a``: the text after ``p``."""
-    if p != p:
-        return "=n/a"
-    return "<0.001" if p < 0.001 else f"={p:.2g}"
+        return self.result.sentence(what + at, self.winner, self.metric)
 
 
 def seed_values(df: pd.DataFrame, obj: Objective, keys: list[str]) -> dict[tuple, dict[Any, float]]:
@@ -103,7 +98,8 @@ def comparisons(df: pd.DataFrame, obj: Objective, all_pairs_up_to: int = ALL_PAI
             if len(by_level) < 2:
                 continue
             ranked = sorted(
-                by_level, key=lambda lv: (-sign * mean_ci(list(by_level[lv].values())).mean, order.get(lv, 0))
+                by_level,
+                key=lambda lv: (-sign * summarize(obj.name, list(by_level[lv].values())).value, order.get(lv, 0)),
             )
             pairs = (
                 itertools.combinations(ranked, 2)
@@ -114,8 +110,8 @@ def comparisons(df: pd.DataFrame, obj: Objective, all_pairs_up_to: int = ALL_PAI
                 shared = [s for s in by_level[a] if s in by_level[b]]
                 if not shared:
                     continue
-                res = paired(
-                    [by_level[a][s] for s in shared], [by_level[b][s] for s in shared], bounds=metric_bounds(obj.column)
+                res = pair_test(
+                    obj.name, [by_level[a][s] for s in shared], [by_level[b][s] for s in shared], obj.maximize
                 )
                 out.append(Comparison(label(key), a, b, ctx, obj.name, res))
     return out
@@ -129,24 +125,59 @@ def order_key(v: Any) -> tuple[int, Any]:
         return (1, str(v))
 
 
+COMPARISON_COLUMNS = [
+    "statement",
+    "test",
+    "measure",
+    "estimate",
+    "ci low",
+    "ci high",
+    "p",
+    "smallest p at n",
+    "difference",
+    "ahead",
+    "tied",
+    "n",
+]
+
+
 def comparisons_table(comps: list[Comparison]) -> pd.DataFrame:
-    """One row per comparison: the sentence and its numbers (difference = better level - other)."""
-    rows = [
-        {
-            "statement": c.sentence(),
-            "difference": c.result.diff.mean,
-            "ci low": c.result.diff.lo,
-            "ci high": c.result.diff.hi,
-            "p (paired t)": c.result.p_t,
-            "p (Wilcoxon)": c.result.p_wilcoxon,
-            "d_z": c.result.effect_size,
-            "n": c.result.n,
-        }
-        for c in comps
-    ]
-    return pd.DataFrame(
-        rows, columns=["statement", "difference", "ci low", "ci high", "p (paired t)", "p (Wilcoxon)", "d_z", "n"]
+    """One row per comparison: the sentence, its test (``sign test``, ``paired t on log ratios``,
+    ``paired t``, ``no test``), what the test estimates (``measure``: the share of seeds ahead, the ratio
+    A/B or the difference A-B) with its 95% interval (exact for the share; none when the seeds tied),
+    the two-sided p, the smallest p the test could give at this n, the mean difference (better level -
+    other), the seeds the better level is ahead on, the tied seeds and n."""
+    rows = []
+    for c in comps:
+        r, est = c.result, c.result.estimate
+        rows.append(
+            {
+                "statement": c.sentence(),
+                "test": r.test,
+                "measure": r.measure,
+                "estimate": est.mean if r.measure else math.nan,
+                "ci low": est.lo if r.measure else math.nan,
+                "ci high": est.hi if r.measure else math.nan,
+                "p": r.p,
+                "smallest p at n": r.best_p,
+                "difference": r.diff.mean,
+                "ahead": r.ahead,
+                "tied": r.tied,
+                "n": r.n,
+            }
+        )
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+
+
+def undecidable_note(comps: list[Comparison]) -> str:
+    """One sentence when sign tests among ``comps`` cannot decide at their n (seeds too few), else ""."""
+    short = sorted(
+        {c.result.untied for c in comps if c.result.test == SIGN and c.result.untied and not c.result.can_decide}
     )
+    if not short:
+        return ""
+    note = sign_test_note(short[-1])
+    return note[0].upper() + note[1:] + "."
 
 
 def trial_baselines(df: pd.DataFrame, obj: Objective) -> dict[Any, float]:
@@ -174,7 +205,9 @@ def versus_baseline(mean: float, lo: float, hi: float, baseline: float, maximize
 
 
 def ranked(df: pd.DataFrame, obj: Objective) -> pd.DataFrame:
-    """Trials best first by seed-mean: rank, swept settings, mean [95% CI] n, std, diverged runs and,
+    """Trials best first by seed-mean: rank, swept settings, ``mean [95% CI]`` as ``seqbench verify`` states a
+    configuration (``aggregate.cell_stats``: a geometric mean for a loss-like metric, "1 on all 3 seeds"
+    where the seeds tied, never a zero-width interval), the plain std, n, diverged runs and,
     where the runs recorded it, ``baseline``: "at 0.25" or "below 0.25" for a trial no better than the
     memoryless baseline (blank when above it).
 
@@ -192,7 +225,9 @@ def ranked(df: pd.DataFrame, obj: Objective) -> pd.DataFrame:
             "trial": t["trial"].astype(int).values,
             "state": t["state"].values,
             **{label(p): t[p].values for p in params},
-            "mean [95% CI]": [fmt_ci(m, lo, hi, n) for m, lo, hi, n in zip(t["mean"], t["lo"], t["hi"], t["n"])],
+            "mean [95% CI]": [
+                fmt_ci(m, lo, hi, n, form=f) for m, lo, hi, n, f in zip(t["mean"], t["lo"], t["hi"], t["n"], t["form"])
+            ],
             "std": t["std"].values,
             "n": t["n"].astype(int).values,
             "diverged": t["diverged"].astype(int).values,

@@ -14,7 +14,7 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from seqbench.bench.core.artifacts import BASELINE, FINAL
-from seqbench.reports.aggregate import cell_stats, finite_values, label, levels, swept, test_lengths
+from seqbench.reports.aggregate import cell_stats, finite_values, fmt_ci, label, levels, swept, test_lengths
 from seqbench.sweeps.table import Objective
 
 PALETTE = qualitative.D3 + qualitative.Set2
@@ -34,8 +34,9 @@ def layout_figure(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
 
 
 def fig_heatmap(df: pd.DataFrame, obj: Objective, x: str, y: str, facet: str | None = None) -> go.Figure:
-    """Objective mean over (x, y) cells, one panel per facet level; text: mean, 95% interval, ± std, n and
-    diverged runs (a single run says n=1)."""
+    """Objective mean over (x, y) cells, one panel per facet level; text: the cell as
+    ``aggregate.fmt_ci`` states it (mean, 95% interval and n; "on all n seeds" where the runs tied), ± std
+    and diverged runs (a single run says n=1)."""
     facets = levels(df[facet]) if facet else [None]
     xs, ys = levels(df[x]), levels(df[y])
     fig = make_subplots(
@@ -56,12 +57,9 @@ def fig_heatmap(df: pd.DataFrame, obj: Objective, x: str, y: str, facet: str | N
             r, c = ys.index(yv), xs.index(xv)
             z[r, c] = s["mean"]
             div = f"<br>{s['diverged']} div" if s["diverged"] else ""
-            spread = (
-                f"[{s['lo']:.3g}, {s['hi']:.3g}]<br>±{s['std']:.2g} n={s['n']}"
-                if s["n"] > 1
-                else f"n={s['n']}, no interval"
-            )
-            text[r][c] = (f"{s['mean']:.3g}<br>{spread}" if s["n"] else "no result") + div
+            cell = fmt_ci(s["mean"], s["lo"], s["hi"], s["n"], form=s["form"]).replace(" [", "<br>[", 1)
+            spread = f"<br>±{s['std']:.2g}" if s["n"] > 1 and s["std"] > 0 else ""
+            text[r][c] = (f"{cell}{spread}" if s["n"] else "no result") + div
         fig.add_trace(
             go.Heatmap(
                 z=z,
@@ -130,9 +128,9 @@ def fig_factors(df: pd.DataFrame, obj: Objective) -> go.Figure:
 
 def _error_bars(stats: list[dict[str, float]]) -> dict[str, Any]:
     """Plotly error bars of cells' 95% intervals, up and down apart (an interval kept inside the metric's
-    range is not symmetric about the mean); 0 for one run: drawn as a bare point."""
-    up = [s["hi"] - s["mean"] if s["n"] > 1 else 0.0 for s in stats]
-    down = [s["mean"] - s["lo"] if s["n"] > 1 else 0.0 for s in stats]
+    range is not symmetric about the mean); 0 for one run or runs that tied (no interval): a bare point."""
+    up = [s["hi"] - s["mean"] if s["n"] > 1 and s["hi"] == s["hi"] else 0.0 for s in stats]
+    down = [s["mean"] - s["lo"] if s["n"] > 1 and s["lo"] == s["lo"] else 0.0 for s in stats]
     return dict(type="data", symmetric=False, array=up, arrayminus=down, visible=True)
 
 

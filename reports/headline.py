@@ -1,15 +1,18 @@
 """The answer a report opens with, stated from the measured numbers before any table.
 
 ``headline(table, objective)`` reads the report's run table (``sweeps.table``) and returns a few
-sentences: the best configuration (mean, 95% interval, n), which configurations stay at or below
-the task's memoryless baseline (grouped by architecture when architectures were compared), and the
-paired differences of the winner against each rival on the same seeds::
+sentences: the best configuration (as ``seqbench verify`` states one: mean, 95% interval, n; "on all 3
+seeds" where the seeds tied), which configurations stay at or below the task's memoryless baseline
+(grouped by architecture when architectures were compared), and the winner against each rival on the
+same seeds, by the test the judge uses for the metric (``bench.core.seed_tests``)::
 
-    Best (tied): transformer at every task.delay, val/acc 1 [1, 1] n=3.
+    Best (tied): transformer at every task.delay, val/acc 1 on all 3 seeds.
     rnn stays at the memoryless baseline at every task.delay (0.219 at task.delay=12, 0.24 at task.delay=40 vs 0.25).
     Above the baseline: lstm 0.996 at task.delay=12, 0.619 at task.delay=40.
-    Paired on the same seeds (val/acc, winner minus rival): transformer vs lstm at task.delay=12 +0.00434
-    [-0.00554, 0.0142] n=3 (a tie: the interval holds 0); transformer vs rnn at task.delay=12 +0.781 ...
+    Paired on the same seeds (val/acc, winner against rival, per seed: sign test): transformer vs lstm at
+    task.delay=12 ahead on 2 of 3 seeds, 1 tied (+0.00434, sign test p=0.5); transformer vs rnn at
+    task.delay=12 ahead on 3 of 3 seeds (+0.781, sign test p=0.25); ... A sign test over 3 seeds cannot
+    decide at 5%: 3 of 3 give p=0.25 at best; 6 untied seeds can.
 
 A pure function of the table, so the dashboard, summary.md and ``compare`` say the same thing.
 """
@@ -23,10 +26,18 @@ import numpy as np
 import pandas as pd
 
 from seqbench.bench.core.artifacts import FINAL, PARAM
-from seqbench.bench.core.stats import Paired
+from seqbench.bench.core.seed_tests import NO_TEST, PAIRED_T, RATIO, SIGN
 from seqbench.bench.core.text import text_table
 from seqbench.reports.aggregate import ARCH_KEY, finite_values, fmt_ci, label, per_trial, swept, test_lengths
-from seqbench.reports.comparisons import Comparison, comparisons, order_key, ranked, trial_baselines, versus_baseline
+from seqbench.reports.comparisons import (
+    Comparison,
+    comparisons,
+    order_key,
+    ranked,
+    trial_baselines,
+    undecidable_note,
+    versus_baseline,
+)
 from seqbench.reports.table import failed_configurations
 from seqbench.sweeps.table import Objective, outcomes
 
@@ -55,16 +66,6 @@ def _setting(row: pd.Series, keys: list[str]) -> str:
     name = str(row[PARAM_ARCH]) if PARAM_ARCH in keys else ""
     rest = ", ".join(f"{label(k)}={row[k]}" for k in keys if k != PARAM_ARCH)
     return " at ".join(p for p in (name, rest) if p) or "the study's one configuration"
-
-
-def _diff(p: Paired) -> str:
-    d = p.diff
-    if p.n < 2:
-        return f"{d.mean:+.3g} (n={p.n}: no interval)"
-    if not d.std > 0:
-        return f"{d.mean:+.3g} on each of n={p.n} seeds"
-    tie = " (a tie: the interval holds 0)" if d.lo <= 0 <= d.hi else ""
-    return f"{d.mean:+.3g} [{d.lo:.3g}, {d.hi:.3g}] n={p.n}{tie}"
 
 
 def _baseline_lines(t: pd.DataFrame, keys: list[str], obj: Objective) -> list[str]:
@@ -110,7 +111,7 @@ def headline(table: pd.DataFrame, obj: Objective, max_paired: int = MAX_PAIRED) 
     best = t.iloc[0]
     tied = t[np.isclose(t["mean"].astype(float), float(best["mean"]))]
     who = _who(tied, t, keys)
-    stat = fmt_ci(best["mean"], best["lo"], best["hi"], int(best["n"]))
+    stat = fmt_ci(best["mean"], best["lo"], best["hi"], int(best["n"]), form=best["form"])
     if best["versus"] in ("at", "below"):
         lines = [
             f"No configuration beats the memoryless baseline of {obj.name} {_num(best['baseline'])}: "
@@ -171,9 +172,11 @@ def _pair_name(c: Comparison) -> str:
 
 
 def _paired_line(table: pd.DataFrame, obj: Objective, best: pd.Series, keys: list[str], limit: int) -> list[str]:
-    """Paired differences on the same seeds: where architectures were compared, the best architecture
-    at each setting of the other keys against each rival; otherwise the best configuration against
-    each rival that differs from it in one swept key."""
+    """The winner against each rival on the same seeds: where architectures were compared, the best
+    architecture at each setting of the other keys against each rival; otherwise the best configuration
+    against each rival that differs from it in one swept key. Each by the test the judge uses for the
+    metric (``seed_tests.PairTest.short``), named in the line; when a sign test cannot decide at this
+    n, one sentence says so after the pairs."""
     comps = comparisons(table, obj)
     if PARAM_ARCH in keys:
         first: dict[tuple, Any] = {}
@@ -190,9 +193,22 @@ def _paired_line(table: pd.DataFrame, obj: Objective, best: pd.Series, keys: lis
         ]
     if not mine:
         return []
-    parts = [f"{_pair_name(c)} {_diff(c.result)}" for c in mine[:limit]]
+    shown = mine[:limit]
+    parts = [f"{_pair_name(c)} {c.result.short()}" for c in shown]
     more = f"; {len(mine) - limit} more in the paired comparisons" if len(mine) > limit else ""
-    return [f"Paired on the same seeds ({obj.name}, winner minus rival): " + "; ".join(parts) + more + "."]
+    tests = list(dict.fromkeys(c.result.test for c in shown if c.result.test != NO_TEST))
+    how = {SIGN: "per seed: sign test", RATIO: "winner over rival: ratio, t on logs", PAIRED_T: "winner minus rival"}
+    what = ", ".join(how.get(t, t) for t in tests) if tests else "winner minus rival"
+    if SIGN in tests:
+        what = "winner against rival, " + what
+    note = undecidable_note(shown)
+    return [
+        f"Paired on the same seeds ({obj.name}, {what}): "
+        + "; ".join(parts)
+        + more
+        + "."
+        + (f" {note}" if note else "")
+    ]
 
 
 def ranked_text(table: pd.DataFrame, obj: Any, limit: int = MAX_PRINTED) -> str:
@@ -210,6 +226,9 @@ def ranked_text(table: pd.DataFrame, obj: Any, limit: int = MAX_PRINTED) -> str:
         lines += [f"  {c.sentence()}" for c in comps[:limit]]
         if len(comps) > limit:
             lines.append(f"  ... {len(comps) - limit} more in summary.md")
+        note = undecidable_note(comps)
+        if note:
+            lines.append(f"  {note}")
     else:
         lines.append("paired comparisons: none (no two scored settings differ in one key on shared seeds)")
     lines += length_text(table, obj.name.split("/")[-1])

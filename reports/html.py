@@ -24,7 +24,7 @@ from seqbench.bench.core.provenance import git_sha, package_version
 from seqbench.bench.core.text import MISSING, duration, markdown_table
 from seqbench.reports import aggregate as A
 from seqbench.reports import figures as F
-from seqbench.reports.comparisons import ALL_PAIRS_UP_TO, comparisons, comparisons_table
+from seqbench.reports.comparisons import ALL_PAIRS_UP_TO, comparisons, comparisons_table, undecidable_note
 from seqbench.reports.diagnostics import diagnostics_figures
 from seqbench.reports.headline import headline
 from seqbench.reports.optuna_views import optuna_figures
@@ -44,15 +44,17 @@ class Section:
 
 
 def _frame_cells(t: pd.DataFrame) -> pd.DataFrame:
-    """A display copy: mean, 95% interval and n joined into one cell ('n=1, no interval' for one run),
-    std kept beside it, floats shortened."""
+    """A display copy: mean, 95% interval and n joined into one cell as ``aggregate.fmt_ci`` writes it
+    ('n=1, no interval' for one run, '1 on all 3 seeds' where the seeds tied), std kept beside it,
+    floats shortened."""
     t = t.copy()
     for pre, n_col in (("best ", "seeds"), ("", "seeds scored")):
         cols = [pre + "mean", pre + "lo", pre + "hi", n_col]
         if all(c in t.columns for c in cols):
-            cells = [A.fmt_ci(m, lo, hi, n) for m, lo, hi, n in zip(*(t[c] for c in cols))]
+            forms = t[pre + "form"] if pre + "form" in t.columns else [None] * len(t)
+            cells = [A.fmt_ci(m, lo, hi, n, form=f) for m, lo, hi, n, f in zip(*(t[c] for c in cols), forms)]
             t.insert(list(t.columns).index(pre + "mean"), f"{pre}mean [95% CI]", cells)
-            t = t.drop(columns=[pre + "mean", pre + "lo", pre + "hi"])
+            t = t.drop(columns=[c for c in (pre + "mean", pre + "lo", pre + "hi", pre + "form") if c in t.columns])
     for c in t.columns:
         if pd.api.types.is_float_dtype(t[c]):
             t[c] = [(MISSING if v != v else f"{v:.4g}") for v in t[c]]
@@ -166,8 +168,11 @@ def summary_section(df: pd.DataFrame, obj: Objective) -> Section:
     s = Section(
         f"Summary: {obj.name} ({obj.goal})",
         "Best configuration at every level of each swept factor: the trial with the best seed-mean "
-        "at that level (mean, 95% Student-t interval and n over its seeds; one seed says n=1, no "
-        "interval), the mean over all runs at the level, and how many runs diverged.",
+        "at that level, stated as seqbench verify states a configuration (mean, 95% Student-t interval "
+        "kept in the metric's range and n over its seeds; a loss-like metric: geometric mean, t on the "
+        "logs; an accuracy whose seeds all scored 0 or 1: the share at 1, exact interval; seeds that "
+        "tied: the value on all n seeds, no interval; one seed: n=1, no interval), the mean over all runs "
+        "at the level, and how many runs diverged.",
     )
     s.items.append(("Best per level", _frame_cells(A.summary_table(df, obj))))
     s.items.append(("Top trials", _frame_cells(A.top_trials(df, obj))))
@@ -181,12 +186,20 @@ def paired_section(df: pd.DataFrame, obj: Objective, limit: int = MAX_STATEMENTS
     """Paired statements between settings that differ in one swept key and share seeds."""
     comps = comparisons(df, obj)
     more = f" The first {limit} of {len(comps)} are listed." if len(comps) > limit else ""
+    note = undecidable_note(comps)
     s = Section(
         f"Paired comparisons: {obj.name}",
         "Settings that differ in exactly one swept key, compared over the seeds they share (same data "
-        "streams): the better level minus the other, its 95% Student-t interval, the paired t-test and "
-        "Wilcoxon signed-rank p-values, Cohen's d_z and n. Each level is compared with the best level of "
-        f"its key (every pair when a key has at most {ALL_PAIRS_UP_TO} levels)." + more,
+        "streams), better level first, by the test seqbench verify judges the metric with: a bounded "
+        "metric (accuracy, exact match, solved) or seeds that tie per seed, as the share of seeds the "
+        "better level is ahead on with its exact Clopper-Pearson interval and an exact sign test over "
+        "the untied seeds (ties counted and said); a loss-like metric as the geometric mean of the "
+        "per-seed ratios with a paired t on their logs; any other as the mean difference with its "
+        "Student-t interval, the paired t-test and Cohen's d_z (either by exact sign flips where verify "
+        "tests such a mean so: differences on a lattice). 'smallest p at n' is the least p the "
+        "test could give with these seeds: where it exceeds 0.05 the statement says the seeds cannot "
+        f"decide. Each level is compared with the best level of its key (every pair when a key has at "
+        f"most {ALL_PAIRS_UP_TO} levels)." + (f" {note}" if note else "") + more,
     )
     if comps:
         s.items.append(("Paired statements", _frame_cells(comparisons_table(comps[:limit]))))

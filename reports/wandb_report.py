@@ -155,9 +155,9 @@ def build(info: StudyInfo, df: pd.DataFrame, entity: str | None, project: str) -
 
 def _summary_markdown(df: pd.DataFrame, obj: Objective) -> str:
     """The dashboard's best-per-level table (``reports.aggregate.summary_table``) as a markdown table."""
+    cell = lambda r: A.fmt_ci(r["best mean"], r["best lo"], r["best hi"], r["seeds"], form=r["best form"])  # noqa: E731
     lines = [
-        f"| {r['factor']} | {r['level']} | {A.fmt_ci(r['best mean'], r['best lo'], r['best hi'], r['seeds'])} "
-        f"| {r['diverged']} |"
+        f"| {r['factor']} | {r['level']} | {cell(r)} | {r['diverged']} |"
         for r in A.summary_table(df, obj).to_dict("records")
     ]
     return "\n".join(["| factor | level | best mean [95% CI] n | diverged |", "|---|---|---|---|", *lines])

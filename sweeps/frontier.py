@@ -27,17 +27,12 @@ import pandas as pd
 
 from seqbench.bench.core.artifacts import BASELINE, FINAL, PARAM, SKIPPED
 from seqbench.bench.core.card_format import CardEntry, CardRung
+from seqbench.bench.core.settings import same_value
 from seqbench.bench.core.stats import LEVEL, Estimate, median_interval
 from seqbench.sweeps.claims.measure import RUN_STATUSES, metric_scale
 from seqbench.sweeps.probes import Probe
 
 BELOW = -1  # the frontier index of a seed (or model) that solves no rung
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return math.isclose(float(a), float(b))
-    return a == b
 
 
 def rung_rows(table: pd.DataFrame, probe: Probe, rung: Any) -> pd.DataFrame:
@@ -47,7 +42,7 @@ def rung_rows(table: pd.DataFrame, probe: Probe, rung: Any) -> pd.DataFrame:
     if table.empty or "status" not in table.columns or (not probe.ladder.evaluated and col not in table.columns):
         return table.iloc[0:0]
     done = table["status"].isin((*RUN_STATUSES, SKIPPED))
-    rows = table[done] if probe.ladder.evaluated else table[done & table[col].map(lambda v: _same(v, rung))]
+    rows = table[done] if probe.ladder.evaluated else table[done & table[col].map(lambda v: same_value(v, rung))]
     ran = rows["run_id"].astype(str) != ""  # a skipped seed has no run: its rows are each kept
     return pd.concat([rows[ran].drop_duplicates("run_id", keep="last"), rows[~ran]])
 

@@ -30,6 +30,7 @@ from optuna.trial import FrozenTrial, TrialState
 from pydantic import Field
 
 from seqbench.bench.core.schema import Section
+from seqbench.bench.core.settings import same_value
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
@@ -42,10 +43,6 @@ class LadderSpec(Section):
     )
 
 
-def _same(a: Any, b: Any) -> bool:
-    return a == b or (isinstance(a, float) and isinstance(b, float) and abs(a - b) <= 1e-12 * max(abs(a), abs(b)))
-
-
 def failed_rung(
     trials: Sequence[FrozenTrial],
     ladder: LadderSpec,
@@ -56,7 +53,7 @@ def failed_rung(
     """The easiest rung below ``params``' that ``seed`` failed (every grid point of it finished, none
     solved by the seed), or None. ``grid``: each grid parameter's values; ``trials``: the study's."""
     rungs = list(grid[ladder.param])
-    here = next(i for i, v in enumerate(rungs) if _same(v, params[ladder.param]))
+    here = next(i for i, v in enumerate(rungs) if same_value(v, params[ladder.param]))
     fixed = {k: v for k, v in params.items() if k != ladder.param and k not in ladder.best_of}
     points = set(itertools.product(*(range(len(grid[k])) for k in ladder.best_of)))
     for rung in rungs[:here]:
@@ -64,9 +61,9 @@ def failed_rung(
         solved = False
         for t in trials:
             ua = t.user_attrs
-            if t.state not in FINISHED or ua.get("retried") or not _same(t.params.get(ladder.param), rung):
+            if t.state not in FINISHED or ua.get("retried") or not same_value(t.params.get(ladder.param), rung):
                 continue
-            if any(not _same(t.params.get(k), v) for k, v in fixed.items()):
+            if any(not same_value(t.params.get(k), v) for k, v in fixed.items()):
                 continue
             solved = solved or seed in (ua.get("solved_seeds") or [])
             if seed in (ua.get("unsolved_seeds") or []) or seed in (ua.get("skipped") or []):
@@ -77,4 +74,4 @@ def failed_rung(
 
 
 def _index(values: Sequence[Any], v: Any) -> int:
-    return next((i for i, x in enumerate(values) if _same(x, v)), -1)
+    return next((i for i, x in enumerate(values) if same_value(x, v)), -1)

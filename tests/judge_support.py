@@ -93,3 +93,24 @@ RNN_AT_BASE = {
 
 def _scores(values: dict[str, list[float]]) -> pd.DataFrame:
     return table(values, metric="score", baseline=None)
+
+
+def fake_runs(monkeypatch, runs_of) -> list[list[int]]:
+    """Replace the training of each look's seeds (``sweeps.claims.runner._run_seeds``) by a fabricated table:
+    ``runs_of(seed)`` gives that seed's runs as (params, finals, extra columns); returns the seeds asked for,
+    one list per look (an empty list: nothing trained)."""
+    import seqbench.sweeps.claims.runner as runner
+
+    asked: list[list[int]] = []
+
+    def fake(claim, profile, out_dir, workers, storage, study, seeds, look):
+        asked.append(list(seeds))
+        rows = [
+            run_row(look, s, params, finals, run_id=f"{study}-{s}-{i}", **extra)
+            for s in seeds
+            for i, (params, finals, extra) in enumerate(runs_of(s))
+        ]
+        return pd.DataFrame(rows), []
+
+    monkeypatch.setattr(runner, "_run_seeds", fake)
+    return asked

@@ -320,3 +320,30 @@ def _add_extra_states(study: optuna.Study, out_dir: Path, dists: dict[str, Any])
     (out_dir / "runs" / "running-s0").mkdir(parents=True)  # started, no results.json yet
     add_trial(study, p, dists, state=TrialState.RUNNING, attrs={"run_ids": ["running-s0"], "seeds": [0]})
     add_trial(study, p, dists, state=TrialState.WAITING)
+
+
+def model_delay_table(
+    values: dict[tuple[str, int], list[float]], metric: str = "val/acc", baseline: float | None = None
+) -> Any:
+    """A study table as ``sweeps.table`` builds it: one trial per (model.name, task.delay), one run per seed
+    value (``objective:<metric>``), with the memoryless baseline where given."""
+    import pandas as pd
+
+    rows = []
+    for trial, ((model, delay), vals) in enumerate(values.items()):
+        for seed, v in enumerate(vals):
+            row = {
+                "trial": trial,
+                "state": "COMPLETE",
+                "seed": seed,
+                "run_id": f"t{trial}-s{seed}",
+                "status": "completed",
+                "diverged": False,
+                "param.model.name": model,
+                "param.task.delay": delay,
+                f"objective:{metric}": v,
+            }
+            if baseline is not None:
+                row[f"baseline.{metric}"] = baseline
+            rows.append(row)
+    return pd.DataFrame(rows)

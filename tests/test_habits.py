@@ -69,12 +69,14 @@ def test_eval_print_config_shows_the_evaluation_s_config_and_evaluates_nothing(t
 
 
 def test_verify_plan_lists_studies_configurations_seeds_looks_and_time_and_runs_nothing(tmp_path):
-    code, text, _ = cli("verify", "irnn_adding", "complexity_exponents", "--plan", "--out-dir", str(tmp_path))
+    code, text, _ = cli("verify", "vanishing_gradients", "complexity_exponents", "--plan", "--out-dir", str(tmp_path))
     assert code == 0, text
     assert "plan: 2 claim(s), profile quick" in text and "nothing has run" in text
-    assert "irnn_adding: study verify-irnn_adding-quick-" in text and "2 configurations (model.name: rnn, irnn)" in text
-    seeds = ", ".join(str(s) for s in range(9960, 9970))
-    assert f"seeds [{seeds}]; looks [7, 10]: 14 runs at the first look, 20 if every look runs" in text
+    assert "vanishing_gradients: study verify-vanishing_gradients-quick-" in text
+    assert "4 configurations (model.name: rnn, lstm x model.recurrent_init: default, orthogonal)" in text
+    seeds = ", ".join(str(s) for s in range(9940, 9950))
+    assert f"seeds [{seeds}]; looks [7, 10]: 28 runs at the first look, 40 if every look runs" in text
+    assert "registration: " in text and "registered 2026-11-25" in text  # sweeps/claims/registry.yaml
     assert "complexity_exponents: cost measurement" in text and "time: about" in text and "total: about" in text
     assert list(tmp_path.iterdir()) == []  # no journal, no runs, no report
 

@@ -75,16 +75,28 @@ def test_broken_rules_are_refused_with_the_field_named(change, message):
         claim([{**RNN_AT_BASE, **change}], [GRU_LEARNS])
 
 
-def test_looks_are_validated_and_kept_out_of_the_study_name_so_the_lock_sees_them_change():
+def test_the_digest_covers_settings_seeds_looks_rules_thresholds_and_controls_and_nothing_that_only_explains():
+    """Claim.digest names a registration (sweeps/claims/registry.py): every change that could move a verdict
+    changes it; a rule's name, the paper's number and the note do not."""
     c = claim([GRU_LEARNS], looks=[3, 5, 8])
     assert c.looks_for("quick") == [3, 5, 8] and c.seeds_for("quick")[:3] == [0, 1, 2]
-    more = claim([GRU_LEARNS], looks=[3, 5, 8, 12])
-    # the same study name: more looks over these seeds meet this study's lock (the next test), never a new study
-    assert more.digest("quick") == c.digest("quick")
-    assert claim([GRU_LEARNS]).digest("quick") == c.digest("quick")
-    assert claim([{**GRU_LEARNS, "below": 0.01}], base={"task": {"name": "adding", "length": 9}}).digest(
-        "quick"
-    ) != c.digest("quick")
+    d = c.digest("quick")
+    changed = {
+        "looks": claim([GRU_LEARNS], looks=[3, 5, 8, 12]),
+        "seeds": claim([GRU_LEARNS], looks=[3, 5, 8], seeds=list(range(100, 108))),
+        "threshold": claim([{**GRU_LEARNS, "below": {"baseline": 0.2}}], looks=[3, 5, 8]),
+        "metric": claim([{**GRU_LEARNS, "metric": "val/loss"}], looks=[3, 5, 8]),
+        "setting": claim([GRU_LEARNS], looks=[3, 5, 8], base={"task": {"name": "adding", "length": 9}}),
+        "control": claim([RNN_AT_BASE], [GRU_LEARNS], looks=[3, 5, 8]),
+    }
+    assert all(x.digest("quick") != d for x in changed.values()), [
+        k for k, x in changed.items() if x.digest("quick") == d
+    ]
+    with_control = changed["control"].digest("quick")
+    tighter_control = claim([RNN_AT_BASE], [{**GRU_LEARNS, "below": {"baseline": 0.05}}], looks=[3, 5, 8])
+    assert tighter_control.digest("quick") != with_control
+    same = claim([{**GRU_LEARNS, "name": "the GRU learns", "paper": "5.3e-5 MSE"}], looks=[3, 5, 8], note="pilot: ...")
+    assert same.digest("quick") == d
     with pytest.raises(UserError, match="increasing seed counts"):
         claim([GRU_LEARNS], looks=[5, 3])
     with pytest.raises(UserError, match="the last look needs 8 seeds"):

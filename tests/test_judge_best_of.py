@@ -211,3 +211,58 @@ def test_the_terminal_line_names_the_rates_picked():
     _, rules, _, _ = judge_all(claim([rule]), t, SWEPT, "quick")
     text = rules[0].measured()
     assert "best optim.lr: 0.01 x8 minus 0.003 x8" in text
+
+
+def test_best_of_on_picks_on_validation_and_judges_the_test_batches_the_pick_never_saw():
+    """Issue 38 item 6: a rate picked on val/acc and judged on val/acc carries the pick's luck on those very
+    batches; best_of.on picks on val/acc and the rule judges test/acc of the picked run."""
+    from seqbench.sweeps.claims.judge import judge_rule
+    from seqbench.sweeps.claims.load import parse_claim
+    from tests.judge_support import SOURCE
+
+    rows = []
+    for seed in range(8):
+        for lr, val, test in ((0.001, 0.97, 0.80), (0.01, 0.90, 0.99)):  # val picks 0.001; test would pick 0.01
+            rows.append(
+                {
+                    "trial": len(rows),
+                    "state": "COMPLETE",
+                    "seed": seed,
+                    "run_id": f"{lr}-{seed}",
+                    "status": "completed",
+                    "param.model.name": "gru",
+                    "param.optim.lr": lr,
+                    "final.val/acc": val + 0.001 * seed,
+                    "final.test/acc": test + 0.001 * seed,
+                }
+            )
+    table = pd.DataFrame(rows)
+    raw = {
+        "question": "q?",
+        "source": SOURCE,
+        "figure": "factors",
+        "base": {"task": {"name": "copy", "delay": 4}},
+        "metric": {"name": "val/acc", "goal": "maximize"},
+        "parameters": {"model.name": {"values": ["gru"]}, "optim.lr": {"values": [0.001, 0.01]}},
+        "seeds": 8,
+        "profiles": {"quick": {}, "paper": {}},
+        "expect": [
+            {
+                "name": "gru at its best rate",
+                "where": {"model.name": "gru"},
+                "best_of": {"params": ["optim.lr"], "on": "val/acc"},
+                "metric": "test/acc",
+                "above": 0.9,
+            }
+        ],
+    }
+    claim = parse_claim(raw, "c")
+    (rule,) = claim.rules("quick")
+    swept = {"model.name": ["gru"], "optim.lr": [0.001, 0.01]}
+    from seqbench.sweeps.claims.load import best_goal
+
+    res = judge_rule(rule, table, swept, goal=best_goal(claim, "quick", rule))
+    assert {p["optim.lr"] for p in res.picked.values()} == {0.001}  # picked on validation
+    assert res.verdict == "fails" and res.interval.fmt().startswith("0/8 seeds")  # judged on test: 0.80
+    on_test = rule.model_copy(update={"best_of": rule.best_of.model_copy(update={"on": ""})})
+    assert {p["optim.lr"] for p in judge_rule(on_test, table, swept, goal="maximize").picked.values()} == {0.01}

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import gmean
 
 from seqbench.reports import aggregate as A
 from seqbench.reports import figures as F
@@ -66,12 +67,13 @@ def test_heatmap_cells_are_the_means_put_in():
             for c, w in enumerate(WARMUP):
                 seeds = [s for s in SEEDS if (w, n, d, s) != (0, "post", 8, 2)]
                 vals = [known_loss(w, n, d, s) for s in seeds]
-                assert panel.z[r][c] == pytest.approx(np.mean(vals))
-                assert f"{np.mean(vals):.3g}" in panel.text[r][c]
+                # a loss is stated as the judge states it: the geometric mean, its t interval on the logs
+                assert panel.z[r][c] == pytest.approx(gmean(vals))
+                assert f"geo-mean {gmean(vals):.3g}<br>[" in panel.text[r][c]
                 assert f"±{np.std(vals, ddof=1):.2g}" in panel.text[r][c]
                 assert ("1 div" in panel.text[r][c]) == ((w, n, d) == (0, "post", 8))
-    # the cell the question is about: (warmup=0, post) at depth 2 is the mean of its three seeds
-    assert fig.data[0].z[0][0] == pytest.approx(np.mean([known_loss(0, "post", 2, s) for s in SEEDS]))
+    # the cell the question is about: (warmup=0, post) at depth 2 is the geometric mean of its three seeds
+    assert fig.data[0].z[0][0] == pytest.approx(gmean([known_loss(0, "post", 2, s) for s in SEEDS]))
 
 
 def test_summary_table_best_per_level_and_diverged_counts():
@@ -79,8 +81,9 @@ def test_summary_table_best_per_level_and_diverged_counts():
     t = A.summary_table(df, LOSS)
     row = t[(t["factor"] == "model.norm_position") & (t["level"] == "post")].iloc[0]
     best = [known_loss(500, "post", 2, s) for s in SEEDS]  # lowest loss with post-LN: warmup on, shallow
-    assert row["best mean"] == pytest.approx(np.mean(best))
+    assert row["best mean"] == pytest.approx(gmean(best))  # a loss: the geometric mean over seeds
     assert row["best std"] == pytest.approx(np.std(best, ddof=1))
+    assert row["best form"] == "log" and 0 < row["best lo"] < row["best mean"] < row["best hi"]
     assert (
         row["seeds"] == 3
         and "optim.warmup_steps=500" in row["best config"]

@@ -1,6 +1,7 @@
 """The answer a report opens with (``reports.headline``), from fabricated run tables whose numbers
-are known: the winner, the configurations at the memoryless baseline, the paired differences, a
-winner below the baseline, one seed, and ties."""
+are known: the winner, the configurations at the memoryless baseline, the winner against each rival
+(by the judge's test for the metric: a sign test for an accuracy, the ratio for a loss), a winner below
+the baseline, one seed, and ties."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from seqbench.reports.comparisons import ranked, versus_baseline
 from seqbench.reports.headline import headline
 from seqbench.sweeps.table import Objective
+from tests.report_support import model_delay_table
 
 ACC = Objective("val/acc", "maximize")
 LOSS = Objective("val/loss", "minimize")
@@ -17,24 +19,7 @@ LOSS = Objective("val/loss", "minimize")
 
 def table(values: dict[tuple[str, int], list[float]], baseline: float = 0.25, metric: str = "val/acc") -> pd.DataFrame:
     """One trial per (model, delay), one run per seed value, the same baseline everywhere."""
-    rows = []
-    for trial, ((model, delay), vals) in enumerate(values.items()):
-        for seed, v in enumerate(vals):
-            rows.append(
-                {
-                    "trial": trial,
-                    "state": "COMPLETE",
-                    "seed": seed,
-                    "run_id": f"t{trial}-s{seed}",
-                    "status": "completed",
-                    "diverged": False,
-                    "param.model.name": model,
-                    "param.task.delay": delay,
-                    f"objective:{metric}": v,
-                    f"baseline.{metric}": baseline,
-                }
-            )
-    return pd.DataFrame(rows)
+    return model_delay_table(values, metric, baseline)
 
 
 DEMO = {
@@ -59,13 +44,18 @@ def test_the_demo_answer_names_the_winner_the_baseline_model_and_the_paired_gaps
         "lstm 0.98 at task.delay=12, 0.92 at task.delay=40."
     )
     paired = lines[3]
+    # an accuracy is judged per seed, as seqbench verify judges it: the seeds ahead and an exact sign test
     assert paired.startswith(
-        "Paired on the same seeds (val/acc, winner minus rival): transformer vs lstm at task.delay=12 +0.01 ["
+        "Paired on the same seeds (val/acc, winner against rival, per seed: sign test): transformer vs lstm "
+        "at task.delay=12 ahead on 2 of 3 seeds (+0.01, sign test p=1); "
     )
-    # transformer vs rnn at delay 40: differences 0.74, 0.74, 0.72 -> mean 0.733
-    assert "transformer vs rnn at task.delay=40 +0.733 [" in paired and "n=3" in paired
-    assert "transformer vs lstm at task.delay=40 +0.0767 [" in paired
-    assert paired.count("(a tie: the interval holds 0)") == 1  # the delay-12 gap to lstm: 0.02, 0.02, -0.01
+    # transformer vs rnn at delay 40: differences 0.74, 0.74, 0.72 -> mean 0.733, every seed ahead
+    assert "transformer vs rnn at task.delay=40 ahead on 3 of 3 seeds (+0.733, sign test p=0.25)" in paired
+    assert "transformer vs lstm at task.delay=40 ahead on 3 of 3 seeds (+0.0767, sign test p=0.25)" in paired
+    assert "[" not in paired and "d=" not in paired  # no t interval, no Cohen's d on an accuracy
+    assert paired.endswith(
+        "A sign test over 3 seeds cannot decide at 5%: 3 of 3 give p=0.25 at best; 6 untied seeds can."
+    )
     assert len(lines) == 4
 
 
@@ -90,18 +80,24 @@ def test_one_seed_states_no_interval_and_every_configuration_above_the_baseline(
 
 def test_ties_are_named_together_and_their_difference_is_exactly_zero():
     lines = headline(table({("lstm", 5): [1.0, 1.0], ("transformer", 5): [1.0, 1.0], ("rnn", 5): [0.25, 0.26]}), ACC)
-    assert lines[0] == "Best (tied): lstm and transformer, val/acc 1 [1, 1] n=2."
+    assert lines[0] == "Best (tied): lstm and transformer, val/acc 1 on all 2 seeds."  # no zero-width [1, 1]
     assert lines[1] == "rnn stays at the memoryless baseline (0.255 vs 0.25)."
-    assert "lstm vs transformer +0 on each of n=2 seeds" in lines[2]
+    assert "lstm vs transformer the same on each of 2 seeds" in lines[2]
+    assert "lstm vs rnn ahead on 2 of 2 seeds (+0.745, sign test p=0.5)" in lines[2]
 
 
 def test_a_minimised_metric_reads_lower_as_better():
     lines = headline(
-        table({("lstm", 5): [0.1, 0.2], ("rnn", 5): [1.38, 1.39]}, baseline=1.386, metric="val/loss"), LOSS
+        table({("lstm", 5): [0.1, 0.2, 0.15], ("rnn", 5): [1.38, 1.39, 1.37]}, baseline=1.386, metric="val/loss"), LOSS
     )
-    assert lines[0].startswith("Best: lstm, val/loss 0.15 [")
+    # a loss as the judge states it: the geometric mean, its interval from t on the logs (above 0)
+    assert lines[0].startswith("Best: lstm, val/loss geo-mean 0.144 [")
     assert lines[1] == "rnn stays at the memoryless baseline (1.38 vs 1.39)."
-    assert "lstm vs rnn -1.2" in lines[2]
+    # and a pair as the geometric mean of the per-seed ratios lstm / rnn (0.1/1.38, 0.2/1.39, 0.15/1.37), t on logs
+    assert lines[2] == (
+        "Paired on the same seeds (val/loss, winner over rival: ratio, t on logs): "
+        "lstm vs rnn x0.105 [0.0443, 0.246] n=3."
+    )
 
 
 def test_part_of_an_architecture_at_the_baseline_and_none_without_a_baseline():

@@ -87,12 +87,20 @@ def test_five_seeds_report_intervals_and_paired_statements(tmp_path):
     rep = build_report(study, "journal", tmp_path / "rep", out)
     md = (rep.folder / "summary.md").read_text()
     assert f"| model.name | lstm | {mean_ci([x + 0.2 for x in X]).fmt()} |" in md
-    p = paired(X, Y)
+    # val/acc is bounded: judged per seed as verify judges it (bench.core.seed_tests), not by a paired t
+    d = np.subtract(X, Y).mean()
     want = (
-        f"lstm vs rnn at task.delay=40: {p.diff.mean:+.3g} val/acc, 95% CI [{p.diff.lo:.3g}, {p.diff.hi:.3g}], "
-        f"p={p.p_t:.2g} (Wilcoxon p={p.p_wilcoxon:.2g}), d={p.effect_size:.2g}, n=5"
+        f"lstm vs rnn at task.delay=40: lstm ahead on 5 of 5 seeds (share [0.478, 1], {d:+.3g} val/acc), "
+        "sign test p=0.062: n=5 cannot decide at 5%"
     )
-    assert want in md and "task.delay=10 vs 40 at model.name=lstm: +0.2 val/acc on each of n=5" in md
+    assert (
+        want in md
+        and (
+            "task.delay=10 vs 40 at model.name=lstm: task.delay=10 ahead on 5 of 5 seeds (share [0.478, 1], "
+            "+0.2 val/acc on each), sign test p=0.062: n=5 cannot decide at 5%"
+        )
+        in md
+    )
     comps = comparisons(build_table(study, out / "runs"), ACC)
     assert len(comps) == 4  # model at each delay, delay at each model
     top = ranked(build_table(study, out / "runs"), ACC)
@@ -204,3 +212,83 @@ def test_alpha_is_spent_over_looks_obrien_fleming_type_most_of_it_at_the_last():
     assert look_alphas([5, 10], 0.05)[1] > look_alphas([3, 5, 8], 0.05)[2]
     with pytest.raises(ValueError, match="increasing"):
         look_alphas([5, 3], 0.05)
+
+
+# -- the sign-flip test of a mean whose seeds tie (issue 38) -------------------------------------
+def _flips(d: list[float]) -> np.ndarray:
+    """Every pattern of signs on |d|, enumerated by hand: the sums of the one-sample sign-flip test."""
+    n = len(d)
+    signs = 1 - 2 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)
+    return signs @ np.abs(np.asarray(d, dtype=float))
+
+
+def test_a_mean_whose_seeds_tie_gets_the_exact_sign_flip_test_scipy_enumerates():
+    from seqbench.bench.core.stats import Estimate
+
+    # 7 of 8 seeds at +1, one at -1, "above 0": t says p = 0.01 (anti-conservative on a lattice); the exact
+    # test counts the 1 + 8 of 256 sign patterns whose sum reaches the observed 6
+    ties = Estimate((1.0,) * 7 + (-1.0,))
+    assert ties.sign_flip and not ties.tied
+    assert ties.p_value(0.0, "above") == pytest.approx(9 / 256)
+    assert st.ttest_1samp([1.0] * 7 + [-1.0], 0.0, alternative="greater").pvalue == pytest.approx(0.00997, abs=1e-4)
+    assert ties.p_value(0.0, "below") == pytest.approx(np.mean(_flips([1.0] * 7 + [-1.0]) <= 6))  # 255/256
+    # by hand over every pattern, and as scipy's one-sample permutation test, on a lattice with a threshold
+    acc = (0.5, 0.5, 1.0, 0.5, 1.0)  # an accuracy over 2 examples: a lattice
+    for t, side in [(0.6, "above"), (0.9, "below"), (0.5, "above")]:
+        d = [a - t for a in acc]
+        by_hand = np.mean(_flips(d) >= sum(d) - 1e-12) if side == "above" else np.mean(_flips(d) <= sum(d) + 1e-12)
+        scipy = st.permutation_test(
+            (np.array(d),), np.sum, permutation_type="samples", n_resamples=np.inf,
+            alternative="greater" if side == "above" else "less",
+        ).pvalue  # fmt: skip
+        assert Estimate(acc, "linear", (0.0, 1.0)).p_value(t, side) == pytest.approx(by_hand) == pytest.approx(scipy)
+    # a log-scale mean flips the signs of log(value / threshold)
+    lat = (0.01, 0.01, 0.1, 0.01)
+    d = np.log(lat) - math.log(0.05)
+    assert Estimate(lat, "log").p_value(0.05, "below") == pytest.approx(np.mean(_flips(list(d)) <= d.sum() + 1e-12))
+
+
+def test_the_sign_flip_test_only_where_values_tie_and_not_all_and_few_seeds():
+    from seqbench.bench.core.stats import EXACT_FLIPS, Estimate
+
+    x = (0.61, 0.72, 0.58, 0.69, 0.75)  # continuous: Student-t as before
+    e = Estimate(x)
+    assert not e.sign_flip and e.p_value(0.6, "above") == pytest.approx(
+        st.ttest_1samp(x, 0.6, alternative="greater").pvalue
+    )
+    # a lattice: at most n/2 distinct values; one coincidental tie among continuous seeds keeps t
+    assert Estimate((0.05, 0.06, 0.04, 0.045, 0.05), "log").sign_flip is False
+    assert Estimate((1.0, 1.0, 1.0, 1.0, 0.0)).sign_flip and Estimate((2.0, 1.0, 2.0, 1.0)).sign_flip
+    assert not Estimate((1.0, 1.0, -1.0)).sign_flip  # 3 seeds, 2 values: t, which cannot decide them either
+    same = Estimate((1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0))  # every seed tied: still untested, not 2^-8
+    assert same.tied and not same.sign_flip and same.p_value(0.0, "above") == 1.0
+    assert not Estimate((1.0, 1.0, 0.0), "rate").sign_flip
+    many = Estimate((1.0, -1.0) * ((EXACT_FLIPS + 2) // 2))  # beyond 16 seeds the t-test, its normal limit
+    assert many.n > EXACT_FLIPS and not many.sign_flip
+    assert many.p_value(0.0, "above") == pytest.approx(st.ttest_1samp(many.values, 0.0, alternative="greater").pvalue)
+    big = Estimate((1.0,) * (EXACT_FLIPS - 1) + (-1.0,))  # 16 seeds: 2^16 patterns, exact
+    assert big.sign_flip and big.p_value(0.0, "above") == pytest.approx((1 + EXACT_FLIPS) / 2**EXACT_FLIPS)
+
+
+def test_the_tested_interval_holds_exactly_the_thresholds_the_sign_flip_test_keeps():
+    from seqbench.bench.core.stats import Estimate, sign_flip_interval
+
+    rng = np.random.default_rng(3)
+    for n, level in [(6, 0.95), (8, 0.95), (8, 1 - 0.0368), (10, 0.9), (12, 0.99)]:
+        x = rng.integers(-2, 4, n).astype(float)  # a lattice: values tie
+        lo, hi = sign_flip_interval(x, level)
+        a = (1 - level) / 2
+        for t in np.linspace(x.min() - 1, x.max() + 1, 97) + 1e-7:  # off the subset means' lattice
+            d = x - t
+            kept = np.mean(_flips(list(d)) >= d.sum()) > a and np.mean(_flips(list(d)) <= d.sum()) > a
+            assert kept == (lo <= t <= hi), (n, level, t, lo, hi)
+    # up to 5 seeds no threshold is rejected at 95% (p >= 1/32 > 0.025 each side): unbounded, clipped to the range
+    acc = Estimate((0.5, 0.5, 1.0, 0.5, 1.0), "linear", (0.0, 1.0))
+    assert (acc.tested_interval().lo, acc.tested_interval().hi) == (0.0, 1.0)
+    assert sign_flip_interval(np.array([1.0, 1.0, -1.0]), 0.95) == (-math.inf, math.inf)
+    cont = Estimate((0.61, 0.72, 0.58, 0.69, 0.75))  # continuous: the Student-t interval
+    assert cont.tested_interval() == cont.interval()
+    ties = Estimate((1.0,) * 7 + (-1.0,))  # 7 of 8 at +1: p = 9/256 > 0.025 for "above 0", so 0 stays inside
+    assert (ties.tested_interval().lo, ties.tested_interval().hi) == (0.0, 1.0) and ties.interval().lo > 0.15
+    log = Estimate((0.01, 0.01, 0.1, 0.01, 0.1, 0.01), "log").tested_interval()
+    assert log.scale == "log" and log.lo == pytest.approx(0.01) and log.hi == pytest.approx(0.1)

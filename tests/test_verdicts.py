@@ -165,7 +165,7 @@ def test_verify_md_covers_two_invocations_of_the_cli(tmp_path, capsys):
 def test_the_claims_page_block_is_what_the_script_makes_of_the_committed_copy():
     v = _script()
     copy = REPO / v.COPY
-    want = v.block(copy.read_text() if copy.is_file() else None)
+    want = v.block(copy.read_text() if copy.is_file() else None, REPO)
     assert v.current_block((REPO / v.PAGE).read_text()) == want, f"{v.PAGE}'s verdicts: run `make verdicts`"
     assert v.main(["--check"]) == 0
 

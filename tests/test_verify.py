@@ -33,12 +33,11 @@ def test_baseline_thresholds_and_paired_differences():
     eight = table({**GOOD, ("rnn", 50): [0.16, 0.17, 0.165] * 2 + [0.16, 0.17]})
     at_base = judge_rule(rule(where={"model.name": "rnn", "task.length": 50}, above={"baseline": 0.9}), eight, SWEPT)
     assert at_base.verdict == HOLDS and at_base.p_alone == pytest.approx(2 * 0.5**8)  # 8 of 8: a sign test
-    diff = judge_rule(
-        rule(where={"model.name": "rnn", "task.length": 50}, minus={"model.name": "gru", "task.length": 50}, above=0.1),
-        t,
-        SWEPT,
-    )
+    pair = {"where": {"model.name": "rnn", "task.length": 50}, "minus": {"model.name": "gru", "task.length": 50}}
+    diff = judge_rule(rule(**pair, above=0.1, scale="linear"), t, SWEPT)  # a difference in MSE units
     assert diff.verdict == HOLDS and diff.interval.mean == pytest.approx(0.165 - 0.0015)
+    ratio = judge_rule(rule(**pair, above=10.0), t, SWEPT)  # an MSE's minus: is a ratio by default (issue 38)
+    assert ratio.verdict == HOLDS and ratio.ratio and ratio.measured().startswith("ratio ")
 
 
 def test_one_replicate_is_inconclusive_not_judged_on_a_point():
@@ -130,6 +129,7 @@ def test_the_verdict_figure_draws_each_compared_configuration_and_the_thresholds
                 "minus": {"model.name": "gru", "task.length": 50},
                 "metric": "val/mse",
                 "above": 0.1,
+                "scale": "linear",  # a difference in MSE units (an MSE's minus: is a ratio by default)
                 "control": "gru learns",
             }
         ],

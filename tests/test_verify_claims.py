@@ -118,9 +118,14 @@ def test_one_claim_end_to_end_through_the_cli(tmp_path, capsys):
             }
         ],
     )
-    assert main(["verify", str(failing), "--out-dir", str(out)]) == 0  # resumes the study: no retraining
+    # a rule changed on seeds its registration judged is refused, in one line, before anything trains
+    assert main(["verify", str(failing), "--out-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "changed since registration" in err and "register it afresh" in err
+    failing = _claim_file(tmp_path, expect=yaml.safe_load(failing.read_text())["expect"], seeds=[7, 8])
+    assert main(["verify", str(failing), "--out-dir", str(out)]) == 0  # fresh seeds: a new registration
     assert "claim verdicts: tiny_claim fails (decided at look 1 of 1, n=2, alpha 0.05)" in capsys.readouterr().out
-    assert main(["verify", str(failing), "--out-dir", str(out), "--strict"]) == 1
+    assert main(["verify", str(failing), "--out-dir", str(out), "--strict"]) == 1  # the same registration resumes
 
 
 def test_a_claim_that_cannot_run_exits_nonzero(tmp_path, capsys, monkeypatch):

@@ -4,9 +4,11 @@ by diverged seeds, a cost claim's looks, and the plan's warning that a first loo
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.claims.judge import HOLDS
@@ -121,12 +123,15 @@ def cost_claim(**profile) -> dict:
 
 
 def test_cost_claim_looks_count_replicates_and_stop_at_the_first_deciding_look(monkeypatch, tmp_path):
-    """A cost claim's looks are replicate counts: measured up to each look, judged at alpha / len(looks),
-    stopped at the first look that decides; a later run reuses the cached replicates."""
+    """A cost claim's looks are replicate counts: measured up to each look, judged at that look's spent alpha,
+    stopped at the first look that decides; a later run reuses the cached replicates. A changed cost claim is
+    a registration of its own that measures afresh (its cache is named by its digest), never a re-judging of
+    the measured replicates, and the registry keeps both."""
     from seqbench.bench.commands import verify as v
-    from seqbench.sweeps.claims.load import parse_claim
+    from seqbench.sweeps.claims.load import load_claim
+    from seqbench.sweeps.claims.registry import REGISTRY, load_registry
 
-    slopes = iter([0.85, 1.15, 1.0, 1.0, 1.01, 0.99, 1.0, 1.0, 1.0])  # noisy first look, tight later
+    slopes = iter([0.85, 1.15, 1.0, 1.003, 1.01, 0.99, 0.998, 1.002, 1.001] + [1.0, 1.01, 0.99] * 4)  # noisy first look
     calls = []
 
     def fake_cost(cfg):
@@ -135,9 +140,14 @@ def test_cost_claim_looks_count_replicates_and_stop_at_the_first_deciding_look(m
         rows = [{"model": "rnn", "length": t, "status": "ok", "time_ms": 0.01 * t**e} for t in T]
         return {"rows": rows, "summary": {"rnn": {}}, "meta": {}}
 
+    def claim_file(**profile) -> Path:
+        path = tmp_path / "c.yaml"
+        path.write_text(yaml.safe_dump(cost_claim(**profile)))
+        return path
+
     monkeypatch.setattr("seqbench.bench.training.cost.measure_cost", fake_cost)
     monkeypatch.setattr(v, "cost_figure", lambda rows, meta: None)
-    claim = parse_claim(cost_claim(looks=[3, 6, 9]), "c")
+    claim = load_claim(claim_file(looks=[3, 6, 9]))
     assert claim.replicates_for("quick") == 9 and claim.replicates_for("paper") == 2
     res = v.verify_claim(claim, "quick", tmp_path, 1, None)
     assert res.verdict == HOLDS and len(calls) == 6  # look 1 (0.85, 1.15, 1.0) undecided; look 2 decides
@@ -145,15 +155,13 @@ def test_cost_claim_looks_count_replicates_and_stop_at_the_first_deciding_look(m
     assert len(res.table) == 6 and res.rules[0].interval.n == 6
     again = v.verify_claim(claim, "quick", tmp_path, 1, None)  # cached: nothing measured again
     assert again.verdict == HOLDS and len(calls) == 6
-    # the looks were judged: re-cutting them over the same replicates is refused, in one line
-    with pytest.raises(
-        UserError,
-        match=r"looks \[3, 6\], but study quick-\w+-cost already judged seeds 0-8 at "
-        r"looks \[3, 6, 9\] .*start a fresh study with another --out-dir",
-    ):
-        v.verify_claim(parse_claim(cost_claim(looks=[3, 6]), "c"), "quick", tmp_path, 1, None)
+    recut = v.verify_claim(load_claim(claim_file(looks=[3, 6])), "quick", tmp_path, 1, None)
+    assert len(calls) > 6 and recut.rules[0].interval.n in (3, 6)  # measured afresh, not the 6 judged above
+    first, second = load_registry(tmp_path / REGISTRY).registrations
+    assert first.looks == [3, 6, 9] and first.replaced.endswith(f"by registration {second.digest}")
+    assert second.kind == "cost" and second.seeds == list(range(6)) and not second.replaced
     with pytest.raises(UserError, match=r"cost.replicates: 5 disagrees with looks: \[3, 6\]"):
-        parse_claim(cost_claim(looks=[3, 6], replicates=5), "c")
+        load_claim(claim_file(looks=[3, 6], replicates=5))
 
 
 def test_the_plan_says_when_a_first_look_cannot_decide_a_per_seed_rule():

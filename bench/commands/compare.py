@@ -13,7 +13,10 @@ the same command (in any order, from any directory with the same ``--out-dir``/`
 continues the same study and runs nothing that is done. The spec is written to
 ``<out_dir>/specs/<study>.yaml`` and run by ``seqbench sweep`` itself (same output, same resume,
 workers, storage); then the terminal gets a ranked table with 95% intervals and the paired
-statements, and ``<out_dir>/reports/<study>/`` the dashboard. ``--print-config`` (or ``--print-spec``)
+statements, each by the test ``seqbench verify`` judges that kind of metric with
+(``bench.core.seed_tests``: per seed with an exact sign test for an accuracy, which cannot decide at
+5% below 6 seeds and says so; the ratio for a loss; the paired t otherwise), and
+``<out_dir>/reports/<study>/`` the dashboard. ``--print-config`` (or ``--print-spec``)
 prints that YAML and runs nothing: ``seqbench sweep FILE --study <study>`` continues the same study.
 """
 
@@ -48,7 +51,9 @@ _REFUSED = {
     "run_id": "each replicate gets its own run id",
     "resume": "re-running the same compare command continues its study",
 }
-DEFAULT_SEEDS = 3  # a comparison needs replicates: intervals and paired tests start at n=2
+# a comparison needs replicates: intervals and t-tests start at n=2; a per-seed sign test (an accuracy's
+# pairs) decides at 5% only from 6 agreeing seeds (seed_tests.seeds_to_decide), which the statements say
+DEFAULT_SEEDS = 3
 # the top-level keys compare takes: RunConfig's sections and fields but the ones it sets itself
 SETTINGS = [k for k in RunConfig.model_fields if k not in _REFUSED] + ["seeds"]
 

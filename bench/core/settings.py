@@ -11,6 +11,7 @@ This module imports only yaml and the error type: reading settings needs no torc
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -205,3 +206,15 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UserError(f"{p}: top level must be a mapping of config sections, got {type(data).__name__}")
     return data
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Whether a run's recorded setting ``a`` is the swept value ``b``: numbers equal up to float rounding (a
+    value read back from a study or a table), a swept null matching None or NaN (a table's missing value);
+    a bool is not the number 1. Shared by the judge, the sweep ladders and the card's frontiers."""
+    if b is None:
+        return a is None or (isinstance(a, float) and math.isnan(a))
+    num = (int, float)
+    if isinstance(a, num) and isinstance(b, num) and not isinstance(a, bool) and not isinstance(b, bool):
+        return math.isclose(float(a), float(b))
+    return bool(a == b)

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from seqbench.bench.core.artifacts import BASELINE, BEST, FINAL, PARAM
+from seqbench.bench.core.settings import same_value
 from seqbench.bench.core.stats import metric_scale
 from seqbench.sweeps.claims.rules import Baseline, Rule, Threshold
 
@@ -61,16 +62,8 @@ def select(table: pd.DataFrame, where: Mapping[str, Any]) -> pd.DataFrame:
         col = PARAM + k
         if col not in rows.columns:
             return rows.iloc[0:0]
-        rows = rows[rows[col].map(lambda x, v=v: _same(x, v))]
+        rows = rows[rows[col].map(lambda x, v=v: same_value(x, v))]
     return rows.drop_duplicates("run_id", keep="last")
-
-
-def _same(a: Any, b: Any) -> bool:
-    if b is None:  # a swept null: the run table holds None or NaN for it
-        return a is None or (isinstance(a, float) and math.isnan(a))
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
-        return math.isclose(float(a), float(b))
-    return a == b
 
 
 def metric_column(table: pd.DataFrame, metric: str) -> str | None:
@@ -180,15 +173,23 @@ def best_rows(
     advance (conservative for "the LSTM does not recall"), and the verdict names the values picked.
 
     A diverged run never wins (its value is no result); a seed whose runs all diverged keeps one, for
-    the rule's ``diverged:``. A seed missing a candidate run is left out (its best would be over fewer)."""
+    the rule's ``diverged:``. A seed missing a candidate run is left out (its best would be over fewer).
+    ``best_of.on`` picks on another metric than the one judged (validation batches, judged on test batches)."""
     keys = rule.free
+    if rule.best_of is not None and rule.best_of.on:  # picked on other batches than those judged (BestOf.on)
+        on = metric_column(rows, rule.best_of.on)
+        if on is None:
+            return rows.iloc[:0], {}, f"{rule.best_of.on} (best_of.on) was not recorded"
+        col = on
     cands = list(itertools.product(*(swept[k] for k in keys)))
     sign = 1.0 if goal == "maximize" else -1.0
     out, picked, short, lost = [], {}, [], 0
     for seed, g in rows.groupby("seed", sort=False):
         idx = {}
         for i, r in g.iterrows():
-            cand = next((j for j, c in enumerate(cands) if all(_same(r[PARAM + k], v) for k, v in zip(keys, c))), None)
+            cand = next(
+                (j for j, c in enumerate(cands) if all(same_value(r[PARAM + k], v) for k, v in zip(keys, c))), None
+            )
             if cand is not None:
                 idx[i] = cand
         if len(set(idx.values())) < len(cands):
