@@ -41,7 +41,7 @@ def _shipped(package: str) -> list[ShippedSweep]:
     return [
         ShippedSweep(res.name.removesuffix(".yaml"), _question(res.read_text()), res)
         for res in sorted(resources.files(package).iterdir(), key=lambda r: r.name)
-        if res.is_file() and res.name.endswith(".yaml")
+        if res.is_file() and res.name.endswith(".yaml") and res.name != "registry.yaml"  # claims' registrations
     ]
 
 

@@ -4,8 +4,9 @@ Every claim (``sweeps/claims/*.yaml``, schema in ``sweeps/claims/schema.py``) is
 its profiles checked before anything trains. Then each claim runs (``sweeps/claims/runner.py``): its
 seeds look by look, each look's new seeds a study of the ordinary sweep runner (resumable, parallel),
 judged after each look at that look's share of alpha 0.05 (``sweeps/claims/looks.py``), stopping at the
-first look that decides every rule or finds a failed control; seeds and looks are locked once judged
-(``sweeps/claims/lock.py``). ``kind: cost`` claims measure ``seqbench cost`` once per replicate (cached as
+first look that decides every rule or finds a failed control. A claim runs only under its registration
+(``sweeps/claims/registry.py``, committed beside the claim files): every claim's is checked before anything
+trains, a claim changed on seeds a registration judged is refused, and one on fresh seeds is registered. ``kind: cost`` claims measure ``seqbench cost`` once per replicate (cached as
 JSON; ``sweeps/claims/cost.py``), their looks counted in replicates. This command draws each claim's
 figures, prints the table, and writes ``index.html`` and ``verify.md`` to ``<out-dir>/verify/``; each claim's
 verdict is also recorded there (``bench/core/verdicts.py``), and verify.md covers every claim recorded.
@@ -30,6 +31,8 @@ from seqbench.reports.verify_html import claim_figure, cost_figure, verdict_figu
 from seqbench.sweeps.claims import runner as claims_runner
 from seqbench.sweeps.claims.judge import ERROR, FAILS, INVALID, ClaimResult, verdict_table
 from seqbench.sweeps.claims.load import find_claims, load_claim
+from seqbench.sweeps.claims.looks import check_decidable
+from seqbench.sweeps.claims.registry import check
 from seqbench.sweeps.claims.schema import Claim
 
 
@@ -85,6 +88,8 @@ def verify(
     if workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {workers})")
     loaded = [load_claim(p) for p in find_claims(list(claims))]
+    for c in loaded:  # refused in one line before anything trains: a changed rule on judged seeds, looks that cannot decide
+        check_decidable(c, profile, registered=not check(c, profile)[1])
     out = Path(out_dir)
     results = []
     for i, claim in enumerate(loaded):

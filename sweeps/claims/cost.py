@@ -18,11 +18,10 @@ from seqbench.bench.core.contract import OutputKind, TaskSpec
 from seqbench.bench.training.cost_config import VOCAB, CostConfig, fit_exponent, model_config
 from seqbench.bench.training.flops import forward_macs
 from seqbench.sweeps.claims.judge import ClaimResult
-from seqbench.sweeps.claims.lock import lock_path, record, study_for
 from seqbench.sweeps.claims.looks import Look, judge_look
+from seqbench.sweeps.claims.registry import registered
 from seqbench.sweeps.claims.schema import MIN_COST_LENGTHS, Claim, cost_config, swept_values
 
-FRESH_REPLICATES = "another --out-dir (a cost claim's replicates are measured afresh there)"
 Measurement = dict[str, Any]  # what ``bench.training.cost.measure_cost`` returns (config, meta, rows, summary)
 
 
@@ -53,16 +52,13 @@ def cost_table(rows: list[CostRow]) -> pd.DataFrame:
 
 def run_cost_claim(claim: Claim, profile: str, out_dir: Path) -> ClaimResult:
     """The claim's replicates (each cached as JSON), judged at the look's spent alpha after each look,
-    stopping at the first that decides; the digest in the cache names leaves replicates out."""
+    stopping at the first that decides; the cache names carry the registration's digest, so a changed claim
+    measures afresh (``registry.py``)."""
     cfg = cost_config(claim.resolved(profile))
     looks = claim.looks_for(profile) or [claim.replicates_for(profile)]
-    swept, digest = swept_values(claim, profile), claim.digest(profile)
+    swept, digest = swept_values(claim, profile), registered(claim, profile)
     folder = out_dir / "verify" / claim.name
     folder.mkdir(parents=True, exist_ok=True)
-    lock, replicates = lock_path(folder, profile, digest), list(range(looks[-1]))
-    study = study_for(
-        lock, f"{profile}-{digest}-cost", replicates, looks, f"{claim.name} (profile {profile})", FRESH_REPLICATES
-    )  # the replicates' cache names; refused when the looks changed
     rows: list[CostRow] = []
     measured: list[Measurement] = []
     for k, n in enumerate(looks):
@@ -80,7 +76,6 @@ def run_cost_claim(claim: Claim, profile: str, out_dir: Path) -> ClaimResult:
             Look(looks, k, f"n={n} replicates"),
             lambda: f"measuring up to {looks[k + 1]}",  # noqa: B023  (called within this iteration)
         )
-        record(lock, study, replicates, looks)
         if look.done or k == len(looks) - 1:
             break
     return look.result(claim, profile, study=str(folder), table=table, measurement=measured[0])

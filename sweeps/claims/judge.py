@@ -186,7 +186,7 @@ def _quantities(
     th = {k: _threshold(v, rows, rule.metric) for k, v in raw.items() if v is not None}
     res.per_seed = "success:" if rule.success is not None else "" if rule.rate else per_seed_why(rule)
     if rule.minus is not None:
-        paired = _paired(res, rule, table, swept, goal, vals, th, scale, notes)
+        paired = _paired(res, rule, table, swept, goal, vals, th, notes)
         if paired is None:
             return None
         values, th, unresolved_b = paired
@@ -251,10 +251,9 @@ def _paired(
     goal: str,
     vals: dict[Any, float],
     th: dict[str, float],
-    scale: str,
     where_notes: tuple[str, str],
 ) -> tuple[list[float], dict[str, float], bool] | None:
-    """minus: the seed-paired differences where - minus (log ratios on scale: log), the thresholds on
+    """minus: the seed-paired differences where - minus (log ratios where ``rule.ratio``), the thresholds on
     their scale and whether a diverged seed of the minus side is unresolved; None (res says why) when
     the minus side cannot be measured."""
     assert rule.minus is not None  # _quantities pairs minus: rules only
@@ -274,13 +273,19 @@ def _paired(
     res.sides = [(label_a, list(vals.values())), (label_b, list(vals_b.values()))]
     res.n_diverged += n_div_b
     seeds = [s for s in vals if s in vals_b]
-    res.ratio = scale == "log" and rule.scale == "log"
-    if res.ratio and all(vals[s] > 0 and vals_b[s] > 0 for s in seeds):
+    res.ratio = rule.ratio  # scale: log, or a log-scale metric's (rules.Rule.ratio): the thresholds are ratios
+    if res.ratio:
+        if not all(vals[s] > 0 and vals_b[s] > 0 for s in seeds):
+            res.verdict = INCONCLUSIVE
+            res.why = (
+                f"a seed measured {rule.metric} <= 0, which has no ratio where/minus (the rule's thresholds are "
+                "ratios); a rule on differences says scale: linear"
+            )
+            return None
         diffs = [math.log(vals[s]) - math.log(vals_b[s]) for s in seeds]
         if rule.success is None:  # success:'s thresholds are shares of seeds; its cut is logged in _outcomes
             th = {k: math.log(v) for k, v in th.items()}
     else:
-        res.ratio = False
         diffs = [vals[s] - vals_b[s] for s in seeds]
     if rule.versus is not None:  # a difference in differences: the second pair's difference per seed
         second = _versus(res, rule, table, swept)

@@ -112,18 +112,25 @@ def best_p(rule: Rule, n: int) -> float:
     return best
 
 
+def _stuck(members: list[Rule], n: int, alpha: float) -> list[tuple[Rule, float, float]]:
+    """The per-seed members that cannot be decided at ``n`` seeds and ``alpha`` even when every seed agrees:
+    (rule, best p, its Holm-adjusted p at best, every other member already decided with a smaller p)."""
+    ps = [best_p(r, n) for r in members]
+    return [(r, p, adj) for r, p, adj in zip(members, ps, holm(ps)) if adj > alpha]
+
+
 def undecidable_looks(claim: Claim, profile: str) -> list[str]:
     """The looks of ``profile`` at which some per-seed rule or control cannot be decided even when every
     seed agrees: its best p (:func:`best_p`), Holm-adjusted over the profile's per-seed members (at best:
-    every other member already decided with a smaller p), above the alpha that look spends. A profile
-    whose LAST look is listed can never decide that rule: a registration defect
-    (``tests/test_claims_profiles.py`` fails on it). Cost claims (replicates, no per-seed rule): none."""
-    members = per_seed_members(claim, profile) if claim.kind == "sweep" else []
-    looks = claim.looks_for(profile) or [len(claim.seeds_for(profile))]
+    every other member already decided with a smaller p), above the alpha that look spends. A look listed
+    can never stop the claim (every member must be decided), so it only spends alpha; a profile whose LAST
+    look is listed can never decide that rule. Cost claims alike (their looks count replicates; a bounded
+    metric such as ``fixed_share`` is judged per replicate)."""
+    members = per_seed_members(claim, profile)
+    looks = claim.looks_for(profile) or [_count(claim, profile)]
     out = []
     for k, (n, a) in enumerate(zip(looks, look_alphas(looks, ALPHA))):
-        ps = [best_p(r, n) for r in members]
-        stuck = [(r, p, adj) for r, p, adj in zip(members, ps, holm(ps)) if adj > a]
+        stuck = _stuck(members, n, a)
         if stuck:
             r, p, adj = stuck[0]
             holm_text = f", {adj:.3g} after Holm over {len(members)} per-seed rules" if len(members) > 1 else ""
@@ -132,3 +139,38 @@ def undecidable_looks(claim: Claim, profile: str) -> list[str]:
                 f"{r.name!r}): even {n} of {n} seeds agreeing give p = {p:.3g}{holm_text}, above its alpha {a:.3g}"
             )
     return out
+
+
+def _count(claim: Claim, profile: str) -> int:
+    return claim.replicates_for(profile) if claim.kind == "cost" else len(claim.seeds_for(profile))
+
+
+def smallest_deciding_n(claim: Claim, profile: str, most: int = 200) -> int | None:
+    """The fewest seeds (cost: replicates) at which one look at alpha 0.05 could decide every per-seed rule
+    and control of ``profile`` (2 when none is judged per seed); None beyond ``most``."""
+    members = per_seed_members(claim, profile)
+    return next((n for n in range(2, most + 1) if not _stuck(members, n, ALPHA)), None)
+
+
+def check_decidable(claim: Claim, profile: str, registered: bool) -> None:
+    """Refuse, before anything trains, a claim whose looks cannot decide it (:func:`undecidable_looks`): its
+    last look, always (it could only end inconclusive); an earlier look, when the claim is not registered
+    yet (that look spends alpha and can never stop the claim). A registration made before this check keeps
+    its looks (they are locked with its seeds); ``verify --plan`` lists such a look."""
+    dead = undecidable_looks(claim, profile)
+    looks = claim.looks_for(profile) or [_count(claim, profile)]
+    last = f"look {len(looks)} "
+    fatal = [w for w in dead if w.startswith(last)] or ([] if registered else dead)
+    if not fatal:
+        return
+    n = smallest_deciding_n(claim, profile)
+    unit = "replicates" if claim.kind == "cost" else "seeds"
+    fix = (
+        f"the smallest n that could decide every per-seed rule at one look is {n} {unit}"
+        if n
+        else "no n up to 200 could decide it (a rule's share thresholds leave no room)"
+    )
+    raise UserError(
+        f"claim {claim.name} (profile {profile}): {fatal[0]}; it cannot decide the claim, so nothing runs: {fix} "
+        f"(looks: [{n}]" + ("" if claim.kind == "sweep" else " or replicates:") + f"; or fewer per-seed rules)"
+    )

@@ -4,11 +4,20 @@ and ``controls:`` list (how each is judged: ``sweeps/claims/judge.py``)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from seqbench.bench.core.schema import Section
+from seqbench.bench.core.stats import metric_scale
+
+# A rule name that states a multiple ("below 0.97x", "above 3 times", "ratio"): the rule must then judge a ratio
+_READS_AS_RATIO = re.compile(
+    r"\b(below|above|under|over|than|within|most|least)\s+\d*\.?\d+\s*(x\b|times\b)"
+    r"(?!\s*(the\s+)?(memoryless\s+|unigram\s+)?(baseline|unigram))|\bratio\b",
+    re.I,
+)
 
 Profile = Literal["quick", "paper"]
 PROFILES: tuple[Profile, ...] = ("quick", "paper")
@@ -160,8 +169,9 @@ class Rule(Section):
     )
     scale: Literal["auto", "linear", "log"] = Field(
         "auto",
-        description="auto: log for positive skewed metrics (loss, mse, bpc, ppl), else linear; on a "
-        "minus: rule, log judges the paired ratio where/minus (thresholds are ratios)",
+        description="auto: the metric's (log for positive skewed metrics: loss, mse, bpc, ppl; else linear); "
+        "on a minus: rule, log judges the paired ratio where/minus (thresholds are ratios: 0.97 = 3% lower), "
+        "so a minus: rule on a loss is a ratio unless it says scale: linear (a difference in nats or bits)",
     )
     control: str | list[str] | dict[str, Any] | None = Field(
         None, description="the positive control(s) this rule needs: names in controls: (or one inline rule)"
@@ -218,11 +228,24 @@ class Rule(Section):
             raise ValueError(f"{n}: {fixed[0]}: {why}; drop it from where:/minus:")
         if self.no_control and self.control is not None:
             raise ValueError(f"{n}: control: and no_control: contradict each other; keep one")
-        if self.scale == "log":
+        if self.scale == "log" or self.ratio:
             cut = [self.success_cut] if self.success is not None and self.minus is not None else []
             bad = [t for t in (*self.stated_thresholds(), *cut) if isinstance(t, float) and t <= 0]
+            if bad and self.ratio and self.scale == "auto":
+                raise ValueError(
+                    f"{n}: {self.metric} is judged on the log scale, so this minus: rule judges the ratio "
+                    f"where/minus and its thresholds are ratios > 0 (got {bad[0]}); for a difference say scale: linear"
+                )
             if bad:
                 raise ValueError(f"{n}: scale: log needs thresholds > 0 (on a minus: rule, ratios), got {bad[0]}")
+        said = _READS_AS_RATIO.search(self.name) if self.minus is not None and self.largest is None else None
+        if said and not self.ratio:
+            raise ValueError(
+                f"{n}: the name reads as a ratio ({said.group(0)!r}) but the rule "
+                f"judges the difference where - minus on the linear scale, where a threshold of "
+                f"{self.stated_thresholds()[0]} is in the metric's own units; say scale: log (a ratio), or "
+                "name the difference"
+            )
         return self
 
     def _check_versus(self, n: str) -> None:
@@ -231,6 +254,11 @@ class Rule(Section):
             raise ValueError(f"{n}: versus: is the second difference of a minus: rule; add minus:")
         if self.scale == "log":
             raise ValueError(f"{n}: versus: a difference in differences is judged on the linear scale; drop scale: log")
+        if self.scale == "auto" and metric_scale(self.metric)[0] == "log":
+            raise ValueError(
+                f"{n}: versus: {self.metric} is a log-scale metric, but a difference in differences is judged on "
+                "the linear scale (in its own units); say scale: linear"
+            )
         if self.best_of is not None or self.largest is not None:
             raise ValueError(f"{n}: versus: takes no best_of:/largest: (a difference of measured values only)")
 
@@ -281,6 +309,15 @@ class Rule(Section):
         if self.best_of is not None:
             return list(self.best_of.params)
         return [self.largest.over] if self.largest is not None else []
+
+    @property
+    def ratio(self) -> bool:
+        """A minus: rule judged as the seed-paired ratio where/minus (thresholds are ratios): scale: log, or
+        scale: auto on a metric judged on the log scale (``stats.metric_scale``: loss, mse, bpc). A grid step
+        (largest:) and a difference in differences (versus:) are always linear."""
+        if self.minus is None or self.largest is not None or self.versus is not None:
+            return False
+        return self.scale == "log" or (self.scale == "auto" and metric_scale(self.metric)[0] == "log")
 
     @property
     def rate(self) -> bool:

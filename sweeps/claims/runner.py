@@ -1,10 +1,10 @@
 """Running one claim (``seqbench verify``): its seeds look by look, each look's new seeds a sweep of their
 own, judged after each look (``looks.py``); a ``kind: cost`` claim's replicates instead (``cost.py``).
 
-The first look's seeds run in study ``verify-<claim>-<profile>-<spec hash>`` (the hash leaves seeds and
-looks out, so re-running continues it and a changed claim starts afresh), each later look's new seeds in
-``<study>+s<first>-<last>`` (the runner keeps a study's seed list fixed). The seeds and looks are locked
-when first judged (``lock.py``): changing them afterwards is refused; fresh seeds start a fresh study.
+The first look's seeds run in study ``verify-<claim>-<profile>-<digest>`` (``Claim.digest``: the claim's
+registration, so re-running continues it), each later look's new seeds in ``<study>+s<first>-<last>`` (the
+runner keeps a study's seed list fixed). A claim runs only under its registration (``registry.py``): a new
+one on fresh seeds is registered before anything trains; a claim changed on judged seeds is refused.
 Each look's resolved spec is written beside the lock (``<out>/verify/<claim>/<profile>[-lookK].yaml``), so
 ``seqbench sweep`` can run it again.
 """
@@ -21,16 +21,14 @@ from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.claims.cost import run_cost_claim
 from seqbench.sweeps.claims.diag import add_diagnostic_metrics
 from seqbench.sweeps.claims.judge import ERROR, ClaimResult
-from seqbench.sweeps.claims.lock import lock_path, record, study_for
 from seqbench.sweeps.claims.looks import Look, judge_look
 from seqbench.sweeps.claims.measure import RUN_STATUSES
+from seqbench.sweeps.claims.registry import registered
 from seqbench.sweeps.claims.schema import Claim, sweep_spec, swept_values
 from seqbench.sweeps.coordinator import run_sweep, sweep_argv
 from seqbench.sweeps.spec import parse_spec
 from seqbench.sweeps.study import SpecChanged
 from seqbench.sweeps.table import Objective, outcomes
-
-FRESH_SEEDS = "fresh seeds (seeds: values no study of this claim used)"
 
 
 def run_claim(claim: Claim, profile: str, out_dir: Path, workers: int, storage: str | None) -> ClaimResult:
@@ -56,16 +54,7 @@ def run_sweep_claim(claim: Claim, profile: str, out_dir: Path, workers: int, sto
     spec = sweep_spec(claim, profile)  # every seed's configs built: a bad field fails before training
     seeds = claim.seeds_for(profile)
     looks = claim.looks_for(profile) or [len(seeds)]
-    digest = claim.digest(profile)  # leaves seeds and looks out: a change to them meets the lock
-    lock = lock_path(out_dir / "verify" / claim.name, profile, digest)
-    base = study_for(
-        lock,
-        f"verify-{claim.name}-{profile}-{digest}",
-        seeds[: looks[-1]],
-        looks,
-        f"{claim.name} (profile {profile})",
-        FRESH_SEEDS,
-    )
+    base = f"verify-{claim.name}-{profile}-{registered(claim, profile)}"
     swept = swept_values(claim, profile)
     tables: list[pd.DataFrame] = []
     errors: list[str] = []
@@ -89,7 +78,6 @@ def run_sweep_claim(claim: Claim, profile: str, out_dir: Path, workers: int, sto
             Look(looks, k, f"n={n}"),
             lambda: f"adding seeds {seeds[n : looks[k + 1]]}",  # noqa: B023  (called within this iteration)
         )
-        record(lock, base, seeds[: looks[-1]], looks)  # judged: from now on these seeds have these looks
         if look.done or k == len(looks) - 1:
             break
         prev = n

@@ -49,9 +49,9 @@ each seed is judged at its best value of them, e.g. the best of 3 learning rates
 ``controls:``, or one inline rule). A rule that says a model did not learn (``above``/``between`` a
 baseline multiple) or compares two configurations (``minus:``) names a control (or says why it needs
 none: ``no_control: reason``), else it is judged ``invalid``; a control that fails makes the claim
-``invalid``. ``looks:`` may be set per profile; ``seeds:`` then defaults to range(last look). Seeds and
-looks stay out of the study name (``Claim.digest``) so that changing them after a first verdict meets the
-lock (``lock.py``) and is refused.
+``invalid``. ``looks:`` may be set per profile; ``seeds:`` then defaults to range(last look). A claim is judged under
+its registration (``registry.py``): settings, seeds, looks, rules, thresholds and controls, hashed into
+``Claim.digest``; changing any of them on seeds a registration judged is refused.
 
 ``kind: cost`` claims measure instead with ``seqbench cost`` (``bench/commands/cost.py``): a ``cost:``
 block of its settings plus ``replicates`` (or ``looks:``, counted in replicates of the whole measurement:
@@ -95,7 +95,7 @@ from seqbench.sweeps.spec import SweepSpec, parse_spec
 
 FIGURES = ("length", "factors", "heatmap", "learning_curves", "through_time", "cost")
 CLAIM_KEYS = ("source", "profiles", "expect", "figure", "note", "kind", "cost", "controls", "looks")
-VERIFY_KEYS = ("seeds", "looks", "replicates")  # what verify adds per look: left out of the digest (the study name)
+VERIFY_KEYS = ("seeds", "looks", "replicates")  # in the digest as the seeds and looks verify uses, not as written
 ALPHA = 0.05  # the stated error of a claim's verdict: 95%, spent over its looks
 COST_EXTRA = ("replicates",)
 MIN_COST_LENGTHS = 4
@@ -204,12 +204,35 @@ class Claim(Section):
         return seeds
 
     def digest(self, profile: str) -> str:
-        """Short hash of the resolved spec without its seeds and looks: a changed claim is a new study, an
-        unchanged one resumes. Seeds and looks are left out on purpose: changed after a first verdict, they
-        name the same study, whose lock (``lock.py``) refuses them rather than starting a study that
-        re-judges seen seeds; fresh seeds get a study of their own there."""
-        d = {k: v for k, v in self.resolved(profile).items() if k not in VERIFY_KEYS}
-        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:8]
+        """Short hash of the registration of ``profile``: settings, seeds (the ones verify may use), looks,
+        rules, thresholds and controls (``registry.py``). Left out: what only explains (names, the paper's
+        numbers, question, source, note, figure); a control is named by its place among the controls. A
+        changed claim is a new registration; the same one resumes its study."""
+        controls = self.controls_for(profile)
+        names = {c.name: i for i, c in enumerate(controls)}
+
+        def body(r: Rule) -> dict[str, Any]:
+            d = r.model_dump(mode="json", exclude={"name", "paper", "profiles", "control"})
+            c = r.control
+            refs = [c["name"]] if isinstance(c, dict) else [c] if isinstance(c, str) else list(c or [])
+            d["control"] = [names.get(n, n) for n in refs]
+            return d
+
+        resolved = self.resolved(profile)
+        seeds = (
+            list(range(self.replicates_for(profile)))
+            if self.kind == "cost"
+            else self.seeds_for(profile)[: (self.looks_for(profile) or [len(self.seeds_for(profile))])[-1]]
+        )
+        registration = {
+            "kind": self.kind,
+            "settings": {k: v for k, v in resolved.items() if k not in VERIFY_KEYS},
+            "seeds": seeds,
+            "looks": self.looks_for(profile),
+            "rules": [body(r) for r in self.rules(profile)],
+            "controls": [body(c) for c in controls],
+        }
+        return hashlib.sha256(json.dumps(registration, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
 def is_profile(profile: str) -> TypeGuard[Profile]:
