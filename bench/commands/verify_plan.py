@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seqbench.bench.core.artifacts import read_results, runs_path
+from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.text import duration
-from seqbench.sweeps.claims.looks import undecidable_looks
+from seqbench.sweeps.claims.looks import check_decidable, smallest_deciding_n, undecidable_looks
+from seqbench.sweeps.claims.registry import check, load_registry, registry_path
 from seqbench.sweeps.claims.schema import Claim, cost_config, sweep_spec
 from seqbench.sweeps.spec import trial_config
 
@@ -42,6 +44,32 @@ def step_seconds(out_dir: Path) -> dict[tuple[str, str], float]:
     return {k: statistics.median(v) for k, v in seen.items()}
 
 
+def registration_text(claim: Claim, profile: str) -> str:
+    """The registration the claim would run under (``registry.py``), or why verify would refuse it; and the
+    looks that cannot decide it, with the smallest n that could (``looks.check_decidable``)."""
+    path = registry_path(claim)
+    every = load_registry(path).of(claim.name, profile) if path else []
+    try:
+        reg, new = check(claim, profile)
+        check_decidable(claim, profile, registered=not new)
+    except UserError as e:
+        return f"\n    REFUSED: {e}"
+    count = f"{len(every) + new} registration(s) of this claim at profile {profile} so far"
+    line = (
+        f"\n    registration: new, {reg.digest} on seeds {reg.seeds[0]}-{reg.seeds[-1]} (verify registers it; {count})"
+        if new
+        else f"\n    registration: {reg.digest}, registered {reg.registered} ({count})"
+    )
+    dead = undecidable_looks(claim, profile)
+    if dead:
+        n = smallest_deciding_n(claim, profile)
+        line += (
+            "".join(f"\n    note: {w}" for w in dead)
+            + f"\n    note: the smallest n that could decide it at one look: {n}"
+        )
+    return line
+
+
 def plan_claim(claim: Claim, profile: str, history: dict[tuple[str, str], float]) -> ClaimPlan:
     if claim.kind == "cost":
         cfg = cost_config(claim.resolved(profile))
@@ -50,7 +78,7 @@ def plan_claim(claim: Claim, profile: str, history: dict[tuple[str, str], float]
         line = (
             f"cost measurement, {len(cfg.models)} models x lengths {cfg.lengths} = {points} points per "
             f"replicate; replicates (looks) {looks}"
-        )
+        ) + registration_text(claim, profile)
         return ClaimPlan(
             claim.name, line, points * looks[0] * GUESS_POINT_S, points * looks[-1] * GUESS_POINT_S, ["cost points"]
         )
@@ -70,7 +98,7 @@ def plan_claim(claim: Claim, profile: str, history: dict[tuple[str, str], float]
         f"({swept or 'one'}); seeds {seeds}; looks {looks}: {spec.budget() * looks[0]} runs at the first look, "
         f"{spec.budget() * looks[-1]} if every look runs"
     )
-    line += "".join(f"\n    note: {w}" for w in undecidable_looks(claim, profile))
+    line += registration_text(claim, profile)
     return ClaimPlan(claim.name, line, per_seed * looks[0], per_seed * looks[-1], guessed)
 
 

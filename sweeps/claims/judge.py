@@ -60,6 +60,7 @@ from seqbench.sweeps.claims.measure import (  # noqa: F401
     seed_values,
     select,
 )
+from seqbench.sweeps.claims.negatives import BOUND, expand, is_negative, robustness
 from seqbench.sweeps.claims.results import (  # noqa: F401
     ERROR,
     FAILS,
@@ -391,7 +392,12 @@ def judge_all(
     controls = [measure_rule(c, table, swept, best_goal(claim, profile, c)) for c in claim.controls_for(profile)]
     for c in controls:
         c.control = True
-    rules = [measure_rule(r, table, swept, best_goal(claim, profile, r)) for r in claim.rules(profile)]
+    rules = []
+    for original in claim.rules(profile):  # a budget: rule is judged at each budget, one row each
+        robust = (robustness(claim, profile, original) or BOUND) if is_negative(original) else ""
+        for r in expand([original], {k: list(v) for k, v in swept.items()}):
+            rules.append(measure_rule(r, table, swept, best_goal(claim, profile, r)))
+            rules[-1].robust = robust
     family = [r for r in controls + rules if r.estimate is not None]
     adj = holm([2 * min(r.p_holds, r.p_fails) for r in family])
     div = holm_divisors([r.p_adjusted for r in family])

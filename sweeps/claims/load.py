@@ -69,6 +69,7 @@ def check_profile(claim: Claim, profile: str, question: str = "") -> None:
         swept = {k: list(p.values or []) for k, p in spec.parameters.items()}
     for rule in [*claim.rules(profile), *claim.controls_for(profile)]:
         check_largest(rule, swept)
+        check_budget(rule, swept)
         if rule.by_mean and not default_per_seed(rule):
             raise UserError(
                 f"expect: rule {rule.name!r}: by_mean: {rule.metric} is judged on its mean already "
@@ -88,6 +89,19 @@ def check_profile(claim: Claim, profile: str, question: str = "") -> None:
                         f"(swept: {', '.join(f'{s} {len(v)}' for s, v in swept.items()) or 'nothing'})"
                     )
             best_goal(claim, profile, rule)
+
+
+def check_budget(rule: Rule, swept: Mapping[str, Sequence[Any]]) -> None:
+    """A ``budget:`` rule is judged at each value of its key: swept over numbers, the largest >= 4x the smallest."""
+    if not rule.budget:
+        return
+    values = swept.get(rule.budget, [])
+    nums = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(values) < 2 or len(nums) < len(values) or max(nums) < 4 * min(nums):
+        raise UserError(
+            f"expect: rule {rule.name!r}: budget: {rule.budget} must be swept over 2 or more numbers, the largest "
+            f"at least 4x the smallest (got {values or 'not swept'})"
+        )
 
 
 def best_goal(claim: Claim, profile: str, rule: Rule) -> str:

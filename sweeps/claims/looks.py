@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.stats import Estimate, holm, look_alphas
 from seqbench.sweeps.claims.judge import ClaimResult, RuleResult, decided, judge_all
 from seqbench.sweeps.claims.measure import per_seed_why
@@ -172,5 +173,5 @@ def check_decidable(claim: Claim, profile: str, registered: bool) -> None:
     )
     raise UserError(
         f"claim {claim.name} (profile {profile}): {fatal[0]}; it cannot decide the claim, so nothing runs: {fix} "
-        f"(looks: [{n}]" + ("" if claim.kind == "sweep" else " or replicates:") + f"; or fewer per-seed rules)"
+        f"(looks: [{n}]" + ("" if claim.kind == "sweep" else " or replicates:") + "; or fewer per-seed rules)"
     )

@@ -46,6 +46,7 @@ import yaml
 
 from seqbench.bench.core.artifacts import atomic_write
 from seqbench.bench.core.errors import UserError
+from seqbench.sweeps.claims import negatives
 from seqbench.sweeps.claims.looks import check_decidable
 from seqbench.sweeps.claims.schema import Claim
 
@@ -107,7 +108,10 @@ class Registry:
 
     def save(self) -> None:
         body = yaml.safe_dump(
-            {"registrations": [r.row() for r in self.registrations]}, sort_keys=False, width=110, default_flow_style=None
+            {"registrations": [r.row() for r in self.registrations]},
+            sort_keys=False,
+            width=110,
+            default_flow_style=None,
         )
         atomic_write(self.path, HEADER + body)
 
@@ -238,6 +242,7 @@ def registered(claim: Claim, profile: str) -> str:
     (``looks.check_decidable``)."""
     reg, new = check(claim, profile)
     check_decidable(claim, profile, registered=not new)
+    negatives.check(claim, profile, registered=not new)
     if new and registry_path(claim) is not None:
         path = register(claim, profile, reg)
         print(

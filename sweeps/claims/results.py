@@ -38,6 +38,7 @@ class RuleResult:
     picked: dict[Any, dict[str, Any]] = field(default_factory=dict)  # best_of: seed -> the values it was judged at
     sides: list[tuple[str, list[float]]] = field(default_factory=list)  # minus: each side's label and seed values
     per_seed: str = ""  # why each seed is judged (pass / not, a share of seeds): "success:" or per_seed_why's
+    robust: str = ""  # a negative rule: how it survives a bigger budget, or that it is budget-bound (negatives.py)
     cut: dict[str, float] = field(default_factory=dict)  # per seed: what a seed passes (baseline-scaled; log: ratio)
 
     @property
@@ -169,6 +170,7 @@ def _needs(r: RuleResult) -> str:
         f"no control: {r.rule.no_control}" if r.rule.no_control else "",
         f"per seed: {r.per_seed}" if r.per_seed and r.rule.success is None else "",
         f"by mean: {r.rule.by_mean}" if r.rule.by_mean else "",
+        r.robust,
     ]
     return r.threshold_text() + "".join(f" ({n})" for n in notes if n)
 

@@ -192,6 +192,12 @@ class Rule(Section):
         "[...], goal: ...}) at whose best value each seed is judged: 'best of 3 "
         "learning rates'; where: leaves them out",
     )
+    budget: str = Field(
+        "",
+        description="a negative rule ('did not learn'): the swept key holding the training budget "
+        "(train.max_steps, swept to 4x or more); the rule is judged at each of its values, one row each, and holds "
+        "only where it holds at all (sweeps/claims/negatives.py); where: leaves it out",
+    )
     paper: str = Field("", description="the paper's number for this quantity, with unit, shown beside ours")
     profiles: list[Profile] = Field(
         default_factory=lambda: list(PROFILES),
@@ -222,9 +228,17 @@ class Rule(Section):
             self._check_rate(n)
         if self.largest is not None:
             self._check_largest(n, self.largest)
+        if self.budget and (self.best_of is not None or self.largest is not None or self.minus is not None):
+            raise ValueError(f"{n}: budget: judges a negative at each budget; it takes no best_of:/largest:/minus:")
         fixed = [k for k in self.free if k in self.where or k in (self.minus or {})]
         if fixed:
-            why = "best_of: it is chosen per seed" if self.best_of else "it is what largest: ranges over"
+            why = (
+                "best_of: it is chosen per seed"
+                if self.best_of
+                else "it is what largest: ranges over"
+                if self.largest
+                else "budget: the rule is judged at each of its values"
+            )
             raise ValueError(f"{n}: {fixed[0]}: {why}; drop it from where:/minus:")
         if self.no_control and self.control is not None:
             raise ValueError(f"{n}: control: and no_control: contradict each other; keep one")
@@ -304,10 +318,12 @@ class Rule(Section):
 
     @property
     def free(self) -> list[str]:
-        """The swept keys ``where`` leaves open: ``best_of``'s (picked per seed) or ``largest.over`` (the
-        key the rule ranges over); the two never meet in one rule."""
+        """The swept keys ``where`` leaves open: ``best_of``'s (picked per seed), ``largest.over`` (the key the
+        rule ranges over) or ``budget`` (judged at each value); no two meet in one rule."""
         if self.best_of is not None:
             return list(self.best_of.params)
+        if self.budget:
+            return [self.budget]
         return [self.largest.over] if self.largest is not None else []
 
     @property

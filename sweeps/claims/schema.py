@@ -206,13 +206,14 @@ class Claim(Section):
     def digest(self, profile: str) -> str:
         """Short hash of the registration of ``profile``: settings, seeds (the ones verify may use), looks,
         rules, thresholds and controls (``registry.py``). Left out: what only explains (names, the paper's
-        numbers, question, source, note, figure); a control is named by its place among the controls. A
-        changed claim is a new registration; the same one resumes its study."""
+        numbers, question, source, note, figure); a control is named by its place among the controls; a
+        field at its default is left out, so a field added to the schema later leaves every digest as it was.
+        A changed claim is a new registration; the same one resumes its study."""
         controls = self.controls_for(profile)
         names = {c.name: i for i, c in enumerate(controls)}
 
         def body(r: Rule) -> dict[str, Any]:
-            d = r.model_dump(mode="json", exclude={"name", "paper", "profiles", "control"})
+            d = r.model_dump(mode="json", exclude_defaults=True, exclude={"name", "paper", "profiles", "control"})
             c = r.control
             refs = [c["name"]] if isinstance(c, dict) else [c] if isinstance(c, str) else list(c or [])
             d["control"] = [names.get(n, n) for n in refs]
