@@ -116,7 +116,8 @@ def best_goal(claim: Claim, profile: str, rule: Rule) -> str:
     m = claim.resolved(profile).get("metric")
     m = m[0] if isinstance(m, list) and m else m
     name, goal = (m.get("name"), m.get("goal")) if isinstance(m, dict) else (m, None)
-    if goal and rule.metric.removeprefix("best.") == name:
+    picked_on = rule.best_of.on or rule.metric
+    if goal and picked_on.removeprefix("best.") == name:
         return str(goal)
     raise UserError(
         f"expect: rule {rule.name!r}: best_of: needs goal: maximize | minimize (its metric "

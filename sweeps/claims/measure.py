@@ -180,8 +180,14 @@ def best_rows(
     advance (conservative for "the LSTM does not recall"), and the verdict names the values picked.
 
     A diverged run never wins (its value is no result); a seed whose runs all diverged keeps one, for
-    the rule's ``diverged:``. A seed missing a candidate run is left out (its best would be over fewer)."""
+    the rule's ``diverged:``. A seed missing a candidate run is left out (its best would be over fewer).
+    ``best_of.on`` picks on another metric than the one judged (validation batches, judged on test batches)."""
     keys = rule.free
+    if rule.best_of is not None and rule.best_of.on:  # picked on other batches than those judged (BestOf.on)
+        on = metric_column(rows, rule.best_of.on)
+        if on is None:
+            return rows.iloc[:0], {}, f"{rule.best_of.on} (best_of.on) was not recorded"
+        col = on
     cands = list(itertools.product(*(swept[k] for k in keys)))
     sign = 1.0 if goal == "maximize" else -1.0
     out, picked, short, lost = [], {}, [], 0

@@ -114,6 +114,12 @@ class BestOf(Section):
         description="which value is best; default the claim's metric goal when the rule judges that "
         "metric (metric: solved: maximize)",
     )
+    on: str = Field(
+        "",
+        description="the metric the best value is picked on, when it is not the one judged: pick on val/acc "
+        "(validation batches), judge test/acc (test batches the pick never saw), so the pick's luck on its own "
+        "batches is not judged; default the rule's metric",
+    )
 
 
 class Versus(Section):
@@ -228,16 +234,16 @@ class Rule(Section):
             self._check_rate(n)
         if self.largest is not None:
             self._check_largest(n, self.largest)
-        if self.budget and (self.best_of is not None or self.largest is not None or self.minus is not None):
-            raise ValueError(f"{n}: budget: judges a negative at each budget; it takes no best_of:/largest:/minus:")
+        if self.budget and (self.largest is not None or self.minus is not None):
+            raise ValueError(f"{n}: budget: judges a negative at each budget; it takes no largest:/minus:")
         fixed = [k for k in self.free if k in self.where or k in (self.minus or {})]
         if fixed:
             why = (
-                "best_of: it is chosen per seed"
+                "budget: the rule is judged at each of its values"
+                if fixed[0] == self.budget
+                else "best_of: it is chosen per seed"
                 if self.best_of
                 else "it is what largest: ranges over"
-                if self.largest
-                else "budget: the rule is judged at each of its values"
             )
             raise ValueError(f"{n}: {fixed[0]}: {why}; drop it from where:/minus:")
         if self.no_control and self.control is not None:
@@ -318,13 +324,12 @@ class Rule(Section):
 
     @property
     def free(self) -> list[str]:
-        """The swept keys ``where`` leaves open: ``best_of``'s (picked per seed), ``largest.over`` (the key the
-        rule ranges over) or ``budget`` (judged at each value); no two meet in one rule."""
+        """The swept keys ``where`` leaves open: ``best_of``'s (picked per seed) or ``largest.over`` (the key
+        the rule ranges over), and ``budget`` (judged at each value)."""
+        budget = [self.budget] if self.budget else []
         if self.best_of is not None:
-            return list(self.best_of.params)
-        if self.budget:
-            return [self.budget]
-        return [self.largest.over] if self.largest is not None else []
+            return [*self.best_of.params, *budget]
+        return [self.largest.over] if self.largest is not None else budget
 
     @property
     def ratio(self) -> bool:
