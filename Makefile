@@ -45,7 +45,7 @@ verdicts:
 	$(PYTHON) benchmarks/verdicts.py $(VERIFY_MD)
 
 # The baseline capability card of the shipped models (`seqbench probe`, quick profile) into
-# outputs/cards/baseline/, then its card.json and card.md into benchmarks/card/ to ship them. On 2 CPU cores
+# outputs/cards/baseline/, then its card.json and card.md into reports/baseline/ to ship them. On 2 CPU cores
 # (Nov 27 2026, load 2-4) all eight took 64 min plus 8 of reused studies: one model's battery 1.7-7.2 minutes,
 # mamba's 13.6, linear attention's 41 (docs/probe.md has each); a GPU machine:
 # `ONLY=card bash benchmarks/gpu_checklist.sh`. Re-running continues.
@@ -54,8 +54,8 @@ CARD_MODELS ?= model=lstm model=transformer model=tcn model.n_levels=4 \
 	model=stack model.mixer=mamba,s4d,linear_attention,hyena
 card: venv
 	$(BIN)/seqbench probe $(CARD_MODELS) --profile quick --workers 2 --name baseline
-	mkdir -p benchmarks/card
-	cp outputs/cards/baseline/card.json outputs/cards/baseline/card.md benchmarks/card/
+	mkdir -p reports/baseline
+	cp outputs/cards/baseline/card.json outputs/cards/baseline/card.md reports/baseline/
 
 # The static checks, then the suite (CI runs this: .ci/run).
 test: lint

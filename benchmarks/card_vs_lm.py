@@ -1,6 +1,6 @@
 """Does the probe battery rank architectures as a character LM does? (issue 28 item 5; MAD's finding)
 
-    python benchmarks/card_vs_lm.py benchmarks/card/card.json                  # every model of the card
+    python benchmarks/card_vs_lm.py reports/baseline/card.json                  # every model of the card
     python benchmarks/card_vs_lm.py CARD.json --seeds 3 --steps 600 --lrs 3e-3,1e-2 --out-dir outputs
 
 Poli et al. 2024 (MAD, "Mechanistic Design and Scaling of Hybrid Architectures") report that the

@@ -41,8 +41,9 @@ from seqbench.bench.core import stats
 from seqbench.bench.training.cost_config import fit_exponent
 from seqbench.sweeps.claims import judge, measure
 from seqbench.sweeps.claims.cost import CostRow, cost_table
-from seqbench.sweeps.claims.judge import FAILS, HOLDS, decided, judge_all
+from seqbench.sweeps.claims.judge import decided, judge_all
 from seqbench.sweeps.claims.load import parse_claim
+from seqbench.sweeps.claims.results import FAILS, HOLDS
 from seqbench.sweeps.claims.schema import ALPHA
 
 LOOKS = (3, 5, 8)

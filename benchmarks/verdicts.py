@@ -4,7 +4,7 @@
     python benchmarks/verdicts.py --check          # change nothing; exit 1 when the page's block is stale
 
 VERIFY_MD (a ``verify.md`` that ``seqbench verify`` wrote: ``reports/verify_md.py``) is copied into
-``benchmarks/verify/`` (committed, as ``benchmarks/card/`` is), and the block of ``docs/claims.md`` between
+``benchmarks/verify/`` (committed, as ``reports/baseline/`` is), and the block of ``docs/claims.md`` between
 ``<!-- verdicts:begin -->`` and ``<!-- verdicts:end -->`` is rewritten from that copy: where it came from
 and its claim table (claim | verdict | decided | profile | wall s ...), rows as verify wrote them. Without a
 copy the block says that no generated table has been recorded. ``tests/test_verdicts.py`` fails when the
@@ -19,6 +19,9 @@ table gets a row for every shipped claim, "no record under the current registrat
 none, and two columns from the registry: how many registrations the claim has had at that profile (each a
 fresh set of seeds after the settings, rules or looks changed) and whether the current one's setting, an arm
 or a threshold was chosen after a pilot or an earlier registration's result, in the claim's direction.
+
+A claim that is its author's own hypothesis (``source.kind: hypothesis``: verify.md's source column says
+``own hypothesis, not a reproduction``) is marked so in its claim cell: it reproduces no published result.
 
 Standard library and PyYAML only (no torch, no seqbench import): it moves text, it judges nothing.
 """
@@ -44,6 +47,8 @@ NONE_YET = "No generated verdict table has been recorded yet (`make verify`, the
 REGISTRY = Path("sweeps") / "claims" / "registry.yaml"  # relative to the repository
 NO_RECORD = "no record under the current registration"
 EXTRA_HEAD = ("registrations", "after a pilot")
+# the source cell of an own hypothesis's rows (seqbench.bench.core.verdicts.HYPOTHESIS; no seqbench import here)
+HYPOTHESIS = "own hypothesis, not a reproduction"
 _BUILT = re.compile(r"seqbench (\S+) \(([^)]*)\),? (\d{4}-\d\d-\d\d \d\d:\d\d)")
 
 
@@ -76,6 +81,26 @@ def _tables(md: str) -> list[list[str]]:
             out.append(run)
             run = []
     return out
+
+
+def hypotheses(md: str) -> set[str]:
+    """The claims of verify.md's rules table whose source is :data:`HYPOTHESIS` (``source.kind: hypothesis``):
+    their rows in the claim table say so, so no one reads them as reproductions of a published result."""
+    rules = next((t for t in _tables(md) if t[0].startswith("| claim |") and not t[0].startswith(CLAIMS_HEADER)), [])
+    head = _cells(rules[0]) if rules else []
+    if "source" not in head:
+        return set()
+    col = head.index("source")
+    return {c[0] for c in map(_cells, rules[2:]) if len(c) > col and c[col] == HYPOTHESIS}
+
+
+def _marked(cells: list[str], mine: set[str]) -> list[str]:
+    """``cells`` of a claim-table row, the claim's name followed by ``(own hypothesis, ...)`` when in ``mine``."""
+    return [f"{cells[0]} ({HYPOTHESIS})", *cells[1:]] if cells and cells[0] in mine else cells
+
+
+def _line(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
 
 
 def _builds(md: str) -> list[str]:
@@ -166,9 +191,10 @@ def block(md: str | None, repo: Path | None = None) -> str:
         f"({_claims(len(table) - 2)}: {summary}); the rules' measurements are in that file.",
         "",
     ]
+    hypos = hypotheses(md)
     registry = repo / REGISTRY if repo is not None else None
     if registry is None or not registry.is_file():
-        return "\n".join([*lines, *table])
+        return "\n".join([*lines, *table[:2], *(_line(_marked(_cells(r), hypos)) for r in table[2:])])
     regs, shipped = _registry(registry), sorted(p.stem for p in registry.parent.glob("*.yaml") if p != registry)
     width = len(_cells(table[0]))
     rows = {_cells(r)[0]: _cells(r) for r in table[2:]}
@@ -179,7 +205,8 @@ def block(md: str | None, repo: Path | None = None) -> str:
         mine = [r for r in regs if r.get("claim") == name and r.get("profile") == cells[3]]
         current = [r for r in mine if not r.get("replaced")]
         after = "yes" if current and current[-1].get("after_pilot") else ""
-        body.append("| " + " | ".join([*cells, str(len(mine)) if mine else "-", after]) + " |")
+        regs_n = str(len(mine)) if mine else "-"
+        body.append(_line([*_marked(cells, hypos), regs_n, after]))
     head = table[0].rstrip() + " " + " | ".join(EXTRA_HEAD) + " |"
     rule = table[1].rstrip() + "---:|---|"
     note = (

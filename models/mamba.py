@@ -11,30 +11,41 @@ scan runs depends on where the input is:
   mamba_ssm's fused kernel (``selective_scan_fn``, which also fuses softplus(Δ + bias) and the
   ``y · silu(z)`` gate) through mambapy's ``use_cuda`` path, switched on per call, so the same
   parameters run either way; without it, mambapy's parallel scan.
-- CPU: ``selective_scan`` below (``_ChunkedScan``), in plain PyTorch with its own backward, fusing
-  the same softplus and gate as mamba_ssm's kernel. mambapy's scan there is a Blelloch parallel scan
-  (``pscan``) over (B, T, E·d, N) tensors: dozens of passes over them, forward and backward, and a
-  log2(T) depth that buys nothing on CPU threads. Here time is cut into chunks of ``chunk`` steps
-  (8-64, about 2 MiB per (chunk, B, N, E·d) buffer, so they stay in cache): ``exp(Δ·A)`` and
-  ``Δ·B·x`` for the chunk, then ``h_t = exp(Δ_t A) h_{t-1} + Δ_t B_t x_t`` one step at a time (one
-  in-place multiply-add over the (B, N, E·d) state per step: the exact recurrence, no division by a
-  cumulated decay, so nothing underflows or overflows), then ``y_t = C_t · h_t`` as one batched
-  product per chunk. Only the states entering each chunk are kept; the backward recomputes a chunk's
-  states from them (as mamba_ssm's kernel does) and runs the adjoint recurrence ``g_t = C_t dy_t +
-  exp(Δ_{t+1} A) g_{t+1}`` back through it. Memory: O(B·T·E·d) plus O(T/chunk · B·N·E·d), never a
-  (B, T, E·d, N) tensor. The depthwise convolution keeps its ``F.conv1d`` forward but gets a
-  backward of shifted multiply-adds (``_CausalConv``: oneDNN's took longer than the scan at small T).
-  One thread, d_model 64, batch 8, forward + backward: 4.6x (T = 256) to 13x (T = 4096) faster than
-  pscan; 2.2-2.3x causal attention at T = 256, 0.3x at 4096 (``benchmarks/mamba_scan.py``). No maintained
-  package has a CPU selective scan (mamba-ssm is CUDA-only; mambapy, minimamba and assoc-scan scan
-  whole (B, T, E·d, N) tensors in PyTorch), hence this one.
+- CPU: ``selective_scan`` below, with its own backward, fusing the same softplus and gate as
+  mamba_ssm's kernel. mambapy's scan there is a Blelloch parallel scan (``pscan``) over (B, T, E·d, N)
+  tensors: dozens of passes over them, forward and backward, and a log2(T) depth that buys nothing on
+  CPU threads. Both forms here run the exact recurrence ``h_t = exp(Δ_t A) h_{t-1} + Δ_t B_t x_t``,
+  ``y_t = C_t · h_t + D x_t`` one step at a time (no division by a cumulated decay, so nothing underflows
+  or overflows), keep only the state entering every chunk of steps, and in the backward recompute a
+  chunk's states from it (as mamba_ssm's kernel does) and run the adjoint recurrence ``g_t = C_t dy_t +
+  exp(Δ_{t+1} A) g_{t+1}`` back through them. Memory: O(B·T·E·d) plus O(T/chunk · B·N·E·d), never a
+  (B, T, E·d, N) tensor.
+
+  * ``_KernelScan``, wherever a C compiler is found (``models/cpu.py`` builds ``SCAN_SOURCE`` once per
+    machine): a loop over time per sequence with the (N, E·d) state in the L1 cache and the E·d channels
+    in vector lanes, so every input is read once per pass; the backward's chunk of recomputed states
+    (``kernel_chunk`` steps, about 512 KiB) stays in the L2 cache. Softplus and gate stay PyTorch ops.
+  * ``_ChunkedScan``, where the kernel cannot build (or ``SEQBENCH_CPU_KERNELS=0``): the same recurrence
+    in PyTorch, time cut into chunks of ``chunk`` steps (8-64, about 2 MiB per (chunk, B, N, E·d) buffer):
+    ``exp(Δ·A)`` and ``Δ·B·x`` for the chunk, then one in-place multiply-add over the (B, N, E·d) state
+    per step, then ``y_t = C_t · h_t`` as one batched product per chunk; 3-4x slower than the kernel.
+
+  A long batch runs in pieces (``cpu.batch_pieces``) so that no (B, T, 2·E·d) tensor is fresh memory from the
+  kernel at every step. The depthwise convolution keeps its ``F.conv1d`` forward but gets a backward of
+  shifted multiply-adds (``_CausalConv``: oneDNN's took longer than the scan at small T). One thread, d_model
+  64, batch 8, forward + backward, as a ratio to causal attention in the same run
+  (``benchmarks/mixer_speed.py``, Nov 27 2026, a shared 2-core CPU at load 3.2-3.5): 1.5x at T = 256, 0.86x at
+  1024, 0.27x at 4096, step time ~T^0.96 over 512-8192; the chunked PyTorch form 5.3x, 2.7x, 1.2x. No
+  maintained package has a CPU selective scan (mamba-ssm is CUDA-only; mambapy, minimamba and assoc-scan scan
+  whole (B, T, E·d, N) tensors in PyTorch), hence these.
 - ``block.config.pscan = False``, anywhere: mambapy's step-by-step loop, the reference that
-  tests/test_mamba_scan.py compares the chunked scan with, beside mambapy's pscan (outputs and every
-  gradient, at odd lengths and across chunk boundaries).
+  tests/test_mamba_scan.py compares both CPU forms with, beside mambapy's pscan (outputs and every
+  gradient, at odd lengths and across chunk boundaries), and the two forms with each other.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import math
 import threading
@@ -46,6 +57,7 @@ from mambapy.mamba import MambaConfig as MambaPyConfig
 from torch import nn
 
 from seqbench.bench.core.registry import MIXERS
+from seqbench.models import cpu
 from seqbench.models.configs.mamba import MambaConfig  # noqa: F401  (the config, re-exported beside its module)
 
 _LOG2E = math.log2(math.e)  # exp(v) = exp2(v·log2 e): torch's exp2 is several times faster than exp on CPU
@@ -222,6 +234,169 @@ class _ChunkedScan(torch.autograd.Function):
         return gx, gu, gAt.view(N, E).t(), gB, gC, gD.view(E), gz, gu.sum((0, 1)), None
 
 
+# The selective scan in C (models/cpu.py builds it): the forward runs h_t = exp(Δ_t A)·h_{t-1} +
+# Δ_t·x_t·B_t and y_t = C_t·h_t + D·x_t per sequence, one time step after another, with the (N, E) state in
+# the L1 cache and the E channels in vector lanes, keeping the state entering every ``chunk`` steps; the
+# backward rebuilds a chunk's states from its checkpoint into a buffer that stays in the L2 cache and runs
+# the adjoint recurrence back through it (the same recurrences, in the same order, as ``_ChunkedScan``).
+# Written once over REAL (float or double).
+_SCAN_BODY = r"""
+/* x, dl (B, L, E): the input and Δ; At (N, E): Aᵀ·log2 e; Bm, Cm (B, L, N); D (E); y (B, L, E) out;
+   ckpt (B, K, N, E) out: the state entering each chunk; work: N·E + E scratch. Sequences b0 .. b1 - 1. */
+void scan_fwd_REAL(int64_t b0, int64_t b1, int64_t L, int64_t E, int64_t N, int64_t chunk,
+                   const REAL *restrict x, const REAL *restrict dl, const REAL *restrict At,
+                   const REAL *restrict Bm, const REAL *restrict Cm, const REAL *restrict D,
+                   REAL *restrict y, REAL *restrict ckpt, REAL *restrict work) {
+    const int64_t K = (L + chunk - 1) / chunk, NE = N * E;
+    REAL *restrict h = work, *restrict u = work + NE;
+    for (int64_t b = b0; b < b1; b++) {
+        memset(h, 0, sizeof(REAL) * NE);
+        for (int64_t t = 0; t < L; t++) {
+            if (t % chunk == 0) memcpy(ckpt + (b * K + t / chunk) * NE, h, sizeof(REAL) * NE);
+            const int64_t r = b * L + t;
+            const REAL *xr = x + r * E, *dr = dl + r * E, *Br = Bm + r * N, *Cr = Cm + r * N;
+            REAL *yr = y + r * E;
+#pragma omp simd
+            for (int64_t e = 0; e < E; e++) {
+                yr[e] = D[e] * xr[e];
+                u[e] = dr[e] * xr[e];
+            }
+            for (int64_t n = 0; n < N; n++) {
+                const REAL bn = Br[n], cn = Cr[n], *an = At + n * E;
+                REAL *hn = h + n * E;
+#pragma omp simd
+                for (int64_t e = 0; e < E; e++) {
+                    const REAL hv = exp2_REAL(dr[e] * an[e]) * hn[e] + u[e] * bn;
+                    hn[e] = hv;
+                    yr[e] += cn * hv;
+                }
+            }
+        }
+    }
+}
+
+/* The gradients of <y, gy>: gx, gdl (B, L, E), gB, gC (B, L, N) written; gA (N, E) and gD (E) added to
+   (this slice's partial sums). An (N, E): Aᵀ; work: (chunk + 1)·N·E + (chunk + 2)·E scratch. */
+void scan_bwd_REAL(int64_t b0, int64_t b1, int64_t L, int64_t E, int64_t N, int64_t chunk,
+                   const REAL *restrict x, const REAL *restrict dl, const REAL *restrict At,
+                   const REAL *restrict An, const REAL *restrict Bm, const REAL *restrict Cm,
+                   const REAL *restrict D, const REAL *restrict ckpt, const REAL *restrict gy,
+                   REAL *restrict gx, REAL *restrict gdl, REAL *restrict gB, REAL *restrict gC,
+                   REAL *restrict gA, REAL *restrict gD, REAL *restrict work) {
+    const int64_t K = (L + chunk - 1) / chunk, NE = N * E;
+    REAL *restrict g = work, *restrict hb = g + NE, *restrict ub = hb + chunk * NE;
+    REAL *restrict du = ub + chunk * E, *restrict gdv = du + E;
+    for (int64_t b = b0; b < b1; b++) {
+        memset(g, 0, sizeof(REAL) * NE); /* dL/dh_t through h_{t+1}: exp(Δ_{t+1} A)·g_{t+1} */
+        for (int64_t k = K - 1; k >= 0; k--) {
+            const int64_t s = k * chunk, c = L - s < chunk ? L - s : chunk;
+            const REAL *h0 = ckpt + (b * K + k) * NE, *prev = h0;
+            for (int64_t i = 0; i < c; i++) { /* the chunk's states, again, into hb */
+                const int64_t r = b * L + s + i;
+                const REAL *xr = x + r * E, *dr = dl + r * E, *Br = Bm + r * N;
+                REAL *ui = ub + i * E, *hi = hb + i * NE;
+#pragma omp simd
+                for (int64_t e = 0; e < E; e++) ui[e] = dr[e] * xr[e];
+                for (int64_t n = 0; n < N; n++) {
+                    const REAL bn = Br[n], *an = At + n * E, *pn = prev + n * E;
+                    REAL *hn = hi + n * E;
+#pragma omp simd
+                    for (int64_t e = 0; e < E; e++) hn[e] = exp2_REAL(dr[e] * an[e]) * pn[e] + ui[e] * bn;
+                }
+                prev = hi;
+            }
+            for (int64_t i = c - 1; i >= 0; i--) {
+                const int64_t r = b * L + s + i;
+                const REAL *xr = x + r * E, *dr = dl + r * E, *Br = Bm + r * N, *Cr = Cm + r * N;
+                const REAL *gyr = gy + r * E, *ui = ub + i * E, *hi = hb + i * NE;
+                const REAL *hp = i ? hb + (i - 1) * NE : h0;
+#pragma omp simd
+                for (int64_t e = 0; e < E; e++) {
+                    du[e] = 0; /* dL/d(Δ_t x_t) */
+                    gdv[e] = 0; /* dL/dΔ_t through exp(Δ_t A) */
+                }
+                for (int64_t n = 0; n < N; n++) {
+                    const REAL bn = Br[n], cn = Cr[n], *an = At + n * E, *av = An + n * E;
+                    const REAL *hn = hi + n * E, *hpn = hp + n * E;
+                    REAL *gn = g + n * E, *gAn = gA + n * E, accC = 0, accB = 0;
+#pragma omp simd reduction(+ : accC, accB)
+                    for (int64_t e = 0; e < E; e++) {
+                        const REAL gv = cn * gyr[e] + gn[e]; /* dL/dh_t */
+                        const REAL da = exp2_REAL(dr[e] * an[e]);
+                        const REAL w = gv * da * hpn[e]; /* dL/d(Δ_t A) */
+                        accC += hn[e] * gyr[e];
+                        accB += gv * ui[e];
+                        du[e] += bn * gv;
+                        gAn[e] += w * dr[e];
+                        gdv[e] += w * av[e];
+                        gn[e] = gv * da;
+                    }
+                    gC[r * N + n] = accC;
+                    gB[r * N + n] = accB;
+                }
+                REAL *gxr = gx + r * E, *gdr = gdl + r * E;
+#pragma omp simd
+                for (int64_t e = 0; e < E; e++) {
+                    gxr[e] = du[e] * dr[e] + gyr[e] * D[e];
+                    gdr[e] = du[e] * xr[e] + gdv[e];
+                    gD[e] += gyr[e] * xr[e];
+                }
+            }
+        }
+    }
+}
+"""
+SCAN_SOURCE = cpu.instantiate(_SCAN_BODY)
+_KERNEL_DTYPES = cpu.DTYPES
+_KERNEL_STATES = 1 << 17  # numbers in the backward's buffer of a chunk's states (512 KiB of float32: L2)
+
+
+def _scan_library() -> ctypes.CDLL | None:
+    return cpu.load("mamba_scan", SCAN_SOURCE)
+
+
+def kernel_chunk(d_inner: int, d_state: int) -> int:
+    """Steps between the kernel's checkpoints: its backward's buffer of one chunk's states within about
+    512 KiB (float32), between 1 and 64 steps."""
+    return max(1, min(64, _KERNEL_STATES // max(1, d_inner * d_state)))
+
+
+class _KernelScan(torch.autograd.Function):
+    """``y = selective_scan(x, Δ, A, B, C) + D·x`` by the C kernel (``SCAN_SOURCE``): x, Δ (B, T, E) with
+    Δ after the softplus, A (E, N), B, C (B, T, N), D (E,), all of one dtype (float32 or float64)."""
+
+    @staticmethod
+    def forward(ctx, x, dl, A, B, C, D, lib, chunk):
+        real = _KERNEL_DTYPES[x.dtype]
+        Bsz, T, E = x.shape
+        N, K = A.shape[1], -(-T // chunk)
+        x, dl, B, C, D = (t.contiguous() for t in (x, dl, B, C, D))
+        At = (A * _LOG2E).t().contiguous()  # (N, E)
+        y, states = x.new_empty(Bsz, T, E), x.new_empty(Bsz, K, N, E)  # states: the one entering each chunk
+        work = x.new_empty(cpu.slots(Bsz), N * E + E)
+        run = getattr(lib, f"scan_fwd_{real}")
+        cpu.parallel(
+            Bsz, lambda b0, b1, s: cpu.call(run, b0, b1, T, E, N, chunk, x, dl, At, B, C, D, y, states, work[s])
+        )
+        ctx.run, ctx.chunk = getattr(lib, f"scan_bwd_{real}"), chunk
+        ctx.save_for_backward(x, dl, A, At, B, C, D, states)
+        return y
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, gy):
+        x, dl, A, At, B, C, D, states = ctx.saved_tensors
+        Bsz, T, E = x.shape
+        N, n, chunk = A.shape[1], cpu.slots(Bsz), ctx.chunk
+        gy, An = gy.contiguous(), A.t().contiguous()  # An: (N, E)
+        gx, gdl, gB, gC = torch.empty_like(x), torch.empty_like(x), torch.empty_like(B), torch.empty_like(C)
+        gA, gD = x.new_zeros(n, N, E), x.new_zeros(n, E)  # one partial sum per thread
+        work = x.new_empty(n, (chunk + 1) * N * E + (chunk + 2) * E)
+        args = (x, dl, At, An, B, C, D, states, gy, gx, gdl, gB, gC)
+        cpu.parallel(Bsz, lambda b0, b1, s: cpu.call(ctx.run, b0, b1, T, E, N, chunk, *args, gA[s], gD[s], work[s]))
+        return gx, gdl, gA.sum(0).t(), gB, gC, gD.sum(0), None, None
+
+
 def selective_scan(
     x: torch.Tensor,
     delta: torch.Tensor,
@@ -232,13 +407,27 @@ def selective_scan(
     z: torch.Tensor,
     delta_bias: torch.Tensor,
     chunk: int | None = None,
+    kernel: bool | None = None,
 ) -> torch.Tensor:
     """``(SSM(x) + D·x) · silu(z)`` with ``Δ = softplus(delta + delta_bias)``: mamba_ssm's
     ``selective_scan_fn(x, delta, A, B, C, D, z, delta_bias, delta_softplus=True)`` in (B, T, ·)
-    layout. x, delta, z: (B, T, E); A: (E, N); B, C: (B, T, N); D, delta_bias: (E,)."""
-    if chunk is None:
-        chunk = default_chunk(x.shape[0], A.shape[0], A.shape[1])
-    return _ChunkedScan.apply(x, delta, A, B, C, D, z, delta_bias, chunk)
+    layout. x, delta, z: (B, T, E); A: (E, N); B, C: (B, T, N); D, delta_bias: (E,).
+
+    ``kernel``: the C kernel (True), the PyTorch form ``_ChunkedScan`` (False), or the kernel wherever it
+    builds and takes the dtype (None: float32 or float64 on a CPU). ``chunk``: the kernel's steps between
+    checkpoints, or the PyTorch form's steps per chunk; None: chosen from the shapes."""
+    E, N = A.shape
+    takes = x.device.type == "cpu" and x.dtype in _KERNEL_DTYPES
+    lib = _scan_library() if takes and kernel is not False else None
+    if kernel and lib is None:
+        raise RuntimeError(
+            "the mamba_scan kernel takes float32 or float64 CPU tensors where it builds; pass kernel=None"
+        )
+    if lib is not None:
+        A, B, C, D, delta, delta_bias = (t.to(x.dtype) for t in (A, B, C, D, delta, delta_bias))
+        dl = F.softplus(delta + delta_bias)  # (B, T, E): Δ, as mambapy
+        return _KernelScan.apply(x, dl, A, B, C, D, lib, chunk or kernel_chunk(E, N)) * F.silu(z)
+    return _ChunkedScan.apply(x, delta, A, B, C, D, z, delta_bias, chunk or default_chunk(x.shape[0], E, N))
 
 
 class _Block(MambaBlock):
@@ -279,4 +468,6 @@ class Mamba(nn.Module):
         self.block.config.use_cuda = scan is not None  # read by MambaBlock.forward and .ssm at every call
         if scan is not None:
             self.block.selective_scan_cuda = scan
-        return self.block(x)
+        # on a CPU, pieces of the batch whose (B, T, 2·E·d) tensors stay small (models/cpu.py)
+        ys = [self.block(p) for p in cpu.batch_pieces(x, 2 * self.block.config.d_inner)]
+        return ys[0] if len(ys) == 1 else torch.cat(ys)

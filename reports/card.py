@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from seqbench.bench.core.artifacts import atomic_write
+from seqbench.bench.core.card_against import against_text
 from seqbench.bench.core.card_format import Card, CardEntry, CardRung, write_card
 from seqbench.bench.core.text import MISSING, markdown_table, text_table
 from seqbench.reports.html import PLOTLY_JS, write_plotly_js
@@ -189,6 +190,7 @@ def terminal(card: Card) -> str:
         "",
         method_text(card),
         "",
+        *([against_text(card), ""] if "against" in card else []),
         discrimination_text(card),
         "",
     ]
@@ -204,6 +206,7 @@ def card_md(card: Card) -> str:
         "",
         method_text(card),
         "",
+        *([against_text(card), ""] if "against" in card else []),
         discrimination_text(card),
         "",
         "## Cost",
@@ -258,22 +261,36 @@ def _num(v: float) -> str:
     return MISSING if v is None or not math.isfinite(v) else f"{v:.3f}"
 
 
+LADDER_COLUMNS = 4  # panels per row of a ladder figure: 4 x 280 px keeps it inside a 1400 px window
+
+
 def ladder_figure(card: Card, model: str) -> go.Figure:
-    """One panel per probe: share of seeds solving each rung (exact interval), the primary metric's mean
-    (t interval) and the memoryless baseline; the panel title carries the frontier."""
+    """One panel per probe, at most ``LADDER_COLUMNS`` to a row: share of seeds solving each rung (exact
+    interval), the primary metric's mean (t interval) and the memoryless baseline; the panel title carries
+    the frontier."""
     probes = card["probes"]
+    cols = min(LADDER_COLUMNS, len(probes))
+    rows = -(-len(probes) // cols)
     titles = [f"{p['name']}: {frontier_text(entry(card, model, p['name']), p)}" for p in probes]
-    fig = make_subplots(rows=1, cols=len(probes), subplot_titles=titles, shared_yaxes=True, horizontal_spacing=0.03)
-    for c, p in enumerate(probes, start=1):
+    fig = make_subplots(
+        rows=rows,
+        cols=cols,
+        subplot_titles=titles,
+        shared_yaxes=True,
+        horizontal_spacing=0.05,
+        vertical_spacing=0.6 / (rows + 1) if rows > 1 else 0.3,
+    )
+    for i, p in enumerate(probes):
+        r, c = divmod(i, cols)
         rungs = entry(card, model, p["name"])["rungs"]
-        for trace in _ladder_traces(rungs, _metric_name(card, model, p), legend=c == 1):
-            fig.add_trace(trace, row=1, col=c)
-        fig.update_xaxes(title_text=p["unit"].strip(), type="category", row=1, col=c)
+        for trace in _ladder_traces(rungs, _metric_name(card, model, p), legend=i == 0):
+            fig.add_trace(trace, row=r + 1, col=c + 1)
+        fig.update_xaxes(title_text=p["unit"].strip(), type="category", row=r + 1, col=c + 1)
     fig.update_yaxes(range=[-0.05, 1.05])
     fig.update_layout(
         title=f"{model}: the ladders",
-        height=380,
-        width=max(700, 260 * len(probes)),
+        height=120 + 300 * rows,
+        width=max(700, 280 * cols + 160),
         margin={"t": 80},
         font={"size": 11},
     )
@@ -363,6 +380,7 @@ def page(card: Card) -> str:
         "<h2>Frontier · accuracy at the reference rung</h2>",
         _html_table(*frontier_rows(card)),
         f"<p class='caption'>{e(method_text(card))}</p>",
+        *([f"<p class='caption'>{e(against_text(card))}</p>"] if "against" in card else []),
         "<h2>Cost</h2>",
         _html_table(*cost_rows(card)),
     ]

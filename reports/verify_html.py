@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from seqbench.bench.core.artifacts import atomic_write
-from seqbench.bench.core.stats import Estimate, Interval
+from seqbench.bench.core.stats import Estimate, Interval, metric_scale
 from seqbench.reports import aggregate as A
 from seqbench.reports import figures as F
 from seqbench.reports.cost import fig_cost
@@ -25,7 +25,8 @@ from seqbench.reports.diagnostics import fig_through_time, load_diagnostics
 from seqbench.reports.html import _CSS, _table_html, built_by, write_plotly_js
 from seqbench.reports.table import load_curves
 from seqbench.reports.verify_md import write_markdown
-from seqbench.sweeps.claims.judge import ClaimResult, RuleResult, metric_scale, quantity_text, verdict_table
+from seqbench.sweeps.claims.results import ClaimResult, RuleResult, quantity_text, verdict_table
+from seqbench.sweeps.claims.schema import Claim
 from seqbench.sweeps.table import Objective
 
 _COLORS = {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700", "error": "#6e7781", "invalid": "#8250df"}
@@ -289,6 +290,26 @@ def _verdict(v: str) -> str:
     return f"<b style='color:{_COLORS.get(v, '#333')}'>{html.escape(v.upper())}</b>"
 
 
+def _reproduction_rows(c: Claim, pub: str) -> list[str]:
+    e, src = html.escape, c.source
+    return [
+        f"<tr><th>source</th><td>{e(src.paper)} — {e(src.where)}</td></tr>",
+        f"<tr><th>published</th><td>{e(pub)}</td></tr>",
+        f"<tr><th>their metric</th><td>{e(src.metric)}</td></tr>",
+        f"<tr><th>ours differs</th><td>{e(src.differs or 'no known difference')}</td></tr>",
+    ]
+
+
+def _hypothesis_rows(c: Claim) -> list[str]:
+    """A hypothesis has no paper: the page says whose it is and why, never an empty "published" row."""
+    e, src = html.escape, c.source
+    return [
+        f"<tr><th>source</th><td>{e(src.paper)}</td></tr>",
+        *([f"<tr><th>why</th><td>{e(why)}</td></tr>"] if (why := getattr(src, "why", "")) else []),
+        *([f"<tr><th>metric</th><td>{e(src.metric)}</td></tr>"] if src.metric else []),
+    ]
+
+
 def _section(res: ClaimResult, rows: pd.DataFrame, n: int) -> str:
     e = html.escape
     c, src = res.claim, res.claim.source
@@ -298,10 +319,7 @@ def _section(res: ClaimResult, rows: pd.DataFrame, n: int) -> str:
         f"<section id='{e(c.name)}'><h2>{e(c.name)}: {_verdict(res.verdict)} {e(detail)}</h2>",
         f"<div class='question'>{e(c.question)}</div>",
         "<table class='facts'>",
-        f"<tr><th>source</th><td>{e(src.paper)} — {e(src.where)}</td></tr>",
-        f"<tr><th>published</th><td>{e(pub)}</td></tr>",
-        f"<tr><th>their metric</th><td>{e(src.metric)}</td></tr>",
-        f"<tr><th>ours differs</th><td>{e(src.differs or 'no known difference')}</td></tr>",
+        *(_hypothesis_rows(c) if c.hypothesis else _reproduction_rows(c, pub)),
         *(
             [f"<tr><th>parameters (paper profile)</th><td>{e(_params_text(src.params))}</td></tr>"]
             if src.params
@@ -338,7 +356,7 @@ def page(results: list[ClaimResult], table: pd.DataFrame, built: dict[str, Any])
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>seqbench verify</title>",
         f"<script src='plotly.min.js' charset='utf-8'></script><style>{_CSS}</style></head><body>",
-        "<h1>seqbench verify: published claims, measured</h1>",
+        "<h1>seqbench verify: claims, measured</h1>",
         "<p class='caption'>Each rule is judged over seed replicates: per seed (the share of seeds that "
         "pass, exact Clopper-Pearson interval and binomial test) for success rates, bounded metrics, baseline "
         "multiples, imputed diverged seeds and grid steps; a loss or MSE on the log scale (geometric mean, "

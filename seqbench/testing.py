@@ -98,7 +98,7 @@ def check_task(task: str, *overrides: str) -> None:
     """A task (a registered name or ``pkg.module:Class``): batches are rebuilt from (seed, split,
     index) (the same twice, different across splits and seeds); the spec follows the declared facts;
     the memoryless baseline reports the primary metric and is not itself "solved"."""
-    from seqbench.bench.training.train import build_task  # the training floor: imported on use
+    from seqbench.bench.training.module import build_task  # the training floor: imported on use
 
     def first(seed: int, split: str = "train") -> Batch:
         t = build_task(build_config([f"task={task}", f"seed={seed}", "tracking.wandb=off", *overrides]))

@@ -9,20 +9,24 @@ contract in ``bench/commands/sweep.py``.
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import optuna
 import pandas as pd
 from optuna.trial import FrozenTrial
 
+from seqbench.bench.config import RunConfig
 from seqbench.bench.core.artifacts import check_writable
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.text import redact
 from seqbench.sweeps.progress import done_text, failed_trials, summary
-from seqbench.sweeps.spec import SweepSpec
+from seqbench.sweeps.spec import SweepSpec, trial_config
 from seqbench.sweeps.storage import check_scheme, describe, journal_space
 from seqbench.sweeps.study import Job, failed_outside, open_study, optuna_quiet, requeue_failed, space_needed
 from seqbench.sweeps.table import Objective, objectives_of, runs_root, trials_table
@@ -96,6 +100,42 @@ def check_counts(workers: int, heartbeat: float) -> None:
         raise UserError(f"--heartbeat: must be > 0 seconds (got {heartbeat})")
 
 
+_BUILD_CAP = 4096  # search-space corners built jointly; beyond this, one parameter at a time
+
+
+def build_points(spec: SweepSpec) -> list[dict[str, Any]]:
+    """The points whose configurations cover every task and model ``spec``'s trials can build: each grid
+    point (for grid); otherwise each corner of the task and model parameters (the others at their first
+    corner: they change no build), jointly up to ``_BUILD_CAP`` of them, else one parameter at a time."""
+    if spec.method == "grid":
+        return spec.grid()
+    corners = {k: p.corners() for k, p in spec.parameters.items()}
+    built = [k for k in corners if k.split(".")[0] in ("task", "model")]
+    first = {k: v[0] for k, v in corners.items()}
+    if math.prod(len(corners[k]) for k in built) <= _BUILD_CAP:
+        return [{**first, **dict(zip(built, c))} for c in itertools.product(*(corners[k] for k in built))]
+    return [{**first, k: v} for k in built for v in corners[k]]
+
+
+def spec_configs(spec: SweepSpec, where: str = "") -> list[tuple[str, RunConfig]]:
+    """Every configuration to build before the study of ``spec`` trains (:func:`build_points`), as (its name
+    in an error, its RunConfig), at the first seed (the other seeds build the same task and model).
+    A configuration is named by ``where`` (a claim, a probe x model: what the user named), else by its point."""
+    return [
+        (where or " ".join(f"{k}={v}" for k, v in point.items()), trial_config(spec, point, spec.seeds[0], {}))
+        for point in build_points(spec)
+    ]
+
+
+def preflight_specs(specs: Sequence[tuple[str, SweepSpec]]) -> None:
+    """Build every configuration the studies of ``specs`` (pairs of what names a spec in an error, e.g.
+    ``claim NAME``, and the spec) will train, once per distinct task and model, before any study opens or
+    any file is written: UserError, one line per problem (``bench.training.preflight``)."""
+    from seqbench.bench.training.preflight import preflight  # torch: `sweep --print-config/--help` stay light
+
+    preflight([c for where, spec in specs for c in spec_configs(spec, where)])
+
+
 def run_sweep(
     spec: SweepSpec,
     *,
@@ -115,6 +155,7 @@ def run_sweep(
     passwords redacted. Prints a line per trial started and finished and, unless ``quiet_summary``, the
     best-configurations table. ``retry_failed``: queue again the trials that failed outside the experiment."""
     check_counts(workers, heartbeat)
+    preflight_specs([("", spec)])  # before the study and the out-dir: a refused config trains nothing
     # here, not at the top: `sweep --print-config/--help` import no torch; the workers are forked after
     # this process has imported torch and Lightning, so none of them pays for that import again
     from seqbench.sweeps import processes, worker

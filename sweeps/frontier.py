@@ -25,11 +25,10 @@ from typing import Any
 
 import pandas as pd
 
-from seqbench.bench.core.artifacts import BASELINE, FINAL, PARAM, SKIPPED
+from seqbench.bench.core.artifacts import BASELINE, FINAL, PARAM, RUN_STATUSES, SKIPPED
 from seqbench.bench.core.card_format import CardEntry, CardRung
 from seqbench.bench.core.settings import same_value
-from seqbench.bench.core.stats import LEVEL, Estimate, median_interval
-from seqbench.sweeps.claims.measure import RUN_STATUSES, metric_scale
+from seqbench.bench.core.stats import LEVEL, Estimate, median_interval, metric_scale
 from seqbench.sweeps.probes import Probe
 
 BELOW = -1  # the frontier index of a seed (or model) that solves no rung

@@ -25,3 +25,18 @@ if os.environ.get("CI"):
 @pytest.fixture
 def out_dir(tmp_path: Path) -> Path:
     return tmp_path / "outputs"
+
+
+@pytest.fixture(autouse=True)
+def shipped_registries():
+    """A plug-in named by import path is registered for the rest of the process; each test gets the registries
+    back as it found them, so a later test (``seqbench list`` against a fresh interpreter's) never sees it."""
+    from seqbench.bench.core.registry import MIXERS, MODELS, TASKS
+
+    saved = [(reg, dict(reg._entries)) for reg in (MIXERS, MODELS, TASKS)]
+    yield
+    for reg, entries in saved:
+        if reg._entries != entries:
+            reg._entries.clear()
+            reg._entries.update(entries)
+            reg.generation += 1

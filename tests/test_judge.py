@@ -12,8 +12,9 @@ import pytest
 from scipy import stats as st
 
 from seqbench.bench.core.errors import UserError
-from seqbench.sweeps.claims.judge import FAILS, HOLDS, INCONCLUSIVE, INVALID, judge_all, judge_rule
+from seqbench.sweeps.claims.judge import judge_all, judge_rule
 from seqbench.sweeps.claims.load import parse_claim
+from seqbench.sweeps.claims.results import FAILS, HOLDS, INCONCLUSIVE, INVALID
 from seqbench.sweeps.claims.schema import Rule
 from tests.judge_support import BASE, GRU_LEARNS, RNN_AT_BASE, SOURCE, SWEPT, _scores, claim, eight, table
 

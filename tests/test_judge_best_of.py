@@ -9,8 +9,9 @@ import pytest
 
 from seqbench.bench.core.errors import UserError
 from seqbench.reports.verify_html import verdict_figure
-from seqbench.sweeps.claims.judge import FAILS, HOLDS, judge_all
+from seqbench.sweeps.claims.judge import judge_all
 from seqbench.sweeps.claims.load import parse_claim
+from seqbench.sweeps.claims.results import FAILS, HOLDS
 from tests.judge_support import run_row
 
 SOURCE = {

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from seqbench.bench.core.errors import UserError
-from seqbench.sweeps.claims.judge import FAILS, HOLDS, INCONCLUSIVE, INVALID, ClaimResult, judge_all, verdict_table
+from seqbench.sweeps.claims.judge import judge_all
 from seqbench.sweeps.claims.load import parse_claim
+from seqbench.sweeps.claims.results import FAILS, HOLDS, INCONCLUSIVE, INVALID, ClaimResult, verdict_table
 
 SOURCE = {
     "cite": "Test 2024 Fig. 1",

@@ -14,8 +14,8 @@ from scipy import stats as st
 
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.stats import look_alphas
-from seqbench.sweeps.claims.judge import HOLDS, INCONCLUSIVE
 from seqbench.sweeps.claims.load import load_claim
+from seqbench.sweeps.claims.results import HOLDS, INCONCLUSIVE
 from tests.judge_support import SOURCE, fake_runs
 
 

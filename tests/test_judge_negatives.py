@@ -12,9 +12,10 @@ import pytest
 import yaml
 
 from seqbench.bench.core.errors import UserError
-from seqbench.sweeps.claims.judge import FAILS, HOLDS, judge_all
+from seqbench.sweeps.claims.judge import judge_all
 from seqbench.sweeps.claims.load import load_claim, parse_claim
 from seqbench.sweeps.claims.negatives import BOUND, is_negative, robustness
+from seqbench.sweeps.claims.results import FAILS, HOLDS
 from seqbench.sweeps.claims.rules import Rule
 from seqbench.sweeps.claims.runner import run_claim
 from tests.judge_support import SOURCE, fake_runs

@@ -9,7 +9,8 @@ import pytest
 from scipy import stats as st
 
 from seqbench.bench.core.errors import UserError
-from seqbench.sweeps.claims.judge import FAILS, HOLDS, INCONCLUSIVE, judge_rule
+from seqbench.sweeps.claims.judge import judge_rule
+from seqbench.sweeps.claims.results import FAILS, HOLDS, INCONCLUSIVE
 from seqbench.sweeps.claims.schema import Rule
 from tests.judge_support import GRU_LEARNS, SWEPT, _scores, claim, eight, table
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 
 from seqbench.bench.core.errors import UserError
-from seqbench.sweeps.claims.judge import FAILS, HOLDS, judge
+from seqbench.sweeps.claims.judge import judge
+from seqbench.sweeps.claims.results import FAILS, HOLDS
 from tests.judge_support import SWEPT, claim, table
 
 RNN = [0.70, 0.72, 0.69, 0.71, 0.73, 0.70, 0.72, 0.71, 0.69, 0.70]

@@ -9,7 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from seqbench.bench.core.errors import UserError
-from seqbench.sweeps.claims.judge import FAILS, HOLDS, judge_rule
+from seqbench.sweeps.claims.judge import judge_rule
+from seqbench.sweeps.claims.results import FAILS, HOLDS
 from seqbench.sweeps.claims.schema import Rule
 from tests.judge_support import SOURCE, run_row
 

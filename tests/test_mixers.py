@@ -1,6 +1,7 @@
 """The sequence mixers (mamba, s4d, linear_attention, hyena): shapes at any length, finite gradients,
 causality, every knob doing something, MAC counts against torch's FlopCounterMode, the known answers
-of each formulation, and a small learning check each (previous-token recall)."""
+of each formulation, the CPU forms (C kernels, batch pieces: models/cpu.py) against the PyTorch forms,
+and a small learning check each (previous-token recall). Mamba's scans: tests/test_mamba_scan.py."""
 
 from __future__ import annotations
 
@@ -18,12 +19,22 @@ import seqbench.models.configs.linear_attention
 import seqbench.models.configs.mamba
 import seqbench.models.configs.s4d  # noqa: F401
 from seqbench.bench.core.registry import MIXERS
+from seqbench.models import cpu
 from seqbench.models import hyena as hyena_module
-from seqbench.models.configs.s4d import rfft_macs
+from seqbench.models import linear_attention as linear_attention_module
+from seqbench.models.configs.s4d import rfft_macs, vandermonde_split
 from seqbench.models.hyena import Hyena
-from seqbench.models.linear_attention import CHUNK, LinearAttention, elu_features, taylor_features
+from seqbench.models.linear_attention import (
+    CHUNK,
+    LinearAttention,
+    causal_chunked,
+    causal_sums,
+    elu_features,
+    taylor_features,
+    taylor_kernel,
+)
 from seqbench.models.mamba import Mamba
-from seqbench.models.s4d import S4D, causal_fft_conv
+from seqbench.models.s4d import S4D, causal_fft_conv, spectral_conv
 
 torch.set_num_threads(1)
 
@@ -93,8 +104,6 @@ def test_outputs_up_to_t_ignore_later_inputs(name, t):
 def test_linear_attention_chunks_equal_the_quadratic_form(feature_map, T):
     """Every chunking (one chunk, exactly one, three with padding) and the Taylor kernel inside a chunk
     give Σ_{j<=t} φ(q_t)·φ(k_j) v_j, computed here as one masked T x T product of features."""
-    from seqbench.models.linear_attention import causal_chunked, taylor_kernel
-
     phi = taylor_features if feature_map == "taylor" else elu_features
     kernel = (lambda s: taylor_kernel(s, 4)) if feature_map == "taylor" else None
     q, k, v = (
@@ -208,7 +217,9 @@ def test_fft_convention():
     ],
 )
 @pytest.mark.parametrize("B", [1, 3])
-def test_forward_macs_match_flop_counter_mode(name, args, B):
+def test_forward_macs_match_flop_counter_mode(name, args, B, monkeypatch):
+    # the counts are of the matrix-product forms (what runs on a GPU): FlopCounterMode sees no C kernel
+    monkeypatch.setenv(cpu.ENV, "0")
     T, cfg, mixer = 12, config(name, **args), build(name, **args)
     counter = FlopCounterMode(display=False)
     with counter, torch.no_grad():
@@ -218,7 +229,8 @@ def test_forward_macs_match_flop_counter_mode(name, args, B):
     assert counter.get_total_flops() == 2 * (B * (cfg.forward_macs(D, T) - fft) - (B - 1) * shared)
 
 
-def test_linear_attention_macs_count_whole_chunks():
+def test_linear_attention_macs_count_whole_chunks(monkeypatch):
+    monkeypatch.setenv(cpu.ENV, "0")  # the chunked form's products (the C kernel's are invisible to the counter)
     cfg, T = config("linear_attention", n_heads=2, feature_dim=4), 2 * CHUNK + 7  # 3 chunks of 344, one padded position
     counter = FlopCounterMode(display=False)
     with counter, torch.no_grad():
@@ -313,21 +325,154 @@ def test_fft_convolution_equals_the_direct_causal_convolution(T):
 def test_hyena_equals_its_definition_with_direct_convolutions(monkeypatch):
     mixer, x, calls = build("hyena", order=3), torch.randn(2, 23, D), []
 
-    def direct(u, k):
+    def direct(u, spectrum):
         calls.append(u.shape)
+        k = torch.fft.irfft(spectrum, n=2 * u.shape[-1])[..., : u.shape[-1]]  # the filter, from its spectrum
         return direct_causal_conv(u, k)
 
     with torch.no_grad():
         y = mixer(x)
-        monkeypatch.setattr(hyena_module, "causal_fft_conv", direct)
+        monkeypatch.setattr(hyena_module, "spectral_conv", direct)
         torch.testing.assert_close(y, mixer(x), atol=1e-5, rtol=1e-4)
     assert len(calls) == 2  # order 3: two long convolutions
+
+
+def test_spectral_conv_is_the_fft_convolution_from_the_kernels_spectrum():
+    u, k = torch.randn(2, 3, 37, dtype=torch.float64), torch.randn(3, 37, dtype=torch.float64)
+    torch.testing.assert_close(spectral_conv(u, torch.fft.rfft(k, n=74)), direct_causal_conv(u, k))
 
 
 def test_hyena_filters_do_not_depend_on_the_sequence_length():
     f = build("hyena").filter
     with torch.no_grad():
         torch.testing.assert_close(f(40, "cpu")[:, :10], f(10, "cpu"))
+
+
+# -- CPU forms: C kernels and batch pieces (models/cpu.py) against the PyTorch forms -----------------
+
+needs_sums_kernel = pytest.mark.skipif(
+    cpu.load("linear_attention_sums", linear_attention_module.SUMS_SOURCE) is None,
+    reason="no C compiler: the kernel cannot build here",
+)
+
+
+def sums_and_gradients(run, q, k, v, g) -> list[torch.Tensor]:
+    q, k, v = (t.clone().requires_grad_() for t in (q, k, v))
+    out = run(q, k, v)
+    return [out.detach(), *torch.autograd.grad((out * g).sum(), [q, k, v])]
+
+
+@needs_sums_kernel
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("T", [1, 3, 5, 70])  # the kernel takes 4 positions at a time: tails of 1 and 3
+@pytest.mark.parametrize("f", [1, 2, 3, 16])  # the Taylor pairs' layout differs for odd and even f
+@pytest.mark.parametrize("feature_map", ["taylor", "elu"])
+def test_linear_attention_kernel_equals_the_chunked_form(feature_map, f, T, dtype):
+    """The C recurrence (symmetric Taylor features, 1 + f + f(f+1)/2 wide) against ``causal_chunked``
+    (Based's f² features): the output and the gradients of q, k and v; in float64 to rounding."""
+    torch.manual_seed(f * 100 + T)
+    q, k, v, g = (torch.randn(2, 3, T, n, dtype=dtype) for n in (f, f, 5, 5))
+    phi = taylor_features if feature_map == "taylor" else elu_features
+    kernel = (lambda s: taylor_kernel(s, f)) if feature_map == "taylor" else None
+    want = sums_and_gradients(lambda q, k, v: causal_chunked(q, k, v, phi, kernel), q, k, v, g)
+    got = sums_and_gradients(lambda q, k, v: causal_sums(q, k, v, feature_map == "taylor"), q, k, v, g)
+    for name, a, b in zip(["out", "q", "k", "v"], got, want, strict=True):
+        tol = 1e-12 if dtype == torch.float64 else 1e-5
+        torch.testing.assert_close(a, b, rtol=tol, atol=tol * b.abs().max().item(), msg=name)
+
+
+@needs_sums_kernel
+def test_linear_attention_kernel_threads_split_the_rows():
+    torch.manual_seed(0)
+    q, k, v, g = (torch.randn(2, 3, 21, n, dtype=torch.float64) for n in (4, 4, 5, 5))
+    one = sums_and_gradients(lambda q, k, v: causal_sums(q, k, v, True), q, k, v, g)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(4)  # 6 rows (batch x heads) in slices of 1, 2, 1, 2
+    try:
+        four = sums_and_gradients(lambda q, k, v: causal_sums(q, k, v, True), q, k, v, g)
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(one, four, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def mixer_and_gradients(mixer: nn.Module, x: torch.Tensor, g: torch.Tensor) -> list[torch.Tensor]:
+    x = x.clone().requires_grad_()
+    y = mixer(x)
+    return [y.detach(), *torch.autograd.grad((y * g).sum(), [x, *mixer.parameters()])]
+
+
+@needs_sums_kernel
+@pytest.mark.parametrize("feature_map", ["taylor", "elu"])
+def test_linear_attention_mixer_is_the_same_with_and_without_its_kernel(feature_map, monkeypatch):
+    mixer, x, g = build("linear_attention", feature_map=feature_map), torch.randn(2, 37, D), torch.randn(2, 37, D)
+    with_kernel = mixer_and_gradients(mixer, x, g)
+    monkeypatch.setenv(cpu.ENV, "0")
+    without = mixer_and_gradients(mixer, x, g)
+    names = ["y", "x", *(n for n, _ in mixer.named_parameters())]
+    for name, a, b in zip(names, with_kernel, without, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5 * b.abs().max().item(), msg=name)
+
+
+def direct_s4d_kernel(s4d: S4D, T: int) -> torch.Tensor:
+    """K (H, T) from a table of every power Ā^l, l < T (the form before the Vandermonde split)."""
+    _, CB = s4d.discrete()
+    dt = torch.exp(s4d.log_dt)[:, None, None]  # (H, 1, 1)
+    lags = torch.arange(T, dtype=dt.dtype)  # (T,)
+    decay = torch.exp(-torch.exp(s4d.log_A_real)[:, :, None] * dt * lags)  # (H, N/2, T)
+    angle = s4d.A_imag[:, :, None] * dt * lags  # (H, N/2, T)
+    powers = decay * torch.cos(angle) + 1j * decay * torch.sin(angle)  # (H, N/2, T): Ā^l
+    return 2 * (CB[:, :, None] * powers).sum(1).real  # (H, T)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("T", [1, 2, 7, 50, 257])
+def test_s4d_kernel_by_split_powers_equals_the_table_of_every_power(T, dtype):
+    """The kernel and the gradients of every SSM parameter through it; in float64 to rounding."""
+    s4d, g = build("s4d", d_state=8, dt_min=0.01, dt_max=0.5).to(dtype), torch.randn(D, T, dtype=dtype)
+    params = [s4d.log_dt, s4d.C, s4d.log_A_real, s4d.A_imag]
+    got, want = s4d.kernel(T), direct_s4d_kernel(s4d, T)
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    torch.testing.assert_close(got, want, rtol=tol, atol=tol * want.abs().max().item())
+    grads = torch.autograd.grad((got * g).sum(), params), torch.autograd.grad((want * g).sum(), params)
+    for name, a, b in zip(["log_dt", "C", "log_A_real", "A_imag"], *grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=tol, atol=tol * b.abs().max().item(), msg=name)
+
+
+def test_vandermonde_split_covers_every_lag_with_less_than_one_row_to_spare():
+    for T in range(1, 300):
+        c, n = vandermonde_split(T)
+        assert c * n >= T > c * (n - 1) and c * c >= T > (c - 1) ** 2
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_batch_pieces_change_nothing(name, monkeypatch):
+    """On a CPU a long batch runs in pieces (models/cpu.py); forced here at a short length: 3 pieces of 1."""
+    mixer, x, g = build(name), torch.randn(3, 19, D), torch.randn(3, 19, D)
+    whole = mixer_and_gradients(mixer, x, g)
+    monkeypatch.setattr(cpu, "PIECE_ELEMENTS", 1)
+    assert len(cpu.batch_pieces(x, 1)) == 3
+    names = ["y", "x", *(n for n, _ in mixer.named_parameters())]
+    for pname, a, b in zip(names, mixer_and_gradients(mixer, x, g), whole, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5 * b.abs().max().item(), msg=pname)
+
+
+def test_a_kernel_that_cannot_build_warns_once_and_the_pytorch_form_runs(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cpu._load.cache_clear()
+    try:
+        with pytest.warns(UserWarning, match="broken kernel did not build"):
+            assert cpu.load("broken", "this is not C") is None
+        assert cpu.load("broken", "this is not C") is None  # cached: no second build, no second warning
+        monkeypatch.setattr(cpu, "_compiler", lambda: None)
+        with pytest.warns(UserWarning, match="no C compiler"):
+            assert cpu.load("missing", "int f(void) { return 1; }") is None
+        monkeypatch.setenv(cpu.ENV, "0")
+        assert cpu.load("linear_attention_sums", linear_attention_module.SUMS_SOURCE) is None
+        assert not linear_attention_module.kernel_runs(torch.randn(1))
+        assert build("linear_attention")(torch.randn(2, 9, D)).shape == (2, 9, D)
+    finally:
+        cpu._load.cache_clear()
 
 
 # -- learning ------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from seqbench.bench.commands.probe import probe
 from seqbench.bench.commands.probe_plan import plan
 from seqbench.bench.core.card_format import read_card
 from seqbench.bench.core.errors import UserError
-from seqbench.bench.core.registry import MIXERS
 from seqbench.reports.card import terminal
 from seqbench.sweeps.probes import QUICK, Ladder, Probe, Profile
 from tests.helpers import run_cli
@@ -48,23 +47,12 @@ TINY = Profile(
 MODELS = ["model=lstm", "model=stack", f"model.mixer={NO_MIXING}"]
 
 
-@pytest.fixture
-def shipped_mixers():
-    """Using a mixer by import path registers it for the process; later tests (``seqbench list`` output
-    compared with a fresh interpreter's) must see the shipped registry again."""
-    saved = dict(MIXERS._entries)
-    yield
-    MIXERS._entries.clear()
-    MIXERS._entries.update(saved)
-    MIXERS.generation += 1
-
-
 def runs(out: Path) -> set[str]:
     return {p.name for p in (out / "runs").iterdir()}
 
 
 @pytest.mark.slow  # 12 tiny runs, and the LSTM must learn
-def test_a_card_of_two_models_says_where_each_stops_and_a_second_call_trains_nothing(tmp_path, capsys, shipped_mixers):
+def test_a_card_of_two_models_says_where_each_stops_and_a_second_call_trains_nothing(tmp_path, capsys):
     out = tmp_path / "outputs"
     r = probe(MODELS, profile=TINY, probes=["memorization"], out_dir=out, name="tiny")
     card = read_card(r.folder / "card.json")

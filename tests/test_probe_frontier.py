@@ -249,13 +249,13 @@ def test_a_failed_trial_is_listed_with_its_rung_and_reason_until_a_retry_superse
 
 
 def test_the_shipped_baseline_card_is_what_make_card_wrote():
-    """benchmarks/card/ (make card's copy) reads as a card of this version, its card.md is what the renderer
+    """reports/baseline/ (make card's copy) reads as a card of this version, its card.md is what the renderer
     makes of its card.json (never edited by hand), and it says where each shipped model stops."""
     from seqbench.bench.core.card_format import read_card
     from seqbench.reports.card import card_md
     from tests.helpers import REPO
 
-    folder = REPO / "benchmarks" / "card"
+    folder = REPO / "reports" / "baseline"
     card = read_card(folder / "card.json")
     assert (folder / "card.md").read_text() == card_md(card)
     labels = [m["label"] for m in card["models"]]
@@ -274,7 +274,7 @@ def test_the_shipped_baseline_card_measures_most_frontiers_and_tells_every_pair_
     from seqbench.reports.card import discrimination
     from tests.helpers import REPO
 
-    d = discrimination(read_card(REPO / "benchmarks" / "card" / "card.json"))
+    d = discrimination(read_card(REPO / "reports" / "baseline" / "card.json"))
     assert d["censored"] <= 0.2 * d["cells"]
     assert d["apart"] == len(d["pairs"]) == 28, [pair for pair, probes in d["pairs"].items() if not probes]
 

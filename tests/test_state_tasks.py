@@ -12,7 +12,8 @@ import torch
 
 from seqbench.bench.config import build_config
 from seqbench.bench.core.errors import UserError
-from seqbench.bench.training.train import build_task, train_run
+from seqbench.bench.training.module import build_task
+from seqbench.bench.training.train import train_run
 from tests.helpers import run_cli
 
 CPU = torch.device("cpu")

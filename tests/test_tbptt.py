@@ -11,7 +11,7 @@ import torch
 from seqbench.bench.config import build_config
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS
-from seqbench.bench.training.train import build_task
+from seqbench.bench.training.module import build_task
 from seqbench.models.base import build_model
 
 RECURRENT = ["rnn", "irnn", "lstm", "gru"]

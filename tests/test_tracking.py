@@ -185,3 +185,13 @@ def test_a_sweep_s_runs_carry_the_group_of_their_study_and_storage(tmp_path, mon
         groups.append(yaml.safe_load(cfg.read_text())["tracking"]["group"])
     assert groups == [wandb_group("tiny", "a/optuna.journal"), wandb_group("tiny", "b/optuna.journal")]
     assert groups[0] != groups[1]
+
+
+def test_a_run_id_names_the_stack_s_mixer():
+    """Issue 39: run ids and progress lines said ``stack`` whatever the mixer; ``runs`` could not tell them apart."""
+    from seqbench.bench.training.tracking import default_run_id
+
+    mamba = default_run_id(build_config(["model=stack", "model.mixer=mamba", "seed=3"]))
+    plugin = default_run_id(build_config(["model=stack", "model.mixer=tests.probe_plugins:NoMixing"]))
+    assert "-stack-mamba-s3-" in mamba and "-stack-NoMixing-s0-" in plugin
+    assert "-lstm-s0-" in default_run_id(build_config(["model=lstm"]))

@@ -116,8 +116,7 @@ def test_grad_clip_bounds_the_update(out_dir):
         )
         import pytorch_lightning as pl
 
-        from seqbench.bench.training.module import SeqModule
-        from seqbench.bench.training.train import build_task
+        from seqbench.bench.training.module import SeqModule, build_task
 
         pl.seed_everything(0, verbose=False)
         before = [p.detach().clone() for p in SeqModule(cfg, build_task(cfg)).net.parameters()]

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from seqbench.sweeps.claims.judge import FAILS, HOLDS, INCONCLUSIVE, MISSING, judge, judge_rule
+from seqbench.sweeps.claims.judge import judge, judge_rule
 from seqbench.sweeps.claims.load import parse_claim
+from seqbench.sweeps.claims.results import FAILS, HOLDS, INCONCLUSIVE, MISSING
 from tests.judge_support import SOURCE
 from tests.verify_support import GOOD, SWEPT, rule, table
 

@@ -11,8 +11,8 @@ import yaml
 
 from seqbench.bench.cli import main
 from seqbench.bench.core.errors import UserError
-from seqbench.sweeps.claims.judge import HOLDS
 from seqbench.sweeps.claims.load import claim_files, load_claim
+from seqbench.sweeps.claims.results import HOLDS
 from seqbench.sweeps.claims.schema import PROFILES, sweep_spec, swept_values
 from seqbench.sweeps.spec import trial_config
 from tests.helpers import TINY_CLAIM_BASE

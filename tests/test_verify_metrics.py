@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from seqbench.bench.core.errors import UserError
-from seqbench.sweeps.claims.judge import HOLDS
+from seqbench.sweeps.claims.results import HOLDS
 from seqbench.sweeps.claims.schema import Rule
 from tests.judge_support import SOURCE
 
@@ -162,16 +162,3 @@ def test_cost_claim_looks_count_replicates_and_stop_at_the_first_deciding_look(m
     assert second.kind == "cost" and second.seeds == list(range(6)) and not second.replaced
     with pytest.raises(UserError, match=r"cost.replicates: 5 disagrees with looks: \[3, 6\]"):
         load_claim(claim_file(looks=[3, 6], replicates=5))
-
-
-def test_the_plan_says_when_a_first_look_cannot_decide_a_per_seed_rule():
-    from seqbench.sweeps.claims.looks import looks_that_cannot_decide
-
-    # O'Brien-Fleming spends 0.0114 at 6 of 10; 6 of 6 give 1/64 one-sided, 1/32 as the judge tests
-    # (two-sided: holds or fails, each at alpha/2)
-    (note,) = looks_that_cannot_decide([6, 10])
-    assert note.startswith("look 1 (n=6) cannot decide") and "p = 0.0312" in note and "alpha 0.0114" in note
-    assert looks_that_cannot_decide([7, 10]) == [] and looks_that_cannot_decide([10]) == []
-    # looks [3, 5]: 3 of 3 give 0.25 at look 1; 5 of 5 give 0.0625, above look 2's 0.0386 (selective_copy_ssm's
-    # note: looks [3, 5] could never decide)
-    assert [n[:6] for n in looks_that_cannot_decide([3, 5])] == ["look 1", "look 2"]

@@ -10,7 +10,9 @@ else the task's primary metric.
 
 The settings become a sweep spec; the study name is a digest of that spec (``compare-<hash>``), so
 the same command (in any order, from any directory with the same ``--out-dir``/``--storage``)
-continues the same study and runs nothing that is done. The spec is written to
+continues the same study and runs nothing that is done. Every setting's task and model are built first
+(``sweeps.coordinator.preflight_specs``): one that a run would refuse, a plug-in mixer that reads the future
+say, refuses the command in one line before any file is written. The spec is written to
 ``<out_dir>/specs/<study>.yaml`` and run by ``seqbench sweep`` itself (same output, same resume,
 workers, storage); then the terminal gets a ranked table with 95% intervals and the paired
 statements, each by the test ``seqbench verify`` judges that kind of metric with
@@ -39,6 +41,7 @@ from seqbench.bench.core.artifacts import atomic_write, check_writable
 from seqbench.bench.core.errors import UserError, did_you_mean
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.settings import check_key
+from seqbench.sweeps.coordinator import preflight_specs
 from seqbench.sweeps.progress import failed_trials
 from seqbench.sweeps.spec import MixedPrimaryMetrics, parse_spec
 from seqbench.sweeps.storage import check_scheme
@@ -308,6 +311,7 @@ def compare(
         print(n)
     out_dir = Path(out_dir)
     check_scheme(storage)
+    preflight_specs([("", parse_spec(raw, source="compare"))])  # every setting built before the spec is written
     check_writable(out_dir)
     path = out_dir / "specs" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,9 @@
 The typed entries are ``list_tasks()``/``list_models()`` (registered names, for a notebook) and
 ``list_sections()`` (section -> its ``key = default - description`` lines); ``cmd_list`` prints them.
 Every name here needs the registries filled, which imports every model's, mixer's and task's config
-module (``models/configs/``, ``tasks/**/configs/``), none of which imports torch.
+module (``models/configs/``, ``tasks/**/configs/``), none of which imports torch, and every installed
+plug-in's entry point: a declaration (``seqbench.plugin``) imports no torch either, a class named directly
+does (``bench/plugins.py``).
 """
 
 from __future__ import annotations
@@ -28,11 +30,6 @@ def list_tasks() -> list[str]:
 def list_models() -> list[str]:
     """The registered model names (what ``model=`` takes)."""
     return MODELS.names()
-
-
-def list_mixers() -> list[str]:
-    """The registered sequence mixers (what ``model=stack model.mixer=`` takes)."""
-    return MIXERS.names()
 
 
 # -- field lines ----------------------------------------------------------------------------------

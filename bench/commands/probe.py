@@ -30,12 +30,15 @@ from typing import Any
 from seqbench.bench.commands.compare import spec_yaml
 from seqbench.bench.commands.probe_plan import Job, Plan, card_name, metric_of, specs
 from seqbench.bench.commands.sweep import sweep
+from seqbench.bench.core import card_against
 from seqbench.bench.core.artifacts import atomic_write, check_writable
 from seqbench.bench.core.card_format import Card
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.provenance import git_sha, package_version
+from seqbench.sweeps.coordinator import preflight_specs
 from seqbench.sweeps.probes import PROFILES, Probe, Profile, select
 from seqbench.sweeps.probes import profile as profile_named
+from seqbench.sweeps.spec import parse_spec
 from seqbench.sweeps.storage import check_scheme
 
 
@@ -58,6 +61,13 @@ def register(sp: argparse.ArgumentParser) -> None:
         help=f"comma list of probes to run (default: all of {', '.join(p.name for p in PROFILES['quick'].probes)})",
     )
     sp.add_argument("--rungs", type=int, help="keep only the first K rungs of every ladder")
+    sp.add_argument(
+        "--against",
+        metavar="CARD",
+        help="put your models beside another card's without retraining it: 'baseline' (the shipped card of "
+        "eight models, quick profile, seeds 0-2) or a card.json (or its folder); refused before training "
+        "when the profile, seeds, learning rates or probes differ",
+    )
     sp.add_argument("--workers", type=int, default=1, help="local worker processes per study")
     sp.add_argument("--storage", help="journal path or postgresql://... (default <out-dir>/optuna.journal)")
     sp.add_argument("--out-dir", default="outputs", help="runs, journal, specs/ and cards/ go here (default outputs)")
@@ -135,24 +145,32 @@ def probe(
     name: str | None = None,
     argv: Sequence[str] = (),
     retry_failed: bool = False,
+    against: str | None = None,
 ) -> ProbeResult:
     """Probe the models of ``settings`` on the battery of ``profile`` and write their card: the entry behind
-    ``seqbench probe``. Every study's spec is built (and so checked) before anything trains. ``retry_failed``:
-    as ``sweep(retry_failed=True)``, per study."""
+    ``seqbench probe``. Every study's spec is built (and so checked), and every configuration's task and model,
+    before anything trains or any file is written. ``retry_failed``:
+    as ``sweep(retry_failed=True)``, per study. ``against``: ``"baseline"`` or a card.json path whose models are
+    put beside these, not retrained (``bench/core/card_against.py``), refused before anything trains where the
+    two cards would not measure the same thing."""
     if workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {workers})")
     prof = profile_named(profile) if isinstance(profile, str) else profile
     chosen = select(prof, list(probes) if probes else None, rungs)
     p, jobs = specs(settings, prof, chosen)
+    other = _against(against, p, prof, chosen, argv)
     for n in p.notes:
         print(n)
+    check_scheme(storage)
+    # every study's task and model built before any study, spec or card: a model a run would refuse (a plug-in
+    # mixer that reads the future) refuses the command, and never shows on a card as failing every rung
+    preflight_specs([(f"probe {j.probe.name} x {j.model.label}", parse_spec(j.raw)) for j in jobs])
     print(
         f"probe: {len(p.models)} model(s) x {len(chosen)} probe(s), profile {prof.name} ({prof.note}), "
         f"seeds {p.seeds}, lr {p.lrs}",
         flush=True,
     )
     out = Path(out_dir)
-    check_scheme(storage)
     check_writable(out)
     from seqbench.reports.card import answer, write_card_files  # here: `probe --help/--print-config` stay light
 
@@ -163,10 +181,23 @@ def probe(
         entries.append(entry)
         status |= code
     card = _card(p, prof, chosen, entries, argv)
+    if other is not None:
+        card = card_against.beside(card, *other)
     card["answer"] = answer(card)
     folder = out / "cards" / (name or card_name(p, prof.name))
     studies = {f"{j.probe.name} x {j.model.label}": j.study for j in jobs}
     return ProbeResult(card, folder, write_card_files(folder, card), studies, status)
+
+
+def _against(
+    against: str | None, p: Plan, prof: Profile, chosen: tuple[Probe, ...], argv: Sequence[str]
+) -> tuple[Card, str] | None:
+    """The card ``--against`` names, checked against this plan (header and probes) before anything trains."""
+    if against is None:
+        return None
+    other, where = card_against.load(against)
+    card_against.check(_card(p, prof, chosen, [], argv), other, where)
+    return other, where
 
 
 def _card(p: Plan, prof: Profile, chosen: tuple[Probe, ...], entries: list[Any], argv: Sequence[str]) -> Card:
@@ -206,7 +237,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
     probes = [s.strip() for s in args.probes.split(",")] if args.probes else None
     if args.print_config:
         prof = profile_named(args.profile)
-        p, jobs = specs(args.settings, prof, select(prof, probes, args.rungs))
+        chosen = select(prof, probes, args.rungs)
+        p, jobs = specs(args.settings, prof, chosen)
+        _against(args.against, p, prof, chosen, args.command_line)
         print("\n---\n".join(spec_yaml(j.raw, j.study, p.notes, "probe") for j in jobs), end="")
         return 0
     r = probe(
@@ -220,6 +253,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         name=args.name,
         argv=args.command_line,
         retry_failed=args.retry_failed,
+        against=args.against,
     )
     from seqbench.reports.card import terminal  # here: `probe --help` stays light
 

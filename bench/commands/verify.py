@@ -30,11 +30,12 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.text import text_table
 from seqbench.reports.verify_html import claim_figure, cost_figure, verdict_figure, write_verify
 from seqbench.sweeps.claims import runner as claims_runner
-from seqbench.sweeps.claims.judge import ERROR, FAILS, INVALID, ClaimResult, verdict_table
 from seqbench.sweeps.claims.load import find_claims, load_claim
 from seqbench.sweeps.claims.looks import check_decidable
 from seqbench.sweeps.claims.registry import check
-from seqbench.sweeps.claims.schema import Claim
+from seqbench.sweeps.claims.results import ERROR, FAILS, INVALID, ClaimResult, verdict_table
+from seqbench.sweeps.claims.schema import Claim, cost_config, sweep_spec
+from seqbench.sweeps.coordinator import preflight_specs
 
 
 def register(sp: argparse.ArgumentParser) -> None:
@@ -85,7 +86,8 @@ def verify(
     progress: bool = True,
 ) -> VerifyResult:
     """Run and judge ``claims`` (names or files; default every shipped claim) at ``profile``: the entry
-    behind ``seqbench verify``. Every claim file and profile is checked before anything trains."""
+    behind ``seqbench verify``. Every claim file and profile is checked, and every configuration the claims will
+    train is built (``preflight_claims``), before anything trains or any file is written."""
     if workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {workers})")
     loaded = [load_claim(p) for p in find_claims(list(claims))]
@@ -93,6 +95,7 @@ def verify(
         c
     ) in loaded:  # refused in one line before anything trains: a changed rule on judged seeds, looks that cannot decide
         check_decidable(c, profile, registered=not check(c, profile)[1])
+    preflight_claims(loaded, profile)
     out = Path(out_dir)
     results = []
     for i, claim in enumerate(loaded):
@@ -107,6 +110,21 @@ def verify(
                 flush=True,
             )
     return VerifyResult(results, verdict_table(results), write_verify(results, out / "verify"))
+
+
+def preflight_claims(claims: Sequence[Claim], profile: str) -> None:
+    """Build every configuration the claims will train at ``profile`` (a cost claim: every model it measures),
+    before any claim runs, registers or writes a file: one a run would refuse (a plug-in mixer that reads the
+    future) refuses the whole verify in one line, instead of a claim judged on failed trials."""
+    from seqbench.bench.training.cost import check_models  # torch: `verify --plan/--help` stay light
+
+    preflight_specs([(f"claim {c.name}", sweep_spec(c, profile)) for c in claims if c.kind != "cost"])
+    for c in claims:
+        if c.kind == "cost":
+            try:
+                check_models(cost_config(c.resolved(profile)))
+            except UserError as e:
+                raise e.prefixed(f"claim {c.name}: cost.") from None
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

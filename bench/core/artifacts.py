@@ -64,6 +64,7 @@ BEST = "best."  # results.json ``best``
 BASELINE = "baseline."  # results.json ``baseline`` (the memoryless baseline): baseline.val/acc
 EVAL = "eval."  # `seqbench eval` records (evals/<n>.json), the latest per key: eval.test@400/acc
 SKIPPED = "skipped"  # a study table's status for a seed a sweep's ladder did not train (sweeps/ladder.py)
+RUN_STATUSES = ("completed", "diverged")  # a study table's runs with a result: what a claim and a frontier read
 RESULT_PARTS = ("final", "best", "baseline")  # the results.json mappings that become FINAL/BEST/BASELINE columns
 OBJECTIVE = "objective:"  # the run's objective value: objective:val/acc
 TRIAL_VALUE = "trial_value:"  # Optuna's value of the run's trial

@@ -70,6 +70,7 @@ class Card(TypedDict, total=False):
     probes: list[dict[str, Any]]  # {name, task, skill, key, unit, rungs, reference, settings, steps}
     entries: list[CardEntry]
     answer: list[str]  # the card's sentences, one per model
+    against: dict[str, Any]  # models taken from another card, not retrained (bench/core/card_against.py)
 
 
 def write_card(folder: Path, card: Card) -> Path:

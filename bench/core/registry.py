@@ -9,8 +9,10 @@ imports its module (``PKG.configs.NAME`` -> ``PKG.NAME``). A file that keeps bot
 registers them at once with ``@MODELS.register("name", config=NameConfig)``.
 
 Plug-ins from other packages (entry points, ``pkg.module:Class`` import paths) are registered
-the same way by ``bench/plugins.py``. ``generation`` counts registrations, so the config
-tree (``bench/config.py``) rebuilds its unions when an entry arrives after it was built.
+the same way by ``bench/plugins.py``; one declared without torch (a config naming its class by import
+path, ``seqbench.plugin``) is registered with ``Registry.declare`` and a loader that imports the class
+on first use of ``cls``. ``generation`` counts registrations, so the config tree (``bench/config.py``)
+rebuilds its unions when an entry arrives after it was built.
 """
 
 from __future__ import annotations
@@ -39,15 +41,19 @@ def module_of(config_module: str) -> str:
 
 class Entry(Generic[T]):
     """A registered name: its config class, its one-line doc and its class, imported on first use
-    from the module beside the config's (``module_of``)."""
+    from the module beside the config's (``module_of``), or by ``loader`` when the entry has one (a
+    plug-in declared without torch: ``Registry.declare``)."""
 
     def __init__(self, kind: str, name: str, config_cls: Any, doc: str, origin: str = "seqbench"):
         self.kind, self.name, self.config_cls, self.doc = kind, name, config_cls, doc
         self.origin = origin  # "seqbench", or where a plug-in came from (an entry point, an import path)
         self._cls: T | None = None
+        self.loader: Callable[[], T] | None = None  # imports and checks the class (a declared plug-in)
 
     @property
     def cls(self) -> T:
+        if self._cls is None and self.loader is not None:
+            self._cls = self.loader()  # raises (a UserError naming the plug-in) when it cannot be used
         if self._cls is None:
             importlib.import_module(module_of(self.config_cls.__module__))
         if self._cls is None:
@@ -120,6 +126,14 @@ class Registry(Generic[T]):
             return self.module(name)(cls)
 
         return deco
+
+    def declare(self, name: str, config: Any, loader: Callable[[], T], origin: str) -> Entry[T]:
+        """Register ``config`` under ``name`` with the class still unimported: the first use of the
+        entry's ``cls`` calls ``loader`` (a plug-in declared without torch, ``bench/plugins.py``)."""
+        self.config(name, origin)(config)
+        entry = self._entries[name]
+        entry.loader = loader
+        return entry
 
     def get(self, name: str) -> Entry[T]:
         entry = self._entries.get(name)

@@ -55,7 +55,7 @@ class Section(BaseModel):
     ``model_copy(update=...)``, which skips validation.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False)
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False, defer_build=True)
     # the dotted keys the user gave (command line, file, sweep spec), recorded by the composition that built
     # the config: pydantic's model_fields_set does not survive a dump-and-validate, after which all are set
     _typed: frozenset[str] = PrivateAttr(default_factory=frozenset)

@@ -20,6 +20,9 @@ from seqbench.bench.core.artifacts import atomic_write
 VERIFY = "verify"  # <out_dir>/verify/: index.html, verify.md, and a folder per claim
 VERDICT_SUFFIX = "-verdict.json"  # <out_dir>/verify/<claim>/<profile>-verdict.json
 VERDICT_FORMAT, VERDICT_VERSION = "seqbench-verdict", 1  # a reader refuses another format or a newer version
+# the source of a claim that is its author's own hypothesis (sweeps/claims/schema.py: source.kind: hypothesis),
+# where a reproduction names its paper: in the source column of its rows, so every table says it
+HYPOTHESIS = "own hypothesis, not a reproduction"
 
 
 class VerdictRow(TypedDict, total=False):
@@ -27,7 +30,7 @@ class VerdictRow(TypedDict, total=False):
 
     rule: str  # "control: attention learns MQAR ..." for a control
     configuration: str
-    paper: str  # the paper's number the rule stands for, as the claim states it
+    paper: str  # the paper's number the rule stands for, as the claim states it ("" for a hypothesis)
     measured: str  # "val/acc: 0.991 [0.98, 1] n=7, p=0.002"
     needs: str  # the thresholds and why the rule is judged the way it is
     verdict: str  # the rule's verdict, with its reason unless it holds
@@ -41,7 +44,7 @@ class VerdictRecord(TypedDict, total=False):
     claim: str  # the claim's name (its file stem)
     claim_file: str  # the claim's YAML as verify read it
     claim_hash: str  # hash of what decides the verdict (reports.verify_md.claim_hash): a changed claim shows
-    source: str  # the citation: "Arora et al. 2023 Fig. 2 (MQAR)"
+    source: str  # the citation, "Arora et al. 2023 Fig. 2 (MQAR)", or HYPOTHESIS for an own hypothesis
     profile: str  # quick | paper
     verdict: str  # holds | fails | inconclusive | invalid | error
     decided: str  # "decided at look 2 of 3, n=5, alpha 0.0167", why invalid, or "" (not judged)

@@ -35,7 +35,6 @@ import multiprocessing as mp
 import resource
 import statistics
 import time
-import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -44,17 +43,45 @@ import torch.nn.functional as F
 
 from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
 from seqbench.bench.core.errors import UserError
-from seqbench.bench.core.registry import MODELS
+from seqbench.bench.core.registry import MIXERS, MODELS
 from seqbench.bench.training.cost_config import (  # noqa: F401  (the configs, re-exported beside their modules)
     VOCAB,
     CostConfig,
     complexity,
     fit_exponent,
+    is_mixer,
     model_config,
     parse_cost_config,
     point_line,
 )
-from seqbench.models.base import build_model
+from seqbench.bench.training.preflight import built_model
+
+SPEC = TaskSpec(OutputKind.TOKENS, n_classes=VOCAB, causal=True, vocab_size=VOCAB)  # what one cost step trains
+
+
+def _build(model: str, d_model: int, n_layers: int, length: int) -> torch.nn.Module:
+    fields = model_config(model, d_model, n_layers, length)
+    return built_model(MODELS.get(fields["name"]).config_cls.model_validate(fields), SPEC)
+
+
+def check_models(c: CostConfig) -> None:
+    """Build every plug-in model and mixer of ``c`` once, as its points build it (on the CPU, at the shortest
+    length), before any point is measured or any file written: one a run would refuse at build time (a plug-in
+    mixer that reads the future or returns the wrong shape, a plug-in model whose constructor fails) refuses
+    the measurement in one line naming it under ``models``, instead of being measured as an error
+    (``bench.training.preflight``)."""
+    problems: list[str] = []
+    with torch.random.fork_rng(devices=[]):
+        for model in c.models:
+            if (MIXERS if is_mixer(model) else MODELS).get(model).origin == "seqbench":
+                continue  # a shipped model or mixer refuses nothing at build time (as in preflight.runs_plugin)
+            try:
+                _build(model, c.d_model, c.n_layers, c.lengths[0])
+            except UserError as e:  # model.mixer: ..., model.name: ...: cost's setting is models=
+                problems += [f"models: {p.partition(': ')[2] if p.startswith('model.') else p}" for p in e.problems]
+    if problems:
+        raise UserError(*dict.fromkeys(problems))
+
 
 # -- one point ------------------------------------------------------------------------------
 
@@ -64,12 +91,7 @@ def measure_point(model: str, length: int, c: dict[str, Any]) -> dict[str, Any]:
     torch.set_num_threads(c["threads"])
     torch.manual_seed(0)
     dev = torch.device(c["device"])
-    fields = model_config(model, c["d_model"], c["n_layers"], length)
-    cfg_cls = MODELS.get(fields["name"]).config_cls
-    spec = TaskSpec(OutputKind.TOKENS, n_classes=VOCAB, causal=True, vocab_size=VOCAB)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        net = build_model(cfg_cls.model_validate(fields), spec).to(dev)
+    net = _build(model, c["d_model"], c["n_layers"], length).to(dev)
     B = c["batch_size"]
     batch = Batch(
         x=torch.randint(0, VOCAB, (B, length), device=dev), y=torch.randint(0, VOCAB, (B, length), device=dev)
@@ -194,6 +216,7 @@ def measure_cost(c: CostConfig, progress: Callable[[Progress], None] = print_poi
     device = ("cuda" if torch.cuda.is_available() else "cpu") if c.device == "auto" else c.device
     if device == "cuda" and not torch.cuda.is_available():
         raise UserError("device: cuda requested but no CUDA device is visible; use device=cpu or auto")
+    check_models(c)
     pc = {
         "d_model": c.d_model,
         "n_layers": c.n_layers,

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,31 +13,95 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 import seqbench.models  # noqa: F401  (fills MODELS)
+from seqbench.bench import plugins
 from seqbench.bench.core.contract import OutputKind
 from seqbench.bench.core.errors import UserError, did_you_mean, format_validation_error, validation_problems
 from seqbench.bench.core.registry import MIXERS, MODELS
 from seqbench.bench.core.schema import Section
 from seqbench.bench.core.settings import leaves, parse_pairs, set_dotted
+from seqbench.models.configs.base import ModelConfig
 
 VOCAB = 16
 
 
 def _default_models() -> list[str]:
-    """Every measurable model that declares a complexity class (``ModelConfig.complexity``)."""
-    return [m for m in _measurable() if m in MODELS and MODELS.get(m).config_cls.complexity is not None]
+    """Every measurable model that declares a complexity class (``ModelConfig.complexity``), installed
+    plug-ins' included (discovered first, so that the default is the same from the CLI and a notebook)."""
+    plugins.discover()
+    return [m for m in _measurable() if m in MODELS.names() and MODELS.get(m).config_cls.complexity is not None]
 
 
 def _measurable() -> list[str]:
     """Registered models that produce per-step tokens, which is what one cost step trains, and every
     mixer (measured as ``model=stack model.mixer=NAME``)."""
     return [e.name for e in MODELS if OutputKind.TOKENS in e.config_cls.supported_kinds] + [
-        e.name for e in MIXERS if e.name not in MODELS
+        e.name for e in MIXERS if e.name not in MODELS.names()
     ]
 
 
+_KINDS: dict[str, Literal["model", "mixer"]] = {}  # a resolved ``models=`` name -> how it is measured
+
+
+def kind_of(name: str) -> Literal["model", "mixer"]:
+    """How a ``models=`` name is measured, resolved as ``seqbench run`` resolves ``model=`` and
+    ``model.mixer=``: a registered model (shipped, or a plug-in's entry point) as itself, a registered mixer
+    in the stack; an import path ``pkg.module:Class`` as a model when it names one (a ``ModelConfig``
+    declaration, a ``Backbone`` subclass, a class whose ``Config`` subclasses ``ModelConfig``, or one whose
+    constructor takes ``cfg`` first), else as a mixer (``Cls(d_model, **mixer_args)``, or its declaration).
+    UserError, in run's words, for a broken plug-in, an import path that does not load and an unknown name."""
+    if name in _KINDS:
+        return _KINDS[name]
+    plugins.discover()  # entry points of installed packages, as `run` sees them
+    kind: Literal["model", "mixer"]
+    if name in MODELS.names():
+        kind = "model"
+    elif name in MIXERS.names():
+        kind = "mixer"
+    else:
+        for reg in (MODELS, MIXERS):
+            if (reg.kind, name) in plugins.BROKEN:
+                reg.get(name)  # raises the plug-in's reason, as run does
+        if ":" not in name:
+            ok = _measurable()
+            raise UserError(
+                f"unknown model {name!r};{did_you_mean(name, ok)} choose from {', '.join(ok)}, or name a "
+                "class by import path (pkg.module:Class)"
+            )
+        kind = "model" if _is_model_class(name) else "mixer"
+        (MODELS if kind == "model" else MIXERS).get(name)  # imports and registers it, or raises run's line
+    _KINDS[name] = kind
+    return kind
+
+
+def _is_model_class(path: str) -> bool:
+    """Whether the class at ``path`` (``pkg.module:Class``) is a model rather than a mixer (see :func:`kind_of`);
+    False when it cannot be imported (the mixer registry then says why, in run's words)."""
+    module, _, attr = path.partition(":")
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except Exception:  # noqa: BLE001  (the user's module: the registry's import names the failure)
+        return False
+    if not isinstance(obj, type):
+        return False
+    if issubclass(obj, ModelConfig):  # a model declared by its config (``seqbench.plugin``)
+        return True
+    if any(c.__name__ == "Backbone" and c.__module__ == "seqbench.models.base" for c in obj.__mro__):
+        return True
+    own = getattr(obj, "Config", None)
+    if isinstance(own, type) and issubclass(own, ModelConfig):
+        return True
+    try:
+        params = list(inspect.signature(obj.__init__).parameters)[1:2]  # type: ignore[misc]  # as written
+    except (TypeError, ValueError):
+        return False
+    return params in (["cfg"], ["config"])
+
+
 def is_mixer(name: str) -> bool:
-    """Whether a cost ``models=`` name is a mixer (a registered one, or an import path that is not a model)."""
-    return name not in MODELS and (name in MIXERS)
+    """Whether a cost ``models=`` name is measured as a mixer in the stack (:func:`kind_of`)."""
+    return kind_of(name) == "mixer"
 
 
 def complexity(model: str) -> tuple[str, int | None]:
@@ -100,11 +166,17 @@ class CostConfig(Section):
     @field_validator("models")
     @classmethod
     def _known(cls, v: list[str]) -> list[str]:
-        ok = _measurable()
-        bad = [m for m in v if m not in ok and not (":" in m and m in MIXERS)]
-        if bad:
-            named = [f"{b!r} ({hint.strip()})" if (hint := did_you_mean(b, ok)) else repr(b) for b in bad]
-            raise ValueError(f"unknown model {', '.join(named)}; choose from {', '.join(ok)}")
+        for m in v:
+            try:
+                kind = kind_of(m)
+            except UserError as e:  # pydantic names the field: `models: <run's line>`
+                raise ValueError(e.problems[0]) from None
+            if kind == "model" and OutputKind.TOKENS not in MODELS.get(m).config_cls.supported_kinds:
+                ok = _measurable()
+                raise ValueError(
+                    f"model {m!r} cannot produce per-step tokens, which one cost step trains; choose from "
+                    f"{', '.join(ok)}, or name a class by import path (pkg.module:Class)"
+                )
         return v
 
     @model_validator(mode="after")

@@ -16,10 +16,11 @@ import torchmetrics
 from lightning_fabric.utilities.types import _MAP_LOCATION_TYPE
 from torch import nn
 
-from seqbench.bench.config import RunConfig
+from seqbench.bench.config import RunConfig, load_config
 from seqbench.bench.core import artifacts
 from seqbench.bench.core.contract import Batch
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.registry import TASKS
 from seqbench.bench.training.schedules import lr_multiplier
 from seqbench.models.base import build_model, detach_state
 from seqbench.tasks.base import Task
@@ -92,6 +93,13 @@ class LossMeter:
         self.sum, self.n = float(state.get("train_loss_sum", 0.0)), int(state.get("train_loss_n", 0))
 
 
+def build_task(cfg: RunConfig) -> Task:
+    """The task of ``cfg``, built from the run's seed and set up (its data made or read)."""
+    task = TASKS.get(cfg.task.name).cls(cfg.task, seed=cfg.seed)
+    task.setup()
+    return task
+
+
 class SeqModule(pl.LightningModule):
     def __init__(self, cfg: RunConfig, task: Task):
         super().__init__()
@@ -107,7 +115,7 @@ class SeqModule(pl.LightningModule):
         self._test_split = "test"  # the split ``evaluate_at`` reads ("val" for ``seqbench eval --split val``)
         self._state: Any = None  # recurrent state carried across batches (stateful tasks)
         self.train_loss = LossMeter()
-        self.trained_step = -1  # load_model: the optimizer step of the weights it loaded
+        self.trained_step = -1  # from_checkpoint: the optimizer step of the weights it loaded
 
     @classmethod
     def load_from_checkpoint(
@@ -122,8 +130,6 @@ class SeqModule(pl.LightningModule):
         """Lightning's habit, on a seqbench checkpoint: a ``<run>/checkpoints/last.ckpt`` is read through
         its run folder (config.yaml rebuilds the task and model), as ``seqbench.load_model(run)`` does;
         anything else is one line pointing there (the checkpoint holds weights, not what rebuilds them)."""
-        from seqbench.bench.training.trained import load_model  # here: trained imports this module
-
         path = Path(str(checkpoint_path))
         run = path.parent.parent
         lightnings = {"hparams_file": hparams_file, "strict": strict, "weights_only": weights_only}
@@ -134,8 +140,24 @@ class SeqModule(pl.LightningModule):
                 f"checkpoint_path: {path} is not a checkpoint of a seqbench run folder{extra}; load "
                 "a trained run with seqbench.load_model(RUN_ID or run folder)"
             )
-        model = load_model(run)
+        if not path.is_file():
+            raise UserError(f"checkpoint_path: {path} does not exist; its run's checkpoints are in {path.parent}")
+        model = cls.from_checkpoint(load_config(run / artifacts.CONFIG), path)
         return model.to(map_location) if isinstance(map_location, (str, torch.device)) else model
+
+    @classmethod
+    def from_checkpoint(cls, cfg: RunConfig, checkpoint: Path) -> SeqModule:
+        """The module of ``cfg`` (its task built from the run's seed) holding the weights of ``checkpoint``,
+        a seqbench run's, in eval mode on the CPU; ``trained_step`` is the optimizer step of those weights.
+        ``seqbench.load_model`` and ``load_from_checkpoint`` both read a run through here."""
+        ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)  # loads no code
+        pl.seed_everything(cfg.seed, workers=True, verbose=False)
+        module = cls(cfg, build_task(cfg))
+        # a run trained with train.compile=true saved its weights under the compiled wrapper's names
+        state = {k.replace("._orig_mod.", "."): v for k, v in ckpt["state_dict"].items()}
+        module.load_state_dict(state)
+        module.trained_step = int(ckpt.get("global_step", -1))  # which step these weights are
+        return module.eval()
 
     # -- data -------------------------------------------------------------------------
     def train_dataloader(self):

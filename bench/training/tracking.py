@@ -41,7 +41,7 @@ from seqbench.bench.core.text import redact
 
 def default_run_id(cfg: RunConfig) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return f"{stamp}-{cfg.task.name}-{cfg.model.name}-s{cfg.seed}-{cfg.config_hash()[:6]}"
+    return f"{stamp}-{cfg.task.name}-{cfg.model.label()}-s{cfg.seed}-{cfg.config_hash()[:6]}"
 
 
 def find_resumable(cfg: RunConfig) -> Path | None:

@@ -25,7 +25,6 @@ from seqbench.bench.core import artifacts
 from seqbench.bench.core.artifacts import Results, RunResult, Status, read_results
 from seqbench.bench.core.disk import disk_full, is_disk_full, tree_size
 from seqbench.bench.core.errors import UserError
-from seqbench.bench.core.registry import TASKS
 from seqbench.bench.training.callbacks import (
     AtomicCheckpoint,
     DeviceFacts,
@@ -39,7 +38,8 @@ from seqbench.bench.training.callbacks import (
 )
 from seqbench.bench.training.diagnostics import GradientDiagnostics
 from seqbench.bench.training.distributed import check_shared_run_id, launch, needs_launch
-from seqbench.bench.training.module import CHECK_EVERY, SeqModule
+from seqbench.bench.training.module import CHECK_EVERY, SeqModule, build_task
+from seqbench.bench.training.preflight import preflight
 from seqbench.bench.training.run_results import Fitted, assemble_results, n_params
 from seqbench.bench.training.tracking import RunTracker
 from seqbench.tasks.base import Task
@@ -65,12 +65,6 @@ def quiet_lightning() -> None:
         warnings.filterwarnings("ignore", message=msg)
 
 
-def build_task(cfg: RunConfig) -> Task:
-    task = TASKS.get(cfg.task.name).cls(cfg.task, seed=cfg.seed)
-    task.setup()
-    return task
-
-
 # -- entry point ---------------------------------------------------------------------------------
 
 
@@ -82,9 +76,14 @@ def train_run(
     progress: bool = True,
     tracker: RunTracker | None = None,
 ) -> RunResult:
-    """Train and evaluate one configuration; returns the run with what it wrote to results.json."""
+    """Train and evaluate one configuration; returns the run with what it wrote to results.json.
+
+    Without a ``tracker`` (``seqbench run``) the task and model are built first (``bench.training.preflight``):
+    a configuration refused at build time refuses before its run folder exists. A caller that brings its own
+    tracker (a sweep trial) checked its configurations before its study started."""
     check_shared_run_id(cfg)
     if tracker is None:
+        preflight([("", cfg)])
         check_resumable(cfg)
         tracker = RunTracker(cfg, list(argv) if argv is not None else None)
     if tracker.resumed:
@@ -92,7 +91,7 @@ def train_run(
         if done is not None and done.get("status") != Status.INTERRUPTED:
             if progress:
                 print(
-                    f"[{cfg.task.name}/{cfg.model.name}] {tracker.run_id} already finished "
+                    f"[{cfg.task.name}/{cfg.model.label()}] {tracker.run_id} already finished "
                     f"({done.get('status')}); nothing to resume"
                 )
             return RunResult.of(tracker.dir, done)
@@ -103,7 +102,7 @@ def train_run(
     except KeyboardInterrupt:
         if progress:
             print(
-                f"[{cfg.task.name}/{cfg.model.name}] {tracker.run_id} interrupted; continue it with:\n  "
+                f"[{cfg.task.name}/{cfg.model.label()}] {tracker.run_id} interrupted; continue it with:\n  "
                 f"{resume_command(tracker)}",
                 file=sys.stderr,
                 flush=True,
@@ -180,12 +179,12 @@ def run_in_process(
     pl.seed_everything(cfg.seed, workers=True, verbose=False)
     try:
         task = build_task(cfg)
-    except UserError:  # bad data files: leave no half-made run folder behind
+        module = SeqModule(cfg, task)
+        compile_net(cfg, module)
+        trainer, parts = build_trainer(cfg, tracker, module, task, callbacks, progress, strategy)
+    except Exception:  # refused at build time (bad data files, a plug-in): leave no half-made run folder behind
         tracker.discard_if_empty()
         raise
-    module = SeqModule(cfg, task)
-    compile_net(cfg, module)
-    trainer, parts = build_trainer(cfg, tracker, module, task, callbacks, progress, strategy)
     if trainer.global_rank == 0:  # the process that writes the run's files feeds W&B
         tracker.start_wandb(
             {"n_params": n_params(module), "baseline": {f"val/{k}": v for k, v in task.baseline().items()}}
@@ -193,7 +192,7 @@ def run_in_process(
     fitted: Fitted | None = None
     try:
         if ckpt is not None and progress:
-            print(f"[{cfg.task.name}/{cfg.model.name}] resuming {tracker.run_id} from {ckpt}")
+            print(f"[{cfg.task.name}/{cfg.model.label()}] resuming {tracker.run_id} from {ckpt}")
         fitted = fit(trainer, module, parts, ckpt)
         test: dict[str, float] = {}
         if fitted.status is not Status.INTERRUPTED:
@@ -294,7 +293,7 @@ def harness_callbacks(
         cbs.append(GradientDiagnostics(cfg.diagnostics.every, tracker.dir))
     if progress:
         baseline = {f"val/{k}": v for k, v in task.baseline().items()}
-        cbs.append(ProgressPrinter(f"{cfg.task.name}/{cfg.model.name}", t.max_steps, baseline, writer, clock))
+        cbs.append(ProgressPrinter(f"{cfg.task.name}/{cfg.model.label()}", t.max_steps, baseline, writer, clock))
     if t.early_stop is not None:
         cbs.append(
             pl.callbacks.EarlyStopping(

@@ -23,7 +23,7 @@ from seqbench.bench.core.provenance import git_sha, versions
 from seqbench.bench.core.settings import parse_pairs
 from seqbench.bench.training.module import SeqModule
 from seqbench.bench.training.run_results import lengths_of
-from seqbench.bench.training.train import build_task, quiet_lightning
+from seqbench.bench.training.train import quiet_lightning
 
 EVAL_KEYS = ("eval.lengths", "eval.test_batches")  # what an evaluation of a trained run may change
 SPLITS = ("test", "val")
@@ -53,15 +53,7 @@ def load_model(run: str | Path, out_dir: str | Path = "outputs", cfg: RunConfig 
     """
     run_dir = run_dir_of(run, out_dir)
     cfg = cfg or load_config(run_dir / artifacts.CONFIG)
-    ckpt = torch.load(checkpoint_of(run_dir), map_location="cpu", weights_only=True)  # loads no code
-    pl.seed_everything(cfg.seed, workers=True, verbose=False)
-    task = build_task(cfg)
-    module = SeqModule(cfg, task)
-    # a run trained with train.compile=true saved its weights under the compiled wrapper's names
-    state = {k.replace("._orig_mod.", "."): v for k, v in ckpt["state_dict"].items()}
-    module.load_state_dict(state)
-    module.trained_step = int(ckpt.get("global_step", -1))  # which step these weights are
-    return module.eval()
+    return SeqModule.from_checkpoint(cfg, checkpoint_of(run_dir))
 
 
 def eval_config(cfg: RunConfig, overrides: Sequence[str]) -> RunConfig:

@@ -4,9 +4,11 @@ each name, config class and one-line doc. The module of ``models/configs/NAME.py
 
 from seqbench.models.configs import (  # noqa: F401  (registers)
     attention,
+    gated_deltanet,
     hyena,
     linear_attention,
     mamba,
+    mamba2,
     recurrent,
     s4d,
     seq2seq,

@@ -63,6 +63,13 @@ class ModelConfig(Section):
     complexity: ClassVar[tuple[str, int] | None] = None
     # Why forward_macs gives no count (required when it is not overridden); None = it counts.
     no_flop_count: ClassVar[str | None] = None
+    # A plug-in declared without torch (``seqbench.plugin``): the class this config builds, "pkg.module:Class",
+    # imported when a model is built; None for the shipped models and a plug-in registered by its class.
+    implementation: ClassVar[str | None] = None
+
+    def label(self) -> str:
+        """The model in run ids and progress lines: its name (``stack`` adds its mixer)."""
+        return self.name
 
     d_model: int = Field(128, ge=1, description="hidden/feature width")
     embedding: Literal["learned", "onehot"] = Field(

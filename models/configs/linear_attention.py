@@ -18,7 +18,9 @@ two neighbouring positions must be joined by the feature map alone.
 
 The causal form runs in chunks of ``CHUNK`` positions: quadratic inside a chunk, running sums of
 φ(k) vᵀ across chunks (the chunked form of Yang et al. 2024, GLA Sec. 2.2, without gates), so every
-product is a matrix product.
+product is a matrix product; ``forward_macs`` counts that form. On a CPU the module runs the same sums as
+the recurrence of eq. 8-10 in C instead (``models/linear_attention.py``), with the Taylor features' f²
+pairs kept once each (1 + f + f(f+1)/2 wide): 2·F·Dv products per position and head at any T.
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ subclass in ``models/configs/NAME.py`` whose fields are the mixer's own knobs (`
 and its module, ``@MIXERS.module("name")`` in ``models/NAME.py``, built as
 ``Cls(d_model, **mixer_args)`` (plus ``causal=`` when its ``__init__`` takes it, and ``positions=`` when
 its config lists the encoding in ``inner_positions``). A plug-in mixer
-is any class with that constructor (``bench/plugins.py``; ``seqbench.testing.check_mixer``).
+is any class with that constructor (``bench/plugins.py``; ``seqbench.testing.check_mixer``), or,
+declared without torch, a ``MixerConfig`` subclass whose ``implementation`` names that class by import
+path (``seqbench.plugin``), imported when a model is built.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ class MixerConfig(Section):
     # Position encodings the mixer applies itself (``model.pos_encoding=rope|alibi``), built with
     # ``positions=<kind>``: rope rotates queries and keys, alibi biases scores, so only attention has them.
     inner_positions: ClassVar[frozenset[str]] = frozenset()
+    # A plug-in declared without torch (``seqbench.plugin``): its layer class by import path,
+    # "mypkg.layers:TokenShift", imported only when a model is built. Shipped mixers leave it None (their
+    # module is found by name: ``models/NAME.py``).
+    implementation: ClassVar[str | None] = None
 
     def forward_macs(self, d_model: int, T: int) -> int | None:
         """Multiply-accumulates of one forward pass over one sequence of ``T`` positions, counted as

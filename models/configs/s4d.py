@@ -29,6 +29,14 @@ def rfft_macs(n: int) -> int:
     return round(n * math.log2(n)) if n > 1 else 0
 
 
+def vandermonde_split(T: int) -> tuple[int, int]:
+    """(c, n), c·n >= T, both about √T: the kernel's lags l = a·c + r (r < c, a < n) as the powers
+    Ā^r (c of them) times Ā^(a·c) (n of them), so that the Vandermonde product is a matrix product of
+    (c, N) by (N, n) per channel over only (c + n)·N/2 complex powers, not T·N/2 (``models/s4d.py``)."""
+    c = math.isqrt(T - 1) + 1 if T > 1 else 1  # ceil(√T)
+    return c, -(-T // c)
+
+
 @MIXERS.config("s4d")
 class S4DConfig(MixerConfig):
     """S4D: diagonal linear time-invariant SSM, S4D-Lin init, FFT convolution (Gu et al. 2022)."""
@@ -66,10 +74,12 @@ class S4DConfig(MixerConfig):
         return 3 * d_model * rfft_macs(2 * T)
 
     def shared_macs(self, d_model: int, T: int) -> int:
-        """Products done once per batch whatever its size (the kernel's Vandermonde product), FFTs apart."""
-        return d_model * self.d_state * T
+        """Products done once per batch whatever its size (the kernel's Vandermonde product over the c·n >= T
+        lags of ``vandermonde_split``), FFTs apart."""
+        c, n = vandermonde_split(T)
+        return d_model * self.d_state * c * n
 
     def forward_macs(self, d_model: int, T: int) -> int:
-        """Kernel by a real Vandermonde product (N real and imaginary parts per channel and lag), the FFT
-        convolution (module docstring), the output 1x1 convolution to 2·d_model before the GLU."""
+        """Kernel by a real Vandermonde product (N real and imaginary parts per channel and lag: ``shared_macs``),
+        the FFT convolution (module docstring), the output 1x1 convolution to 2·d_model before the GLU."""
         return self.shared_macs(d_model, T) + self.fft_macs(d_model, T) + T * d_model * 2 * d_model

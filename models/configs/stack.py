@@ -64,6 +64,10 @@ class StackConfig(ModelConfig):
     )
     max_len: int = Field(2048, ge=1, description="positions a learned encoding has (longer inputs are refused)")
 
+    def label(self) -> str:
+        """``stack-mamba``; a plug-in by import path gives its class name (``stack-TokenShift``)."""
+        return f"stack-{self.mixer.rpartition(':')[2]}"
+
     @field_validator("mixer_args", mode="after")
     @classmethod
     def _mixer_args(cls, args: dict[str, Any], info: Any) -> dict[str, Any]:

@@ -17,9 +17,9 @@ from seqbench.bench.core.artifacts import FINAL, PARAM
 from seqbench.bench.core.contract import OutputKind, TaskSpec
 from seqbench.bench.training.cost_config import VOCAB, CostConfig, fit_exponent, model_config
 from seqbench.bench.training.flops import forward_macs
-from seqbench.sweeps.claims.judge import ClaimResult
 from seqbench.sweeps.claims.looks import Look, judge_look
 from seqbench.sweeps.claims.registry import registered
+from seqbench.sweeps.claims.results import ClaimResult
 from seqbench.sweeps.claims.schema import MIN_COST_LENGTHS, Claim, cost_config, swept_values
 
 Measurement = dict[str, Any]  # what ``bench.training.cost.measure_cost`` returns (config, meta, rows, summary)

@@ -44,36 +44,20 @@ from typing import Any
 import pandas as pd
 
 from seqbench.bench.core.artifacts import FINAL
-from seqbench.bench.core.stats import Estimate, holm, holm_divisors
+from seqbench.bench.core.stats import Estimate, holm, holm_divisors, metric_scale
 from seqbench.sweeps.claims.load import best_goal, resolve_where
-from seqbench.sweeps.claims.measure import (  # noqa: F401
-    RUN_STATUSES,
-    _label,
-    _measured,
-    _threshold,
+from seqbench.sweeps.claims.measure import (
     best_rows,
+    config_label,
     largest_values,
-    metric_column,
-    metric_scale,
     per_seed_why,
     picks_text,
+    runs_of,
     seed_values,
-    select,
+    threshold_value,
 )
 from seqbench.sweeps.claims.negatives import BOUND, expand, is_negative, robustness
-from seqbench.sweeps.claims.results import (  # noqa: F401
-    ERROR,
-    FAILS,
-    HOLDS,
-    INCONCLUSIVE,
-    INVALID,
-    MISSING,
-    ClaimResult,
-    RuleResult,
-    claim_verdict,
-    quantity_text,
-    verdict_table,
-)
+from seqbench.sweeps.claims.results import FAILS, HOLDS, INCONCLUSIVE, INVALID, MISSING, RuleResult, claim_verdict
 from seqbench.sweeps.claims.schema import ALPHA, Claim, Rule
 
 Swept = Mapping[str, Sequence[Any]]  # swept key -> its values in the profile (``schema.swept_values``)
@@ -115,8 +99,8 @@ def measure_rule(rule: Rule, table: pd.DataFrame, swept: Swept, goal: str = "") 
     steps (:func:`rule_values`), ``minus`` pairs seeds (:func:`_paired`), a per-seed or ``rate`` rule judges
     the share of seeds that pass (:func:`_outcomes`), and every estimate is tested alike (:func:`_test`)."""
     where = resolve_where(rule.where, swept, rule.name, rule.free)
-    res = RuleResult(rule, MISSING, config=_label(where))
-    rows, col, res.why = _measured(table, where, rule.metric)
+    res = RuleResult(rule, MISSING, config=config_label(where))
+    rows, col, res.why = runs_of(table, where, rule.metric)
     if col is None:
         return res
     goal = (rule.best_of.goal or goal) if rule.best_of else ""
@@ -184,7 +168,7 @@ def _quantities(
     raw = {"below": rule.below, "above": rule.above}
     if rule.between is not None:
         raw = {"lo": rule.between[0], "hi": rule.between[1]}
-    th = {k: _threshold(v, rows, rule.metric) for k, v in raw.items() if v is not None}
+    th = {k: threshold_value(v, rows, rule.metric) for k, v in raw.items() if v is not None}
     res.per_seed = "success:" if rule.success is not None else "" if rule.rate else per_seed_why(rule)
     if rule.minus is not None:
         paired = _paired(res, rule, table, swept, goal, vals, th, notes)
@@ -259,8 +243,8 @@ def _paired(
     the minus side cannot be measured."""
     assert rule.minus is not None  # _quantities pairs minus: rules only
     other = resolve_where(rule.minus, swept, rule.name, rule.free)
-    label_a, label_b = res.config, _label(other)
-    rows_b, col_b, res.why = _measured(table, other, rule.metric)
+    label_a, label_b = res.config, config_label(other)
+    rows_b, col_b, res.why = runs_of(table, other, rule.metric)
     if col_b is None:
         return None
     if rule.best_of:  # each side picks its own best, per seed
@@ -308,12 +292,12 @@ def _versus(res: RuleResult, rule: Rule, table: pd.DataFrame, swept: Swept) -> t
     got, labels, unresolved = [], [], False
     for sel in (rule.versus.where, rule.versus.minus):
         where = resolve_where(sel, swept, rule.name, rule.free)
-        rows, col, res.why = _measured(table, where, rule.metric)
+        rows, col, res.why = runs_of(table, where, rule.metric)
         if col is None:
             return None
         vals, n_div, u = rule_values(rows, rule, col, swept)
         res.n_diverged, unresolved = res.n_diverged + n_div, unresolved or u
-        labels.append(_label(where))
+        labels.append(config_label(where))
         res.sides.append((labels[-1], list(vals.values())))
         got.append(vals)
     res.config = f"({res.config}) minus ({labels[0]} minus {labels[1]})"
@@ -332,7 +316,7 @@ def _outcomes(
     if rule.success is None:
         passed = [float(all(v < t if side == "below" else v > t for t, side in _conditions(th))) for v in values]
         return passed, {"above": 0.5}, th
-    cut = _threshold(rule.success.threshold, rows, rule.metric)
+    cut = threshold_value(rule.success.threshold, rows, rule.metric)
     if math.isnan(cut):
         return None
     side = "below" if rule.success.below is not None else "above"

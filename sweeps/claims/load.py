@@ -15,12 +15,12 @@ from seqbench.bench.core.errors import UserError, format_validation_error
 from seqbench.bench.core.schema import Section
 from seqbench.sweeps import shipped_claims
 from seqbench.sweeps.claims.measure import default_per_seed
-from seqbench.sweeps.claims.rules import PROFILES, Published, Rule, Scalar, Source
-from seqbench.sweeps.claims.schema import CLAIM_KEYS, Claim, cost_config, sweep_spec
+from seqbench.sweeps.claims.rules import PROFILES, Published, Rule, Scalar
+from seqbench.sweeps.claims.schema import CLAIM_KEYS, Claim, Reproduction, cost_config, sweep_spec
 
 
 def _fields(loc: tuple) -> list[str] | None:
-    classes: dict[tuple, type[Section]] = {(): Claim, ("source",): Source}
+    classes: dict[tuple, type[Section]] = {(): Claim, ("source",): Reproduction}
     if len(loc) == 2 and loc[0] in ("expect", "controls"):
         return list(Rule.model_fields)
     if len(loc) == 3 and loc[:2] == ("source", "published"):

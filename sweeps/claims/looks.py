@@ -14,8 +14,9 @@ import pandas as pd
 
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.stats import Estimate, holm, look_alphas
-from seqbench.sweeps.claims.judge import ClaimResult, RuleResult, decided, judge_all
+from seqbench.sweeps.claims.judge import decided, judge_all
 from seqbench.sweeps.claims.measure import per_seed_why
+from seqbench.sweeps.claims.results import ClaimResult, RuleResult
 from seqbench.sweeps.claims.schema import ALPHA, Claim, Rule
 
 
@@ -75,20 +76,6 @@ def judge_look(
             flush=True,
         )
     return Judged(verdict, rules, controls, why, done, ("decided at " if done else "undecided after ") + look.text())
-
-
-def looks_that_cannot_decide(looks: list[int], alpha: float = ALPHA) -> list[str]:
-    """The looks at which one per-seed rule (a sign test against a share of 1/2) cannot be decided even
-    when every seed agrees: n of n seeds give a one-sided p of 0.5^n, which the judge doubles (it tests
-    "holds" and "fails", each at alpha/2), above the alpha that look spends (``stats.look_alphas``). E.g.
-    looks [6, 10]: the first spends 0.0114 and 6 of 6 give 0.0312; looks [7, 10]: 7 of 7 give 0.0156,
-    within the first look's 0.0191. Several per-seed rules: :func:`undecidable_looks`."""
-    return [
-        f"look {k + 1} (n={n}) cannot decide a per-seed rule: {n} of {n} seeds give p = {2 * 0.5**n:.3g} "
-        f"(two-sided), above its alpha {a:.3g}"
-        for k, (n, a) in enumerate(zip(looks, look_alphas(looks, alpha)))
-        if 2 * 0.5**n > a
-    ]
 
 
 def per_seed_members(claim: Claim, profile: str) -> list[Rule]:

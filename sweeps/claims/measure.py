@@ -11,12 +11,10 @@ from typing import Any
 
 import pandas as pd
 
-from seqbench.bench.core.artifacts import BASELINE, BEST, FINAL, PARAM
+from seqbench.bench.core.artifacts import BASELINE, BEST, FINAL, PARAM, RUN_STATUSES
 from seqbench.bench.core.settings import same_value
 from seqbench.bench.core.stats import metric_scale
 from seqbench.sweeps.claims.rules import Baseline, Rule, Threshold
-
-RUN_STATUSES = ("completed", "diverged")
 
 
 def per_seed_why(rule: Rule) -> str:
@@ -49,7 +47,7 @@ def default_per_seed(rule: Rule) -> str:
     return ""
 
 
-def _label(where: Mapping[str, Any]) -> str:
+def config_label(where: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in where.items()) or "(one configuration)"
 
 
@@ -107,7 +105,7 @@ def seed_values(rows: pd.DataFrame, rule: Rule, col: str) -> tuple[dict[Any, flo
     return out, n_div, unresolved
 
 
-def _threshold(t: Threshold, rows: pd.DataFrame, metric: str) -> float:
+def threshold_value(t: Threshold, rows: pd.DataFrame, metric: str) -> float:
     """``t`` as a number: a baseline multiple times the runs' mean memoryless baseline (NaN where none)."""
     if not isinstance(t, Baseline):
         return t
@@ -116,14 +114,14 @@ def _threshold(t: Threshold, rows: pd.DataFrame, metric: str) -> float:
     return t.baseline * float(vals.mean()) if len(vals) else math.nan
 
 
-def _measured(table: pd.DataFrame, where: Mapping[str, Any], metric: str) -> tuple[pd.DataFrame, str | None, str]:
+def runs_of(table: pd.DataFrame, where: Mapping[str, Any], metric: str) -> tuple[pd.DataFrame, str | None, str]:
     """The runs of one configuration and the column holding ``metric`` (None, with why, when missing)."""
     rows = select(table, where)
     if rows.empty:
-        return rows, None, f"no completed run of {_label(where)}"
+        return rows, None, f"no completed run of {config_label(where)}"
     col = metric_column(rows, metric)
     if col is None:
-        return rows, None, f"{metric} was not recorded by the runs of {_label(where)}"
+        return rows, None, f"{metric} was not recorded by the runs of {config_label(where)}"
     return rows, col, ""
 
 
@@ -137,7 +135,7 @@ def largest_values(rows: pd.DataFrame, rule: Rule, col: str, grid: Sequence[Any]
     lg = rule.largest
     assert lg is not None  # rule_values measures largest: rules only
     over = PARAM + lg.over
-    cut = _threshold(lg.threshold, rows, rule.metric)
+    cut = threshold_value(lg.threshold, rows, rule.metric)
     if over not in rows.columns or math.isnan(cut):
         return {}, 0, False
     passed: dict[Any, dict[float, bool]] = {}

@@ -17,13 +17,13 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from seqbench.bench.core.artifacts import RUN_STATUSES
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.claims.cost import run_cost_claim
 from seqbench.sweeps.claims.diag import add_diagnostic_metrics
-from seqbench.sweeps.claims.judge import ERROR, ClaimResult
 from seqbench.sweeps.claims.looks import Look, judge_look
-from seqbench.sweeps.claims.measure import RUN_STATUSES
 from seqbench.sweeps.claims.registry import registered
+from seqbench.sweeps.claims.results import ERROR, ClaimResult
 from seqbench.sweeps.claims.schema import Claim, sweep_spec, swept_values
 from seqbench.sweeps.coordinator import run_sweep, sweep_argv
 from seqbench.sweeps.spec import parse_spec

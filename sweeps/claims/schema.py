@@ -1,4 +1,4 @@
-"""Claim files (``sweeps/claims/*.yaml``): a published claim as an executable check.
+"""Claim files (``sweeps/claims/*.yaml``): a published claim, or your own hypothesis, as an executable check.
 
 A claim extends a sweep spec (``sweeps/spec.py``: ``base``, ``method``, ``metric``,
 ``parameters``, ``per_model``, ``seeds`` ...) with what makes it a check::
@@ -53,6 +53,14 @@ none: ``no_control: reason``), else it is judged ``invalid``; a control that fai
 its registration (``registry.py``): settings, seeds, looks, rules, thresholds and controls, hashed into
 ``Claim.digest``; changing any of them on seeds a registration judged is refused.
 
+Your own hypothesis (``source.kind: hypothesis``; the default ``kind: reproduction`` is the source above)
+cites no paper: ``source: {kind: hypothesis, by: A. Researcher, why: what makes you expect it}`` (``by``
+required; ``why`` and ``metric``, the metric defined, optional). It is judged like any claim (registered
+beside its file, the same statistics), and its rows say ``own hypothesis, not a reproduction``
+(:data:`HYPOTHESIS`) where a reproduction names its paper. A reproduction's fields (``cite``, ``paper``,
+``where``, ``published``, ``differs``, ``params``) and a rule's ``paper:`` are refused on a hypothesis, so
+no paper is invented or implied; a shipped claim (``sweeps/claims/``) must be a reproduction.
+
 ``kind: cost`` claims measure instead with ``seqbench cost`` (``bench/commands/cost.py``): a ``cost:``
 block of its settings plus ``replicates`` (or ``looks:``, counted in replicates of the whole measurement:
 verify measures up to each look and stops at the first that decides); their rows are models
@@ -71,12 +79,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from seqbench.bench.core.errors import UserError, format_validation_error
+from seqbench.bench.core.errors import UserError, did_you_mean, format_validation_error
 from seqbench.bench.core.schema import Section
+from seqbench.bench.core.verdicts import HYPOTHESIS
 from seqbench.bench.training.cost_config import CostConfig
 from seqbench.sweeps.claims.rules import (  # noqa: F401
     PROFILES,
@@ -99,6 +109,74 @@ VERIFY_KEYS = ("seeds", "looks", "replicates")  # in the digest as the seeds and
 ALPHA = 0.05  # the stated error of a claim's verdict: 95%, spent over its looks
 COST_EXTRA = ("replicates",)
 MIN_COST_LENGTHS = 4
+SOURCE_KINDS = ("reproduction", "hypothesis")
+REPRODUCTION_ONLY = ("cite", "paper", "where", "published", "differs", "params")  # what a hypothesis has none of
+SHIPPED = Path(__file__).parent  # the shipped claims' folder (this package): reproductions only
+
+
+class Reproduction(Source):
+    """``source:`` of a claim that reproduces a published result (``kind: reproduction``, the default): the
+    paper, where in it, its metric and its published numbers (``rules.Source``)."""
+
+    kind: Literal["reproduction"] = "reproduction"
+
+
+class Hypothesis(Section):
+    """``source: {kind: hypothesis, by: ..., why: ...}``: the claim is its author's own hypothesis, judged like
+    any claim but with no paper behind it: no citation and no published numbers (refused when given, so none
+    is invented), and every verdict row says :data:`HYPOTHESIS` where a reproduction names its paper. The
+    properties read as a reproduction's fields do, so the verdict table and page need no special case."""
+
+    kind: Literal["hypothesis"]
+    by: str = Field(min_length=1, description="whose hypothesis: a name or a team")
+    why: str = Field("", description="why you expect it: a reason, a pilot, a paper it builds on")
+    metric: str = Field("", description="what the rules' metric measures, defined, where its name does not say")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_paper(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        given = [k for k in REPRODUCTION_ONLY if k in data]
+        if given:
+            raise ValueError(
+                f"source: kind: hypothesis has no paper behind it, so no {', '.join(f'{k}:' for k in given)} "
+                "(drop it, or drop kind: hypothesis for a reproduction of a published result)"
+            )
+        allowed = list(cls.model_fields)
+        unknown = [str(k) for k in data if k not in allowed]
+        if unknown:
+            hint = did_you_mean(unknown[0], allowed, lambda s: f"source.{s}")
+            raise ValueError(
+                f"source.{unknown[0]}: unknown field of a hypothesis; allowed: {', '.join(allowed)}"
+                + (f";{hint}" if hint else "")
+            )
+        return data
+
+    @property
+    def cite(self) -> str:
+        """The source column of the claim's verdict rows."""
+        return HYPOTHESIS
+
+    @property
+    def paper(self) -> str:
+        return f"{self.by}'s own hypothesis, not a reproduction of a published result"
+
+    @property
+    def where(self) -> str:
+        return self.why or "no published result to compare with"
+
+    @property
+    def published(self) -> list[Published]:
+        return []
+
+    @property
+    def differs(self) -> str:
+        return "no published result to differ from"
+
+    @property
+    def params(self) -> list[ParamCount]:
+        return []
 
 
 class Claim(Section):
@@ -107,7 +185,9 @@ class Claim(Section):
     name: str
     path: str
     question: str = Field(min_length=1)
-    source: Source
+    source: Reproduction | Hypothesis = Field(
+        description="a reproduction (the default: a paper and its published numbers) or your own hypothesis"
+    )
     kind: Literal["sweep", "cost"] = "sweep"
     profiles: dict[Profile, dict[str, Any]]
     expect: list[Rule] = Field(min_length=1)
@@ -125,6 +205,31 @@ class Claim(Section):
     figure: Literal["length", "factors", "heatmap", "learning_curves", "through_time", "cost"]
     note: str = ""
     spec: dict[str, Any] = Field(default_factory=dict, description="the sweep spec (or the cost block)")
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _source_kind(cls, v: Any) -> Any:
+        """``source.kind`` picks the source's fields (validated here, so an error names ``source.<field>``)."""
+        if isinstance(v, (Reproduction, Hypothesis)):
+            return v
+        if not isinstance(v, Mapping):
+            raise ValueError(
+                f"source: a mapping, {{cite: ..., paper: ..., published: [...]}} for a reproduction or {{kind: "
+                f"hypothesis, by: ...}} for your own hypothesis (got {v!r})"
+            )
+        kind = v.get("kind", "reproduction")
+        if kind not in SOURCE_KINDS:
+            hint = did_you_mean(kind, SOURCE_KINDS)
+            raise ValueError(
+                f"source.kind: reproduction (the default: a published result) or hypothesis (your own), got {kind!r}"
+                + (f";{hint}" if hint else "")
+            )
+        return (Hypothesis if kind == "hypothesis" else Reproduction).model_validate(v)
+
+    @property
+    def hypothesis(self) -> bool:
+        """Whether the claim is its author's own hypothesis (``source.kind: hypothesis``), not a reproduction."""
+        return isinstance(self.source, Hypothesis)
 
     @model_validator(mode="after")
     def _both_profiles(self) -> Claim:
@@ -150,6 +255,24 @@ class Claim(Section):
                 )
         for p in PROFILES:
             looks_of(self.looks if "looks" not in self.profiles.get(p, {}) else self.profiles[p]["looks"], p)
+        return self
+
+    @model_validator(mode="after")
+    def _hypothesis(self) -> Claim:
+        if not self.hypothesis:
+            return self
+        if self.path and _in_shipped(self.path):
+            raise ValueError(
+                "source.kind: hypothesis: a shipped claim (sweeps/claims/) reproduces a published result, with "
+                "source.published rows; keep your own hypothesis in a folder of yours (seqbench verify PATH)"
+            )
+        for section, rules in (("expect", self.expect), ("controls", self.controls)):
+            for r in rules:
+                if r.paper:
+                    raise ValueError(
+                        f"{section}: rule {r.name!r}: paper: is the published number a rule stands for, and a "
+                        "hypothesis (source.kind: hypothesis) has none: drop it"
+                    )
         return self
 
     def rules(self, profile: str) -> list[Rule]:
@@ -234,6 +357,13 @@ class Claim(Section):
             "controls": [body(c) for c in controls],
         }
         return hashlib.sha256(json.dumps(registration, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def _in_shipped(path: str) -> bool:
+    """Whether the claim file ``path`` is in the shipped claims' folder (links followed: an installed tree)."""
+    p = Path(path)
+    shipped = {SHIPPED, SHIPPED.resolve()}
+    return p.parent in shipped or p.parent.resolve() in shipped or p.resolve().parent in shipped
 
 
 def is_profile(profile: str) -> TypeGuard[Profile]:

@@ -23,6 +23,9 @@ class TaskConfig(Section):
     # The task's facts, declared once per class: the config validator (model compatibility, early
     # stopping), sweeps (metric names, default objective) and ``Task.build_spec`` read them.
     facts: ClassVar[TaskFacts]
+    # A plug-in declared without torch (``seqbench.plugin``): the Task class, "pkg.module:Class", imported when
+    # the task is built; None for the shipped tasks and a plug-in registered by its class.
+    implementation: ClassVar[str | None] = None
 
     def seq_len(self) -> int:
         """Training sequence length (input side): the longest training sequence's positions."""

@@ -1,0 +1,337 @@
+"""Mamba-2 (Dao & Gu 2024, "Transformers are SSMs", Sec. 6-7): the module (torch). Its config, which
+imports no torch, is in ``models/configs/mamba2.py`` (the recurrence and the block are described there).
+
+The block follows mamba_ssm's ``Mamba2`` module (``mamba_ssm/modules/mamba2.py``, Apache-2.0) with
+``ngroups = 1``: the same parameters (``in_proj``, ``conv1d``, ``dt_bias``, ``A_log``, ``D``,
+``norm.weight``, ``out_proj``, the same state_dict keys), the same initialisation (A uniform in
+[1, 16], Δ log-uniform in [0.001, 0.1] through the inverse softplus of ``dt_bias``, D = 1) and the
+same gated RMSNorm ``norm(y · silu(z))``. Which SSD scan runs depends on where the input is:
+
+- CUDA with ``mamba_ssm`` importable: its fused Triton kernel ``mamba_chunk_scan_combined`` (the
+  softplus of Δ and the D skip fused in), switched per call, so the same parameters run either way.
+- Anywhere else: ``ssd`` below, in plain PyTorch after the authors' minimal reference
+  (``mamba_ssm/modules/ssd_minimal.py``, ``ssd_minimal_discrete``, Listing 1 of the paper): a
+  chunk's outputs as one masked matrix product, ``(C Bᵀ ∘ L) X``, its state as ``Bᵀ X`` weighted by
+  the decay to the chunk's end. Every decay is a power of a difference of cumulative log-decays
+  within a chunk, so it lies in (0, 1]: nothing is divided by a cumulated decay, so nothing
+  overflows. Departures, each for a CPU: the reference passes states between chunks by a (chunks x
+  chunks) matrix, quadratic in T, where here a loop over chunks carries them (one multiply-add per
+  chunk), so the cost stays linear in T; the forward and backward are written out (``_SSD``), as are
+  the short convolution and the gated norm, which halved the passes over memory that autograd of the
+  same steps made; decays are floored at about 1e-18 (``decays``), since denormal floats took 50 times
+  longer.
+
+No CPU package implements Mamba-2: mamba-ssm needs CUDA (its SSD kernels are Triton), mambapy's
+Mamba-2 imports them, and flash-linear-attention's ops need Triton too (flash-linear-attention 0.6.0:
+every ``fla.ops`` module, the naive references included, imports Triton, whose kernels then find no
+CPU driver), hence this one. tests/test_mixers_2024.py checks it against the step-by-step recurrence
+(outputs and gradients) at odd lengths and chunk sizes, and, on a GPU with mamba_ssm, against the kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqbench.bench.core.registry import MIXERS
+from seqbench.models.configs.mamba2 import CHUNK, Mamba2Config, chunking, inner_heads_problem  # noqa: F401  (the config, re-exported beside its module)
+
+EPS = 1e-5  # the gated RMSNorm's (mamba_ssm's RMSNormGated)
+LOG2E = math.log2(math.e)  # decays are computed as powers of 2: torch's exp2 is about twice as fast as exp on a CPU
+FLOOR = -60.0  # the smallest log2-decay kept (``decays``)
+
+
+@functools.cache
+def cuda_chunk_scan():
+    """mamba_ssm's fused SSD (``mamba_chunk_scan_combined``), or None where mamba_ssm (CUDA only) is
+    not installed or loads no kernels."""
+    try:
+        from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
+    except (ImportError, OSError, RuntimeError):  # not installed, or built against another CUDA/torch
+        return None
+    return mamba_chunk_scan_combined
+
+
+def decays(log2_decay: torch.Tensor) -> torch.Tensor:
+    """``2^v`` of log2-decays v <= 0, floored at ``2^FLOOR``: a decay below it is taken as ``2^FLOOR``, about
+    1e-18 (so its gradient is dropped), which changes no float32 or float64 result that matters, but keeps
+    the products out of denormal floats, which on a CPU took 50 times longer than normal ones."""
+    return log2_decay.clamp(min=FLOOR).exp2()
+
+
+def decay_matrix(cs: torch.Tensor) -> torch.Tensor:
+    """``L_ij = 2^(cs_i - cs_j)`` for j <= i from cumulative log2-decays cs (..., Q) -> (..., Q, Q), floored as
+    ``decays``; the upper triangle (j > i) is 1, not 0: the caller masks it in a factor of the product
+    (``2^(positive)`` could overflow, and an inf times a zero gradient is NaN, so it is clamped to 0 instead)."""
+    return (cs[..., :, None] - cs[..., None, :]).clamp_(FLOOR, 0.0).exp2_()
+
+
+def transposed(t: torch.Tensor) -> torch.Tensor:
+    """The transpose of the last two dimensions as a contiguous copy. Used for the second factor of a batched
+    product: torch's CPU bmm took about twice as long with a transposed view there (torch 2.13, one thread)."""
+    return t.transpose(-1, -2).contiguous()
+
+
+def _heads_major(t: torch.Tensor, n: int, Q: int) -> torch.Tensor:
+    """(b, T, H, P) -> a copy in (b, H, n, Q, P) layout, zero past T: one pass."""
+    b, T, H, P = t.shape
+    out = t.new_empty(b, H, n * Q, P)
+    out[:, :, T:] = 0
+    out[:, :, :T].copy_(t.transpose(1, 2))
+    return out.view(b, H, n, Q, P)
+
+
+class _SSD(torch.autograd.Function):
+    """``SSD(x·Δ, A·Δ, B, C) + D·x`` with ``Δ = softplus(dt + dt_bias)``, in chunks, with its own backward.
+
+    Inside, time is cut into n chunks of Q positions and every tensor is heads-major (b, H, n, Q, ·), so
+    each product below is one batched matrix product. With c the cumulative log-decay from a chunk's start
+    (natural units; the decays are taken as powers of 2 of c·log2 e):
+
+    - inside a chunk: ``Y = (G ∘ L) X`` with ``G = tril(C Bᵀ)`` (shared by the heads) and
+      ``L_ij = exp(c_i - c_j)``;
+    - across chunks: each chunk's state, transposed, ``S = Bᵀ (X ∘ exp(c_Q - c))`` (N x P), carried by
+      ``E_{k+1} = exp(c_Q) E_k + S_k`` (the only sequential part, one multiply-add per chunk), read as
+      ``Y += (C E_k) ∘ exp(c)``.
+
+    The backward runs the same products transposed and the carry in reverse. Autograd of the same
+    operations made about twice the passes over memory (each product's and each element-wise step's
+    gradient separately) and took 1.7-1.9 times as long on one CPU thread (d_model 64, T 256-4096).
+    Gradients of decays below the floor (``decays``) are those of the unfloored ones, about 1e-18 of
+    the others."""
+
+    @staticmethod
+    def forward(ctx, x, dt, A, B, C, D, dt_bias, chunk):
+        b, T, H, P = x.shape
+        N = B.shape[-1]
+        n, Q = chunking(T, chunk)
+        pad = n * Q - T  # at the end, with A·Δ = 0 (no decay) and x = B = C = 0: no output before T moves
+        delta = F.softplus(dt + dt_bias)  # (b, T, H)
+        X = x.new_empty(b, H, n * Q, P)
+        X[:, :, T:] = 0
+        torch.mul(x, delta[..., None], out=X.transpose(1, 2)[:, :T])  # x·Δ, written heads-major
+        X = X.view(b, H, n, Q, P)
+        a = F.pad(delta * A, (0, 0, 0, pad))  # (b, nQ, H): the log-decays A·Δ
+        cs = a.view(b, n, Q, H).permute(0, 3, 1, 2).cumsum(-1) * LOG2E  # (b, H, n, Q): c, in log2 units
+        Bc, Cc = (F.pad(t, (0, 0, 0, pad)).view(b, 1, n, Q, N) for t in (B, C))  # (b, 1, n, Q, N)
+        BcT = transposed(Bc)  # (b, 1, n, N, Q)
+        G = (Cc @ BcT).tril_()  # (b, 1, n, Q, Q): C_i · B_j, j <= i
+        L = decay_matrix(cs)  # (b, H, n, Q, Q)
+        Sm = L * G
+        Y = Sm @ X  # (b, H, n, Q, P): the outputs from inside each chunk
+        E = BcT_end = CcG = carry = to_end = Gam = None
+        if n > 1:  # the decays scale B and C (N wide), not X and Y (P wide): N <= P at the defaults
+            to_end = decays(cs[..., -1:] - cs)  # (b, H, n, Q): decay from each position to its chunk's end
+            BcT_end = BcT * to_end[..., None, :]  # (b, H, n, N, Q)
+            S = BcT_end @ X  # (b, H, n, N, P): what each chunk adds to the state (transposed)
+            carry = decays(cs[..., -1])  # (b, H, n): decay across a whole chunk
+            E = torch.empty_like(S)  # (b, H, n, N, P): the state entering each chunk
+            E[:, :, 0] = 0
+            for k in range(n - 1):
+                torch.addcmul(S[:, :, k], E[:, :, k], carry[:, :, k, None, None], out=E[:, :, k + 1])
+            Gam = decays(cs)  # (b, H, n, Q): decay from each chunk's start
+            CcG = Cc * Gam[..., None]  # (b, H, n, Q, N)
+            Y += CcG @ E  # the outputs from earlier chunks
+        out = torch.addcmul(Y.view(b, H, n * Q, P)[:, :, :T].transpose(1, 2), x, D[:, None])  # (b, T, H, P)
+        ctx.save_for_backward(x, dt, A, D, dt_bias, delta, X, Bc, Cc, L, Sm, E, BcT_end, CcG, carry, to_end, Gam)
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dout):
+        x, dt, A, D, dt_bias, delta, X, Bc, Cc, L, Sm, E, BcT_end, CcG, carry, to_end, Gam = ctx.saved_tensors
+        b, T, H, P = x.shape
+        n, Q, N = X.shape[2], X.shape[3], Bc.shape[-1]
+        dD = (dout * x).sum((0, 1, 3))
+        dY = _heads_major(dout, n, Q)  # (b, H, n, Q, P)
+        XT = transposed(X)  # (b, H, n, P, Q)
+        dSm = dY @ XT  # (b, H, n, Q, Q)
+        dX = Sm.transpose(-1, -2) @ dY  # (b, H, n, Q, P)
+        dG = (dSm * L).sum(1, keepdim=True).tril_()  # (b, 1, n, Q, Q)
+        W = dSm.mul_(Sm)  # dL ∘ L: the gradient reaching the exponent c_i - c_j of each L_ij
+        dc = W.sum(-1) - W.sum(-2)  # (b, H, n, Q): the gradient of each c
+        dC = dG @ Bc  # (b, 1, n, Q, N)
+        dB = dG.transpose(-1, -2) @ Cc  # (b, 1, n, Q, N)
+        if n > 1:
+            dCcG = dY @ transposed(E)  # (b, H, n, Q, N): the gradient of C ∘ exp(c)
+            dc += (dCcG * CcG).sum(-1)  # through exp(c)
+            dC += (dCcG * Gam[..., None]).sum(1, keepdim=True)
+            dE = CcG.transpose(-1, -2) @ dY  # (b, H, n, N, P): the gradient of each entering state, directly
+            dS, dcarry = torch.zeros_like(dE), torch.zeros_like(carry)
+            g = dE[:, :, n - 1].clone()  # the whole gradient of the state entering chunk k + 1, from the end
+            for k in range(n - 2, -1, -1):
+                dS[:, :, k] = g
+                dcarry[:, :, k] = (g * E[:, :, k]).sum((-1, -2))
+                g = torch.addcmul(dE[:, :, k], g, carry[:, :, k, None, None])
+            dc[..., -1] += dcarry * carry
+            dBcT_end = dS @ XT  # (b, H, n, N, Q): the gradient of Bᵀ ∘ exp(c_Q - c)
+            dBT = (dBcT_end * to_end[..., None, :]).sum(1, keepdim=True)  # (b, 1, n, N, Q)
+            dB += dBT.transpose(-1, -2)
+            dX += BcT_end.transpose(-1, -2) @ dS
+            dend = (dBcT_end * BcT_end).sum(-2)  # (b, H, n, Q): through exp(c_Q - c)
+            dc[..., -1] += dend.sum(-1)
+            dc -= dend
+        da = dc.flip(-1).cumsum(-1).flip(-1)  # a_s enters every c_i with i >= s of its chunk
+        da = da.permute(0, 2, 3, 1).reshape(b, n * Q, H)[:, :T]  # (b, T, H)
+        dXt = dX.view(b, H, n * Q, P)[:, :, :T].transpose(1, 2)  # (b, T, H, P)
+        dx = torch.mul(dXt, delta[..., None]).addcmul_(dout, D[:, None])
+        ddelta = (dXt * x).sum(-1) + da * A  # (b, T, H)
+        ddt = ddelta * torch.sigmoid(dt + dt_bias)
+        dB, dC = dB.view(b, n * Q, N)[:, :T], dC.view(b, n * Q, N)[:, :T]
+        return dx, ddt, (da * delta).sum((0, 1)), dB, dC, dD, ddt.sum((0, 1)), None
+
+
+def ssd(
+    x: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    D: torch.Tensor,
+    dt_bias: torch.Tensor,
+    chunk: int = CHUNK,
+) -> torch.Tensor:
+    """``y_t = H_t C_t + D·x_t`` with ``H_t = exp(Δ_t A)·H_{t-1} + Δ_t x_t B_tᵀ`` from ``H_0 = 0`` per head,
+    ``Δ = softplus(dt + dt_bias)``: mamba_ssm's ``mamba_chunk_scan_combined(x, dt, A, B, C, chunk, D=D,
+    dt_bias=dt_bias, dt_softplus=True)`` with one group. x (b, T, H, P), dt (b, T, H), A, D, dt_bias (H,),
+    B, C (b, T, N) -> (b, T, H, P)."""
+    return _SSD.apply(x, dt, A, B, C, D, dt_bias, chunk)
+
+
+class _ShortConvSiLU(torch.autograd.Function):
+    """``silu(bias + Σ_i w_i x_{t-k+1+i})`` per channel, in (B, T, C) layout: a causal depthwise convolution of
+    k taps as k shifted multiply-adds forward and backward. oneDNN's depthwise ``conv1d`` wants (B, C, T),
+    and with the transposes there and back (the projections are (B, T, C)) it took about 1.5 times as
+    long on one CPU thread (k = 4, T 256-4096); its output also left every later (B, T, C) view strided."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        T, k = x.shape[1], weight.shape[-1]
+        w = weight[:, 0]  # (C, k): tap i reads x_{t-k+1+i}
+        pre = torch.mul(x, w[:, k - 1]) if bias is None else torch.addcmul(bias, x, w[:, k - 1])  # (B, T, C)
+        for j in range(1, min(k, T)):
+            pre[:, j:].addcmul_(x[:, : T - j], w[:, k - 1 - j])
+        ctx.save_for_backward(x, weight, pre)
+        ctx.has_bias = bias is not None
+        return F.silu(pre)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, gout):
+        x, weight, pre = ctx.saved_tensors
+        T, k = x.shape[1], weight.shape[-1]
+        w = weight[:, 0]
+        g = torch.ops.aten.silu_backward(gout, pre)  # (B, T, C): the gradient before the SiLU
+        gw, tmp = torch.zeros_like(w), torch.empty_like(g)
+        for j in range(min(k, T)):  # tap k-1-j reads x_{t-j}
+            torch.sum(torch.mul(g[:, j:], x[:, : T - j], out=tmp[:, : T - j]), (0, 1), out=gw[:, k - 1 - j])
+        gx = torch.mul(g, w[:, k - 1])
+        for j in range(1, min(k, T)):
+            gx[:, : T - j].addcmul_(g[:, j:], w[:, k - 1 - j])
+        return gx, gw[:, None, :], g.sum((0, 1)) if ctx.has_bias else None
+
+
+def short_conv_silu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``silu`` of the causal depthwise convolution of x (B, T, C) with an ``nn.Conv1d(C, C, k, groups=C)``'s
+    weight (C, 1, k) and bias (C,) -> (B, T, C): position t sees t - k + 1 .. t."""
+    return _ShortConvSiLU.apply(x, weight, bias)
+
+
+class _GatedRMSNorm(torch.autograd.Function):
+    """``rmsnorm(y · silu(z)) · w`` (``gate_first``, mamba_ssm's RMSNormGated with ``norm_before_gate=False``) or
+    ``rmsnorm(y) · w · silu(z)`` (fla's FusedRMSNormGated), over the last dimension, with its own backward:
+    autograd of the same steps made twice the passes over the (b, T, ·) tensors and took longer than the
+    SSD's forward on one CPU thread."""
+
+    @staticmethod
+    def forward(ctx, y, z, weight, gate_first, eps):
+        s = F.silu(z)
+        u = y * s if gate_first else y
+        r = torch.linalg.vector_norm(u, dim=-1, keepdim=True).square_().div_(u.shape[-1]).add_(eps).rsqrt_()  # 1/rms
+        normed = u * r
+        ctx.save_for_backward(y, z, s, normed, r, weight)
+        ctx.gate_first = gate_first
+        return normed * weight if gate_first else (normed * weight).mul_(s)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dout):
+        y, z, s, normed, r, weight = ctx.saved_tensors
+        d = y.shape[-1]
+        if ctx.gate_first:
+            dn = dout * weight  # the gradient of normed
+            dw = (dout * normed).flatten(0, -2).sum(0)
+        else:
+            dns = dout * s  # the gradient of normed · w
+            dw = (dns * normed).flatten(0, -2).sum(0)
+            dz = torch.ops.aten.silu_backward(dout * normed * weight, z)
+            dn = dns.mul_(weight)
+        # normed = u · r with r = 1/rms(u): du = r · (dn - normed · mean(dn · normed))
+        du = torch.addcmul(dn, normed, (dn * normed).sum(-1, keepdim=True).div_(-d)).mul_(r)
+        if ctx.gate_first:
+            dz = torch.ops.aten.silu_backward(du * y, z)
+            du.mul_(s)
+        return du, dz, dw, None, None
+
+
+def gated_rms_norm(
+    y: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, gate_first: bool, eps: float
+) -> torch.Tensor:
+    """``rmsnorm(y · silu(z)) · weight`` when ``gate_first`` (Mamba-2's), else ``rmsnorm(y) · weight · silu(z)``
+    (Gated DeltaNet's), the norm over the last dimension."""
+    return _GatedRMSNorm.apply(y, z, weight, gate_first, eps)
+
+
+class GatedRMSNorm(nn.Module):
+    """``rmsnorm(y · silu(z)) · weight`` over the whole inner width (mamba_ssm's RMSNormGated with
+    ``norm_before_gate=False`` and one group)."""
+
+    def __init__(self, d: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        return gated_rms_norm(y, z, self.weight, True, EPS)
+
+
+@MIXERS.module("mamba2")
+class Mamba2(nn.Module):
+    def __init__(self, d_model: int, d_state: int = 16, expand: int = 2, n_heads: int = 2, d_conv: int = 4):
+        super().__init__()
+        d_inner = expand * d_model
+        problem = inner_heads_problem(d_inner, n_heads)
+        if problem:
+            raise ValueError(f"model.mixer_args.n_heads: {problem}")
+        self.d_inner, self.d_state, self.n_heads, self.d_conv = d_inner, d_state, n_heads, d_conv
+        self.in_proj = nn.Linear(d_model, 2 * d_inner + 2 * d_state + n_heads, bias=False)  # z, x, B, C, dt
+        conv_dim = d_inner + 2 * d_state
+        # depthwise over (x, B, C), causal: position t sees t - d_conv + 1 .. t (``short_conv_silu``)
+        self.conv1d = nn.Conv1d(conv_dim, conv_dim, d_conv, groups=conv_dim)
+        dt = torch.exp(torch.rand(n_heads) * (math.log(0.1) - math.log(0.001)) + math.log(0.001)).clamp(min=1e-4)
+        self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))  # softplus(dt_bias) = dt at initialisation
+        self.A_log = nn.Parameter(torch.log(torch.empty(n_heads).uniform_(1, 16)))  # A = -exp(A_log) per head
+        self.D = nn.Parameter(torch.ones(n_heads))
+        self.norm = GatedRMSNorm(d_inner)
+        self.out_proj = nn.Linear(d_inner, d_model, bias=False)
+
+    def ssm(self, x: torch.Tensor, dt: torch.Tensor, B: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
+        """``ssd`` of x (b, T, H, P), dt (b, T, H) before the bias, B, C (b, T, N) -> (b, T, H, P); mamba_ssm's
+        kernel on CUDA when it is installed."""
+        A = -torch.exp(self.A_log.float())  # (H,)
+        scan = cuda_chunk_scan() if x.is_cuda else None
+        if scan is not None:
+            return scan(x, dt, A, B[:, :, None], C[:, :, None], CHUNK, D=self.D, dt_bias=self.dt_bias, dt_softplus=True)
+        return ssd(x, dt, A, B, C, self.D, self.dt_bias)
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:  # (b, T, d_model) -> (b, T, d_model)
+        b, T, _ = u.shape
+        di, N, H = self.d_inner, self.d_state, self.n_heads
+        z, xBC, dt = self.in_proj(u).split([di, di + 2 * N, H], dim=-1)  # (b, T, E·d), (b, T, E·d + 2N), (b, T, H)
+        xBC = short_conv_silu(xBC, self.conv1d.weight, self.conv1d.bias)  # (b, T, E·d + 2N)
+        x, B, C = xBC.split([di, N, N], dim=-1)  # (b, T, E·d), (b, T, N), (b, T, N)
+        y = self.ssm(x.reshape(b, T, H, di // H), dt, B, C)  # (b, T, H, P)
+        return self.out_proj(self.norm(y.reshape(b, T, di), z))  # (b, T, d_model)
