@@ -82,7 +82,7 @@ def test_a_field_with_several_allowed_types_is_one_problem():
         (["compare", "model=lstm,gru", "task.dealy=5,10"], "did you mean task.delay?"),
         (["compare", "model=lsmt,gru"], "unknown model 'lsmt'; did you mean lstm?"),
         (["compare", "model=lstm,gru", "model.forgt_bias=1"], "did you mean model.forget_bias?"),
-        (["cost", "models=lsmt"], "unknown model 'lsmt' (did you mean lstm?)"),
+        (["cost", "models=lsmt"], "models: unknown model 'lsmt'; did you mean lstm?"),  # run's words
     ],
 )
 def test_a_misspelt_name_or_key_gets_the_right_suggestion(argv, line, capsys):
