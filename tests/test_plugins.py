@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.plugin_support import install_package
+
 LAYERS = '''
 """Toy mixers of a user's package."""
 import torch
@@ -191,15 +193,7 @@ print("REPORT " + json.dumps(report))
 @pytest.fixture(scope="module")
 def plugin(tmp_path_factory) -> tuple[Path, dict]:
     root = tmp_path_factory.mktemp("plugin")
-    pkg = root / "site" / "myseq"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    for name, text in {"layers": LAYERS, "models": MODELS, "tasks": TASKS}.items():
-        (pkg / f"{name}.py").write_text(textwrap.dedent(text))
-    dist = root / "site" / "myseq-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: myseq\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(ENTRY_POINTS)
+    install_package(root / "site", "myseq", {"layers": LAYERS, "models": MODELS, "tasks": TASKS}, ENTRY_POINTS)
     (root / "spec.yaml").write_text(SPEC)
     (root / "plugin_claim.yaml").write_text(CLAIM)
     out = root / "out"

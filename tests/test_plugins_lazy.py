@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.plugin_support import install_package
+
 CONFIGS = '''
 """Declarations of a user's package: no torch here."""
 from __future__ import annotations
@@ -198,18 +200,6 @@ print("REPORT " + json.dumps(report))
 """
 
 
-def _package(site: Path, name: str, modules: dict[str, str], entry_points: str) -> None:
-    pkg = site / name
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    for module, text in modules.items():
-        (pkg / f"{module}.py").write_text(textwrap.dedent(text))
-    dist = site / f"{name}-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(entry_points)
-
-
 def _drive(root: Path, sites: list[Path], commands: dict[str, list[str]]) -> dict:
     env = {
         **os.environ,
@@ -232,10 +222,10 @@ def _drive(root: Path, sites: list[Path], commands: dict[str, list[str]]) -> dic
 def sites(tmp_path_factory) -> tuple[Path, Path, Path]:
     root = tmp_path_factory.mktemp("lazy")
     lazy, eager = root / "lazy", root / "eager"
-    _package(
+    install_package(
         lazy, "lazyseq", {"configs": CONFIGS, "layers": LAYERS, "models": MODELS, "tasks": TASKS}, LAZY_ENTRY_POINTS
     )
-    _package(eager, "eagerseq", {"layers": FUTURE}, EAGER_ENTRY_POINTS)
+    install_package(eager, "eagerseq", {"layers": FUTURE}, EAGER_ENTRY_POINTS)
     return root, lazy, eager
 
 
@@ -359,6 +349,7 @@ def test_run_imports_the_declared_classes_and_trains(trained):
 
 def test_a_declared_class_that_cannot_be_imported_is_refused_when_built(trained):
     _, report = trained
+    assert report["bad_import"]["code"] == 2
     _one_line_refusal(
         report["bad_import"],
         "mixer 'elsewhere': cannot import lazyseq.nothere: ModuleNotFoundError: No module named 'lazyseq.nothere'",

@@ -20,6 +20,8 @@ import pytest
 import torch
 from torch import nn
 
+from tests.plugin_support import install_package
+
 LAYERS = '''
 import torch
 from torch import nn
@@ -151,15 +153,7 @@ print("REPORT " + json.dumps(report))
 def cli(tmp_path_factory) -> tuple[Path, dict]:
     """Every command, once, in one fresh interpreter with the toy plug-in installed: (the root, their outputs)."""
     root = tmp_path_factory.mktemp("refusals")
-    pkg = root / "site" / "refusepkg"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "layers.py").write_text(textwrap.dedent(LAYERS))
-    (pkg / "models.py").write_text(textwrap.dedent(MODELS))
-    dist = root / "site" / "refusepkg-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: refusepkg\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(ENTRY_POINTS)
+    install_package(root / "site", "refusepkg", {"layers": LAYERS, "models": MODELS}, ENTRY_POINTS)
     claims = root / "claims"
     claims.mkdir()
     (claims / "leaky_claim.yaml").write_text(json.dumps(CLAIM))  # YAML reads JSON
