@@ -8,7 +8,9 @@ Only the module of the command being run is imported (like git's subcommands): `
 imports none, ``seqbench runs`` only pandas/optuna. ``list``, ``--print-config`` and ``--help`` only read
 configs: the registries hold config modules (``models/configs/``, ``tasks/**/configs/``), which import
 no torch (an import-linter contract), and the command modules import their torch-heavy floor inside
-the function that trains or measures.
+the function that trains or measures. A command that reads configs starts the registries first
+(``bench/startup.py``: the shipped entries, then the installed plug-ins); ``report`` and ``runs`` read
+result files, whose names are text, and start nothing.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ COMMANDS = {
     "cost": "time and memory of one training step against sequence length",
     "probe": "a capability card: where each model stops on the probe battery's difficulty ladders (MAD, MQAR, copy)",
 }
+READ_NO_CONFIGS = frozenset({"report", "runs"})  # their input is result files: no registry, no plug-in imported
 
 
 class _Parser(argparse.ArgumentParser):
@@ -112,6 +115,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     signals.install()  # SIGTERM (schedulers, `kill`) stops work like Ctrl-C: a checkpointed run resumes
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        command = chosen_command(argv)
+        if command is not None and command not in READ_NO_CONFIGS:
+            # here: `report`, `runs` and a bare --help import no config module (as build_parser's commands)
+            from seqbench.bench.startup import start
+
+            start()  # before the parser: a command's arguments may name registered entries
         args = parse_args(argv)
         return int(args.func(args) or 0)
     except BrokenPipeError:
@@ -130,17 +139,27 @@ def entry() -> None:
 
     Tearing down the interpreter after torch and Lightning were imported took ~1.5 s on a quiet
     2-core machine (4.8 s under load) for nothing: every file is written and closed by then. So the
-    exit handlers run (W&B's service, logging, multiprocessing register there), the standard streams
-    are flushed, and the process ends without the module-by-module teardown. ``main`` itself returns
-    normally, for callers in Python (tests, notebooks)."""
-    code = main()
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`seqbench list | head`) or stream
-            pass
-    os._exit(code)
+    process exits as usual (threads joined, then the exit handlers W&B's service, logging and
+    multiprocessing registered), and the last handler, registered here before ``main`` imports anything
+    that registers one, flushes the standard streams and ends the process without the module-by-module
+    teardown. ``main`` itself returns normally, for callers in Python (tests, notebooks)."""
+    status = 1  # what the process reports if main raises: Python's own status for an uncaught exception
+
+    def _end_without_teardown() -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe (`seqbench list | head`) or stream
+                pass
+        os._exit(status)
+
+    atexit.register(_end_without_teardown)  # the first registered runs last: after every other handler
+    try:
+        status = main()
+    except SystemExit as e:  # argparse's --help and --version exit from inside main
+        status = e.code if isinstance(e.code, int) else int(e.code is not None)
+        raise
+    sys.exit(status)
 
 
 if __name__ == "__main__":

@@ -16,10 +16,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import seqbench.models  # fills MODELS
-import seqbench.tasks  # noqa: F401  (fills TASKS)
 from seqbench.bench.core.registry import MODELS, TASKS, Registry
 from seqbench.bench.core.settings import leaves, parse_pairs, set_dotted
+from seqbench.bench.startup import start
 
 DEFAULT_NAMES = {"task": "copy", "model": "lstm"}  # the task and model a config gets when it names none
 CHOICES: dict[str, Registry[Any]] = {"task": TASKS, "model": MODELS}  # sections chosen by name, before any value
@@ -59,7 +58,11 @@ def compose(
     is never dropped: one the chosen task/model lacks fails validation naming it. Last,
     ``per_task[task]`` and ``per_model[model]`` (the model's win on a shared key) merge as
     leaves: ``train: {early_stop: ...}`` in a block sets those leaves, not the whole section.
+
+    The registries are started first (``bench/startup.py``): a plug-in's name switches a section as a
+    shipped one does.
     """
+    start()
     d = json.loads(json.dumps(base or {}, default=str))  # deep copy, plain types
     for sec in CHOICES:  # `task: copy` is short for `task: {name: copy}`
         if isinstance(d.get(sec), str):

@@ -1,11 +1,12 @@
 """RunConfig: one typed, frozen, validated tree per run.
 
-``task`` and ``model`` are discriminated unions on ``name`` built from the registries,
-so a task or model registered in ``tasks/`` or ``models/`` is configurable the day it
-lands; the unions are rebuilt before a validation whenever an entry arrived after them (a plug-in,
-an import path, a notebook's ``@MODELS.register``). Configs come from YAML and/or dotted ``key=value``
-overrides, composed into one dict by ``bench/composition.py`` (whose names this module re-exports);
-every change rebuilds and re-validates the whole tree.
+``task`` and ``model`` are discriminated unions on ``name`` of the configs in the registries, read when
+``RunConfig``'s schema is built (on its first use, after start-up: ``bench/startup.py``), so a task or model
+registered in ``tasks/``, ``models/`` or a plug-in is configurable the day it lands; the schema is built again
+before a validation when an entry arrived after it (an import path, a notebook's ``@MODELS.register``).
+Importing this module builds nothing. Configs come from YAML and/or dotted ``key=value`` overrides, composed
+into one dict by ``bench/composition.py`` (whose names this module re-exports); every change rebuilds and
+re-validates the whole tree.
 """
 
 from __future__ import annotations
@@ -14,14 +15,12 @@ import hashlib
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, GetCoreSchemaHandler, ValidationError, model_validator
+from pydantic_core import CoreSchema
 
-import seqbench.models  # fills MODELS
-import seqbench.tasks  # noqa: F401  (fills TASKS)
-from seqbench.bench import plugins
 from seqbench.bench.composition import (
     CHOICES,
     DEFAULT_NAMES,
@@ -33,14 +32,13 @@ from seqbench.bench.composition import (
     notes,
 )
 from seqbench.bench.core.errors import UserError, validation_problems
-from seqbench.bench.core.registry import MODELS, TASKS
+from seqbench.bench.core.registry import MODELS, TASKS, Registry
 from seqbench.bench.core.schema import ADDED_LATER, NOT_IDENTITY, Section, identity
 from seqbench.bench.core.settings import comma_lists, load_yaml, parse_value, safe_load
-from seqbench.tasks.configs.base import metric_goal_of  # re-exported: callers import it from here
-
-if TYPE_CHECKING:
-    from seqbench.models.configs.base import ModelConfig
-    from seqbench.tasks.configs.base import TaskConfig
+from seqbench.bench.startup import start
+from seqbench.models.configs.base import ModelConfig
+from seqbench.tasks.configs import base as task_configs
+from seqbench.tasks.configs.base import TaskConfig
 
 __all__ = [
     "DEFAULT_NAMES",
@@ -57,6 +55,7 @@ __all__ = [
     "override",
     "parse_value",
     "safe_load",
+    "start",
     "validate",
 ]
 
@@ -68,13 +67,28 @@ def _union(configs: list[type]) -> Any:
     return Annotated[Union[tuple(configs)], Field(discriminator="name")]  # noqa: UP007
 
 
-plugins.discover()  # entry points of installed packages: seqbench.models, seqbench.tasks, seqbench.mixers
-if TYPE_CHECKING:  # a checker cannot follow unions built from the registries; it reads their base classes
-    TaskUnion = TaskConfig
-    ModelUnion = ModelConfig
-else:
-    TaskUnion = _union(TASKS.configs())
-    ModelUnion = _union(MODELS.configs())
+_built_from: dict[str, int] = {}  # registry kind -> its generation when RunConfig's schema read it
+
+
+class Registered:
+    """The type of ``RunConfig.task`` and ``.model`` beside their base class (what a checker reads): the
+    union, tagged by ``name``, of the configs in ``reg`` when pydantic builds RunConfig's schema, after
+    start-up, so whichever code builds the first config, the union holds the installed plug-ins."""
+
+    def __init__(self, reg: Registry[Any]):
+        self.reg = reg
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        start()
+        _built_from[self.reg.kind] = self.reg.generation
+        return handler.generate_schema(_union(self.reg.configs()))
+
+
+def metric_goal_of(metric: str, tasks: list[str]) -> str:
+    """``"maximize"`` or ``"minimize"`` for a metric key, as the runs' tasks declare it (a plug-in task's
+    too: the registries are started first). ``tasks/configs/base.py``'s, for callers of the config floor."""
+    start()
+    return task_configs.metric_goal_of(metric, tasks)
 
 
 ADAM_BETAS = (0.9, 0.999)  # torch.optim.Adam's default (beta1, beta2)
@@ -235,8 +249,10 @@ def _default_model():
 
 
 class RunConfig(Section):
-    task: TaskUnion = Field(default_factory=_default_task, description="what to learn")
-    model: ModelUnion = Field(default_factory=_default_model, description="architecture")
+    task: Annotated[TaskConfig, Registered(TASKS)] = Field(default_factory=_default_task, description="what to learn")
+    model: Annotated[ModelConfig, Registered(MODELS)] = Field(
+        default_factory=_default_model, description="architecture"
+    )
     optim: OptimConfig = Field(default_factory=OptimConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
@@ -324,19 +340,11 @@ class RunConfig(Section):
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
 
-_built_at = (TASKS.generation, MODELS.generation)  # what the unions above were built from
-
-
-def sync_unions() -> None:
-    """Rebuild ``RunConfig``'s task and model unions if an entry was registered since they were built."""
-    global _built_at
-    now = (TASKS.generation, MODELS.generation)
-    if now == _built_at:
-        return
-    RunConfig.model_fields["task"].annotation = _union(TASKS.configs())
-    RunConfig.model_fields["model"].annotation = _union(MODELS.configs())
-    RunConfig.model_rebuild(force=True)
-    _built_at = now
+def _current() -> None:
+    """Build ``RunConfig``'s schema again (its unions read the registries anew) if an entry was registered
+    after it was built: an import path a config names, a notebook's ``@MODELS.register``."""
+    if RunConfig.__pydantic_complete__ and any(_built_from.get(r.kind) != r.generation for r in (TASKS, MODELS)):
+        RunConfig.model_rebuild(force=True)
 
 
 def build_config(
@@ -344,8 +352,10 @@ def build_config(
 ) -> RunConfig:
     """Validate ``base`` with ``key=value`` overrides applied; UserError on any problem.
 
-    ``build_config(["task=adding", "model=gru"])`` (overrides alone) is the notebook shorthand.
+    ``build_config(["task=adding", "model=gru"])`` (overrides alone) is the notebook shorthand; it starts
+    the registries first (``bench/startup.py``), so a notebook needs no set-up line.
     """
+    start()
     if isinstance(base, (list, tuple)):
         base, overrides = {}, [*base, *overrides]
     composed = compose(base, overrides)
@@ -357,6 +367,7 @@ def validate(d: dict[str, Any], *, source: str = "", blocks_hint: bool = False, 
 
     ``blocks_hint``: a field only other tasks/models have gets "go under per_model.<name>" (sweeps).
     """
+    start()
     for section, name in DEFAULT_NAMES.items():  # `model.d_model=64` alone means the default model
         if isinstance(d.get(section), dict) and "name" not in d[section]:
             d[section] = {"name": name, **d[section]}
@@ -364,7 +375,7 @@ def validate(d: dict[str, Any], *, source: str = "", blocks_hint: bool = False, 
         given = d[section].get("name") if isinstance(d.get(section), dict) else None
         if isinstance(given, str) and ":" in given:
             reg.get(given)
-    sync_unions()
+    _current()
     try:
         cfg = RunConfig.model_validate(d)
     except ValidationError as e:

@@ -4,7 +4,7 @@ Two ways in, the ones Python packaging and Lightning CLI / Hydra users expect:
 
 - **entry points** in the groups ``seqbench.mixers``, ``seqbench.models`` and ``seqbench.tasks``
   (``[project.entry-points."seqbench.mixers"] retnet = "mypkg.configs:RetNetConfig"``), discovered once
-  at start-up; the entry point's name is the name ``model.mixer=retnet`` takes;
+  at start-up (``bench/startup.py``); the entry point's name is the name ``model.mixer=retnet`` takes;
 - **an import path** wherever a name is accepted: ``model.mixer=mypkg.layers:MyMixer``,
   ``model=mypkg.models:MyModel``, ``task=mypkg.tasks:MyTask``, in sweep and claim YAML too. The
   path is the registered name (and so what the config records).
@@ -20,15 +20,18 @@ Either may name one of two things:
 
 The contracts, small and written down (``seqbench.testing`` checks them in a plug-in's own CI):
 
-- a **mixer** is a class built as ``Cls(d_model, **mixer_args)`` (plus ``causal=`` when its
-  constructor takes it) with ``forward(x (B, T, d_model)) -> (B, T, d_model)``, causal when the task
-  is causal. Its knobs are its declaration's fields; for a class named directly, the fields of a
-  pydantic ``Config`` class attribute, or else its constructor's keyword parameters, typed by their
-  annotations (resolved with ``typing.get_type_hints``, so string annotations of
-  ``from __future__ import annotations`` type them too; one that cannot be resolved, or that pydantic
-  cannot check, leaves its knob untyped and says so in its description) and defaulted by their
-  defaults. Optional class attributes: ``forward_macs(d_model, T, **mixer_args) -> int`` (a static or
-  class method), ``complexity = ("O(T·d²)", 1)``, ``needs_positions = True``;
+- a **mixer** follows the ``seqbench.plugin.Mixer`` protocol: built as ``Cls(d_model, *, causal,
+  **mixer_args)``, called as ``forward(x (B, T, d_model), valid=None) -> (B, T, d_model)``, causal when the
+  task is causal (the protocol's docstring says what ``causal`` and ``valid`` mean); a class whose constructor
+  lacks ``causal`` or whose forward lacks ``valid`` is adapted once, when it is built
+  (``models.stack.plugin_mixer``), so plug-ins written before the protocol still run. Its knobs are its
+  declaration's fields; for a class named directly, the fields of a pydantic ``Config`` class attribute, or
+  else its constructor's keyword parameters, typed by their annotations (resolved with
+  ``typing.get_type_hints``, so string annotations of ``from __future__ import annotations`` type them too;
+  one that cannot be resolved, or that pydantic cannot check, leaves its knob untyped and says so in its
+  description) and defaulted by their defaults. Optional class attributes: ``forward_macs(d_model, T,
+  **mixer_args) -> int`` (a static or class method), ``complexity = ("O(T·d²)", 1)``, ``needs_positions =
+  True``;
 - a **model** is a ``models.base.Backbone`` subclass (``Cls(cfg, spec, d_in)``, ``d_out``,
   ``forward(x, lengths, state) -> (features, state)``) or a full model (``Cls(cfg, spec)``,
   ``forward(batch, state) -> (output, state)``), with a ``Config`` class attribute subclassing
@@ -67,12 +70,15 @@ _discovered = False
 
 
 def discover() -> None:
-    """Register every installed entry point of the seqbench groups (once per process). One that
-    fails to load is kept in ``BROKEN`` and refused by name when used."""
+    """Make the plug-ins reachable (once per process; ``bench/startup.py`` calls it): every installed entry
+    point of the seqbench groups registered, and each registry given ``resolve`` for the names it does not
+    hold. One that fails to load is kept in ``BROKEN`` and refused by name when used."""
     global _discovered
     if _discovered:
         return
     _discovered = True
+    for reg in GROUPS.values():
+        reg.resolver = resolve
     installed = metadata.entry_points()  # one scan of the installed distributions for the three groups
     for group, reg in GROUPS.items():
         for ep in installed.select(group=group):
@@ -148,10 +154,11 @@ def _declare(reg: Registry[Any], name: str, decl: type[BaseModel], origin: str) 
             f"{kind} {name!r}: {decl.__qualname__} declares no implementation: "
             'add implementation: ClassVar[str] = "pkg.module:Class" (the class it configures, imported when built)'
         )
-    cfg = _named(name, decl, decl, {}, cls_name=decl.__name__)
     counts = getattr(decl, "forward_macs", None) is not MixerConfig.forward_macs
+    said = {}
     if kind == "mixer" and not counts and getattr(decl, "no_flop_count", None) is None:
-        cfg.no_flop_count = f"{decl.__qualname__} declares no forward_macs(d_model, T)"  # type: ignore[attr-defined]
+        said["no_flop_count"] = f"{decl.__qualname__} declares no forward_macs(d_model, T)"
+    cfg = _named(name, decl, decl, {}, said, cls_name=decl.__name__)
     reg.declare(name, cfg, lambda: _load(kind, name, target), origin)
 
 
@@ -171,17 +178,27 @@ def _load(kind: str, name: str, target: str) -> type:
 
 
 def _named(
-    name: str, base: type[BaseModel], obj: type, fields: dict[str, Any], cls_name: str | None = None
+    name: str,
+    base: type[BaseModel],
+    obj: type,
+    fields: dict[str, Any],
+    attrs: dict[str, Any] | None = None,
+    cls_name: str | None = None,
 ) -> type[BaseModel]:
-    """``base`` subclassed with ``name: Literal[name] = name`` (the registries' discriminator) and
-    ``fields``, in the plug-in's module, with its docstring (what ``seqbench list`` shows)."""
+    """``base`` subclassed, in the plug-in's module, with ``name: Literal[name] = name`` (the registries'
+    discriminator), ``fields``, the class attributes ``attrs`` and the plug-in's docstring (what ``seqbench
+    list`` shows): the class its author would have written, made in one step."""
     # a Literal of a name known only at run time is no type a checker can read
     literal: Any = Literal[name]  # pydantic reads it at run time; create_model's stub asks for a static type
-    cfg = create_model(
-        cls_name or f"{obj.__name__}Config", __base__=base, __module__=obj.__module__, name=(literal, name), **fields
+    return create_model(
+        cls_name or f"{obj.__name__}Config",
+        __base__=base,
+        __module__=obj.__module__,
+        __doc__=first_line(obj) or f"{obj.__module__}.{obj.__qualname__} (plug-in)",
+        __namespace__=attrs,
+        name=(literal, name),
+        **fields,
     )
-    cfg.__doc__ = first_line(obj) or f"{obj.__module__}.{obj.__qualname__} (plug-in)"
-    return cfg
 
 
 def _model_config(name: str, obj: type) -> type[BaseModel]:
@@ -215,15 +232,21 @@ def _mixer_config(name: str, obj: type) -> type[BaseModel]:
         if own is not None
         else _signature_fields(obj)
     )
-    cfg = _named(name, MixerConfig, obj, fields)
-    cfg.complexity = getattr(obj, "complexity", None)  # type: ignore[attr-defined]
-    cfg.needs_positions = bool(getattr(obj, "needs_positions", False))  # type: ignore[attr-defined]
+    attrs: dict[str, Any] = {
+        "complexity": getattr(obj, "complexity", None),
+        "needs_positions": bool(getattr(obj, "needs_positions", False)),
+    }
     counter = getattr(obj, "forward_macs", None)
     if callable(counter):
-        cfg.forward_macs = lambda self, d_model, T: counter(d_model, T, **self.args())  # type: ignore[attr-defined]
+
+        def forward_macs(self: MixerConfig, d_model: int, T: int) -> int | None:
+            """The class's own count, given the knobs this config holds."""
+            return counter(d_model, T, **self.args())
+
+        attrs["forward_macs"] = forward_macs
     else:
-        cfg.no_flop_count = f"{obj.__qualname__} declares no forward_macs(d_model, T, **mixer_args)"  # type: ignore[attr-defined]
-    return cfg
+        attrs["no_flop_count"] = f"{obj.__qualname__} declares no forward_macs(d_model, T, **mixer_args)"
+    return _named(name, MixerConfig, obj, fields, attrs)
 
 
 def _signature_fields(obj: type) -> dict[str, Any]:
@@ -287,7 +310,3 @@ def _check_init(name: str, kind: str, obj: type, positional: int, contract: str)
     if len(slots) < positional and not any(p.kind is p.VAR_POSITIONAL for p in params):
         got = ", ".join(p.name for p in params) or "no arguments"
         raise UserError(f"{kind} {name!r}: {obj.__qualname__}.__init__ takes {got}; the {kind} contract is {contract}")
-
-
-for _reg in GROUPS.values():
-    _reg.resolver = resolve

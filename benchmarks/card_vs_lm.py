@@ -129,11 +129,11 @@ def _slug(label: str) -> str:
 def lm_settings(card: dict[str, Any], model: dict[str, Any]) -> list[str]:
     """The card model's settings plus the card profile's model widths where the model has those fields."""
     from seqbench.models.base import MODELS
-    from seqbench.sweeps.probes import PROFILES
+    from seqbench.sweeps.probes import BATTERIES
 
     given = dict(s.split("=", 1) for s in model["settings"])
     fields = set(MODELS.get(given["model.name"]).config_cls.model_fields)
-    prof = PROFILES.get(card.get("profile", "quick"))
+    prof = BATTERIES.get(card.get("profile", "quick"))
     widths = {f"model.{k}": v for k, v in (prof.model.items() if prof else ()) if k in fields}
     return [f"{k}={v}" for k, v in {**widths, **given}.items()]
 

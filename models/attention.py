@@ -12,10 +12,11 @@ from seqbench.models.configs.attention import AttentionConfig  # noqa: F401  (th
 
 @MIXERS.module("attention")
 class AttentionMixer(Attention):
-    """Multi-head self-attention; ``causal``: position t attends to positions <= t; ``positions``: rope
-    or alibi inside attention (the stack's ``model.pos_encoding``), or none."""
+    """Multi-head self-attention, a ``Mixer`` (``models/configs/mixer.py``); ``causal``: position t attends
+    to positions <= t, else to all; ``positions``: rope or alibi inside attention (the stack's
+    ``model.pos_encoding``), or none."""
 
-    def __init__(self, d_model: int, n_heads: int = 4, causal: bool = True, positions: str = "none"):
+    def __init__(self, d_model: int, n_heads: int = 4, *, causal: bool = True, positions: str = "none"):
         super().__init__(d_model, n_heads, dropout=0.0, positions=positions)
         self.causal = causal
 

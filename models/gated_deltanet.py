@@ -240,8 +240,18 @@ def gated_delta_chunked(
 
 @MIXERS.module("gated_deltanet")
 class GatedDeltaNet(nn.Module):
+    """A ``Mixer`` (``models/configs/mixer.py``). ``causal``: causal convolutions and a recurrence forward in
+    time, so causal at any value (``causal=False`` permits reading later positions, it does not require it)."""
+
     def __init__(
-        self, d_model: int, n_heads: int = 2, expand_v: int = 1, d_conv: int = 4, allow_neg_eigval: bool = False
+        self,
+        d_model: int,
+        n_heads: int = 2,
+        expand_v: int = 1,
+        d_conv: int = 4,
+        allow_neg_eigval: bool = False,
+        *,
+        causal: bool = True,
     ):
         super().__init__()
         problem = heads_problem(d_model, n_heads)
@@ -291,7 +301,9 @@ class GatedDeltaNet(nn.Module):
             gate.view(b, T, H, V),
         )
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (b, T, d_model) -> (b, T, d_model)
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """x (b, T, d_model) -> (b, T, d_model). ``valid`` is not read: padding comes after the real positions,
+        and a causal mixer never carries it back to them."""
         b, T, _ = x.shape
         q, k, v, g, beta, gate = self.heads(x)
         rule = cuda_chunk_rule() if x.is_cuda else None

@@ -81,6 +81,9 @@ class ImplicitFilter(nn.Module):
 
 @MIXERS.module("hyena")
 class Hyena(nn.Module):
+    """A ``Mixer`` (``models/configs/mixer.py``). ``causal``: causal short and long convolutions, so causal at
+    any value (``causal=False`` permits reading later positions, it does not require it)."""
+
     def __init__(
         self,
         d_model: int,
@@ -89,6 +92,8 @@ class Hyena(nn.Module):
         short_filter: int = 3,
         emb_dim: int = 33,
         l_max: int = 1024,
+        *,
+        causal: bool = True,
     ):
         super().__init__()
         if order < 2:
@@ -103,7 +108,9 @@ class Hyena(nn.Module):
         self.bias = nn.Parameter(torch.randn(order - 1, d_model))  # the skip term D of each long convolution
         self.out_proj = nn.Linear(d_model, d_model)
 
-    def forward(self, u: torch.Tensor) -> torch.Tensor:  # (B, T, d_model) -> (B, T, d_model)
+    def forward(self, u: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """u (B, T, d_model) -> (B, T, d_model). ``valid`` is not read: padding comes after the real positions,
+        and a causal mixer never carries it back to them."""
         T = u.shape[1]
         h = self.filter(T, u.device).view(self.order - 1, self.d, T)  # one (d, T) filter per long convolution
         spectra = torch.fft.rfft(h, n=2 * T)  # (order - 1, d, T + 1), once for the whole batch

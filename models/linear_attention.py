@@ -376,6 +376,9 @@ def causal_sums(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, taylor: bool)
 
 @MIXERS.module("linear_attention")
 class LinearAttention(nn.Module):
+    """A ``Mixer`` (``models/configs/mixer.py``). ``causal``: the causal sums (position t reads positions
+    <= t), else one state summed over all positions."""
+
     def __init__(
         self,
         d_model: int,
@@ -383,6 +386,7 @@ class LinearAttention(nn.Module):
         feature_map: str = "taylor",
         feature_dim: int = 16,
         short_conv: int = 3,
+        *,
         causal: bool = True,
     ):
         super().__init__()
@@ -404,7 +408,11 @@ class LinearAttention(nn.Module):
         self.v = nn.Linear(d_model, d_model, bias=False)
         self.out = nn.Linear(d_model, d_model, bias=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, d_model) -> (B, T, d_model)
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, T, d_model) -> (B, T, d_model). ``valid`` is not read. In the causal form padding (after the
+        real positions) never reaches them; the non-causal form sums padded keys into its state as it did
+        before the ``Mixer`` protocol was written down, which the protocol does not allow (masking them
+        changes the outputs of padded non-causal batches, so it is a change of its own, not made here)."""
         B, T, d = x.shape
         H, f = self.n_heads, self.feature_dim
         if self.short is not None:  # (B, T, d) -> (B, d, T) -> causal depthwise conv -> (B, T, d)

@@ -448,7 +448,19 @@ class _Block(MambaBlock):
 
 @MIXERS.module("mamba")
 class Mamba(nn.Module):
-    def __init__(self, d_model: int, d_state: int = 16, expand: int = 2, d_conv: int = 4, dt_rank: int | str = "auto"):
+    """A ``Mixer`` (``models/configs/mixer.py``). ``causal``: a causal convolution and a scan forward in time,
+    so causal at any value (``causal=False`` permits reading later positions, it does not require it)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        d_state: int = 16,
+        expand: int = 2,
+        d_conv: int = 4,
+        dt_rank: int | str = "auto",
+        *,
+        causal: bool = True,
+    ):
         super().__init__()
         # use_cuda=False at build: mambapy would print and fall back without mamba_ssm; forward decides per call
         self.block = _Block(
@@ -463,7 +475,9 @@ class Mamba(nn.Module):
             )
         )
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, d_model) -> (B, T, d_model)
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, T, d_model) -> (B, T, d_model). ``valid`` is not read: padding comes after the real positions,
+        and a causal mixer never carries it back to them."""
         scan = cuda_selective_scan() if x.is_cuda else None
         self.block.config.use_cuda = scan is not None  # read by MambaBlock.forward and .ssm at every call
         if scan is not None:

@@ -300,7 +300,19 @@ class GatedRMSNorm(nn.Module):
 
 @MIXERS.module("mamba2")
 class Mamba2(nn.Module):
-    def __init__(self, d_model: int, d_state: int = 16, expand: int = 2, n_heads: int = 2, d_conv: int = 4):
+    """A ``Mixer`` (``models/configs/mixer.py``). ``causal``: a causal convolution and a scan forward in time,
+    so causal at any value (``causal=False`` permits reading later positions, it does not require it)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        d_state: int = 16,
+        expand: int = 2,
+        n_heads: int = 2,
+        d_conv: int = 4,
+        *,
+        causal: bool = True,
+    ):
         super().__init__()
         d_inner = expand * d_model
         problem = inner_heads_problem(d_inner, n_heads)
@@ -327,7 +339,9 @@ class Mamba2(nn.Module):
             return scan(x, dt, A, B[:, :, None], C[:, :, None], CHUNK, D=self.D, dt_bias=self.dt_bias, dt_softplus=True)
         return ssd(x, dt, A, B, C, self.D, self.dt_bias)
 
-    def forward(self, u: torch.Tensor) -> torch.Tensor:  # (b, T, d_model) -> (b, T, d_model)
+    def forward(self, u: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """u (b, T, d_model) -> (b, T, d_model). ``valid`` is not read: padding comes after the real positions,
+        and a causal mixer never carries it back to them."""
         b, T, _ = u.shape
         di, N, H = self.d_inner, self.d_state, self.n_heads
         z, xBC, dt = self.in_proj(u).split([di, di + 2 * N, H], dim=-1)  # (b, T, E·d), (b, T, E·d + 2N), (b, T, H)

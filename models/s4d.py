@@ -56,7 +56,12 @@ def spectral_conv(u: torch.Tensor, spectrum: torch.Tensor) -> torch.Tensor:
 
 @MIXERS.module("s4d")
 class S4D(nn.Module):
-    def __init__(self, d_model: int, d_state: int = 64, dt_min: float = 0.001, dt_max: float = 0.1):
+    """A ``Mixer`` (``models/configs/mixer.py``). ``causal``: a causal convolution (the kernel runs forward in
+    time), so causal at any value (``causal=False`` permits reading later positions, it does not require it)."""
+
+    def __init__(
+        self, d_model: int, d_state: int = 64, dt_min: float = 0.001, dt_max: float = 0.1, *, causal: bool = True
+    ):
         super().__init__()
         if d_state < 2 or d_state % 2:
             raise ValueError(f"model.mixer_args.d_state: {d_state}; S4D keeps N/2 conjugate pairs, use an even N >= 2")
@@ -108,7 +113,9 @@ class S4D(nn.Module):
         y = spectral_conv(u, spectrum) + u * self.D[:, None]  # (B, H, T)
         return y.transpose(1, 2)  # (B, T, H)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, d_model) -> (B, T, d_model)
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, T, d_model) -> (B, T, d_model). ``valid`` is not read: padding comes after the real positions,
+        and a causal mixer never carries it back to them."""
         T = x.shape[1]
         spectrum = torch.fft.rfft(self.kernel(T), n=2 * T)  # (H, T + 1), once for the whole batch
         # on a CPU, pieces of the batch whose (B, T, 2·H) tensors stay small (models/cpu.py)

@@ -1,9 +1,9 @@
 """``stack``: the residual stack around a sequence mixer (config and rationale:
-``models/configs/stack.py``). The mixer is built as ``Cls(d_model, **mixer_args)``, with
-``causal=`` when its constructor takes it and ``positions=`` for rope or alibi (the config allows
-them only for a mixer that lists them in ``inner_positions``: attention); a mixer whose ``forward``
-takes ``valid`` gets the (B, T) padding mask, the others see padded positions (after the valid
-ones: harmless for causal mixers, and pooled heads read valid positions only)."""
+``models/configs/stack.py``). Every mixer is built and called by the ``Mixer`` protocol
+(``models/configs/mixer.py``): ``Cls(d_model, causal=..., **mixer_args)``, plus ``positions=`` for rope or
+alibi (the config allows them only for a mixer that lists them in ``inner_positions``: attention), then
+``mixer(x, valid=valid)`` with the (B, T) padding mask. A plug-in written before the protocol is adapted
+once, when it is built (``plugin_mixer``), and probed (``probe_mixer``) before any training."""
 
 from __future__ import annotations
 
@@ -14,14 +14,60 @@ import torch
 from torch import nn
 
 from seqbench.bench.core.errors import UserError
-from seqbench.bench.core.registry import MIXERS, MODELS
+from seqbench.bench.core.registry import MIXERS, MODELS, Entry
 from seqbench.models.base import Backbone
 from seqbench.models.blocks import FeedForward, PositionalEncoding, Residual, make_norm, split_positions, valid_mask
 from seqbench.models.configs.stack import StackConfig  # the config, beside its module
 
 
-def takes(fn: Any, name: str) -> bool:
-    """Whether ``fn`` accepts the keyword ``name``."""
+def build_mixer(mixer: str, d_model: int, args: dict[str, Any], causal: bool, positions: str = "none") -> nn.Module:
+    """The mixer named ``mixer`` (a registered name or an import path) of width ``d_model``, built from its
+    validated ``args`` (``seqbench.testing.check_mixer``; the stack passes the entry its config resolved)."""
+    return make_mixer(MIXERS.get(mixer), d_model, args, causal, positions)
+
+
+def make_mixer(
+    entry: Entry[Any], d_model: int, args: dict[str, Any], causal: bool, positions: str = "none"
+) -> nn.Module:
+    """``entry``'s mixer by the ``Mixer`` protocol: ``Cls(d_model, causal=causal, **args)``, with ``positions=``
+    unless none (rope or alibi, which ``StackConfig`` allows only where the mixer has them). A shipped mixer
+    that fails to build is seqbench's bug and keeps its traceback; a plug-in goes through ``plugin_mixer``."""
+    extra: dict[str, Any] = {"positions": positions} if positions != "none" else {}
+    if entry.origin == "seqbench":
+        return entry.cls(d_model, causal=causal, **args, **extra)
+    return plugin_mixer(entry, d_model, {**args, **extra}, causal)
+
+
+def plugin_mixer(entry: Entry[Any], d_model: int, args: dict[str, Any], causal: bool) -> nn.Module:
+    """A plug-in's mixer, built, adapted to the ``Mixer`` protocol and probed, or a one-line UserError.
+
+    Plug-ins predate the protocol (issue 40): the contract used to be ``Cls(d_model, **mixer_args)``, with
+    ``causal=`` passed only to a constructor that names it, and ``forward(x)``, with the padding mask passed
+    only to a ``forward`` that names ``valid``. Such a plug-in keeps working, adapted here, once, at build
+    time, and nowhere else: ``causal`` goes to its constructor only if it takes it (it is then causal by
+    construction, which the probe checks on a causal task), and a ``forward`` without ``valid`` gets a
+    forward pre-hook that drops the mask, so the stack calls every mixer the same way and the plug-in sees
+    its padded positions as before. A hook rather than a wrapper module keeps the plug-in's parameter names
+    (and so the checkpoints of its runs) as they were."""
+    cls = entry.cls
+    extra: dict[str, Any] = {"causal": causal} if _takes(cls.__init__, "causal") else {}
+    try:
+        module = cls(d_model, **args, **extra)
+    except Exception as e:  # noqa: BLE001  (the plug-in's constructor: any error is its, named in one line)
+        raise UserError(
+            f"model.mixer: {entry.name} could not be built as {cls.__qualname__}(d_model={d_model}, "
+            f"**{args}): {type(e).__name__}: {e}"
+        ) from None
+    if not _takes(module.forward, "valid"):
+        module.register_forward_pre_hook(_without_valid, with_kwargs=True)
+    problem = _probe_plugin(module, d_model, causal)
+    if problem:
+        raise UserError(f"model.mixer: {entry.name} {problem}")
+    return module
+
+
+def _takes(fn: Any, name: str) -> bool:
+    """Whether ``fn`` accepts the keyword ``name`` (a plug-in's signature, read once by ``plugin_mixer``)."""
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -29,29 +75,10 @@ def takes(fn: Any, name: str) -> bool:
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
-def build_mixer(mixer: str, d_model: int, args: dict[str, Any], causal: bool, positions: str = "none") -> nn.Module:
-    """The mixer ``mixer`` of width ``d_model``: ``Cls(d_model, **args)`` (+ ``causal=`` if it takes it,
-    + ``positions=`` unless none: rope or alibi, which ``StackConfig`` allows only where the mixer has them).
-    A plug-in is probed once (``probe_mixer``) and refused with one line before any training."""
-    entry = MIXERS.get(mixer)
-    cls = entry.cls
-    extra: dict[str, Any] = {"causal": causal} if takes(cls.__init__, "causal") else {}
-    if positions != "none":
-        extra["positions"] = positions
-    try:
-        module = cls(d_model, **args, **extra)
-    except Exception as e:
-        if entry.origin == "seqbench":
-            raise
-        raise UserError(
-            f"model.mixer: {mixer} could not be built as {cls.__qualname__}(d_model={d_model}, "
-            f"**{args}): {type(e).__name__}: {e}"
-        ) from None
-    if entry.origin != "seqbench":
-        problem = _probe_plugin(module, d_model, causal)
-        if problem:
-            raise UserError(f"model.mixer: {mixer} {problem}")
-    return module
+def _without_valid(module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """A forward pre-hook: the call without ``valid``, for a plug-in whose ``forward`` does not take it
+    (``plugin_mixer``). At module level, so a model holding it pickles (``ddp_spawn``)."""
+    return args, {k: v for k, v in kwargs.items() if k != "valid"}
 
 
 def _probe_plugin(module: nn.Module, d_model: int, causal: bool) -> str | None:
@@ -62,22 +89,21 @@ def _probe_plugin(module: nn.Module, d_model: int, causal: bool) -> str | None:
 
 
 class MixerBlock(nn.Module):
-    """``Residual(mixer)``, then ``Residual(MLP)`` when the config has one."""
+    """``Residual(mixer)``, then ``Residual(MLP)`` when the config has one; ``inner``: the position encoding
+    the mixer applies itself (rope, alibi) or none."""
 
-    def __init__(self, cfg: StackConfig, causal: bool):
+    def __init__(self, cfg: StackConfig, causal: bool, inner: str):
         super().__init__()
         d = cfg.d_model
 
         def res(f: nn.Module) -> Residual:
             return Residual(f, d, cfg.norm_position, cfg.norm, cfg.dropout)
 
-        mixer = build_mixer(cfg.mixer, d, cfg.mixer_args, causal, split_positions(cfg.positions())[1])
-        self.takes_valid = takes(mixer.forward, "valid")
-        self.mixer = res(mixer)
+        self.mixer = res(make_mixer(cfg.mixer_entry(), d, cfg.mixer_args, causal, inner))
         self.mlp = res(FeedForward(d, cfg.ff_width(), cfg.dropout)) if cfg.mlp else None
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
-        x = self.mixer(x, valid=valid) if self.takes_valid and valid is not None else self.mixer(x)
+        x = self.mixer(x, valid=valid)  # (B, T, d_model): every mixer called alike (the Mixer protocol)
         return x if self.mlp is None else self.mlp(x)
 
 
@@ -86,10 +112,11 @@ class Stack(Backbone):
     def __init__(self, cfg: StackConfig, spec, d_in: int):
         super().__init__(cfg, spec, d_in)
         d = cfg.d_model
+        outer, inner = split_positions(cfg.positions())  # rope, alibi: inside the mixer
         self.proj = nn.Identity() if d_in == d else nn.Linear(d_in, d)
-        self.pos = PositionalEncoding(split_positions(cfg.positions())[0], d, cfg.max_len)  # rope, alibi: in the mixer
+        self.pos = PositionalEncoding(outer, d, cfg.max_len)
         self.drop = nn.Dropout(cfg.dropout)
-        self.blocks = nn.ModuleList(MixerBlock(cfg, spec.causal) for _ in range(cfg.n_layers))
+        self.blocks = nn.ModuleList(MixerBlock(cfg, spec.causal, inner) for _ in range(cfg.n_layers))
         self.final_norm = make_norm(cfg.norm, d) if cfg.norm_position == "pre" else None
         self.d_out = d
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -161,8 +161,10 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def sort_runs(df: pd.DataFrame, key: str | None) -> pd.DataFrame:
-    """Best first by a metric (its declared goal), ascending by another column, newest first by default."""
+def sort_runs(df: pd.DataFrame, key: str | None, goal_of: Callable[[str, list[str]], str]) -> pd.DataFrame:
+    """Best first by a metric (its goal as ``goal_of(metric, tasks)`` says, ``"maximize"`` or ``"minimize"``:
+    the command passes the config floor's ``metric_goal_of``, so reports never reach up to the build API),
+    ascending by another column, newest first by default."""
     if key is None:
         return df.iloc[::-1]
     col = column_for(df, key) or {"time": "train_time_s"}.get(key)
@@ -174,9 +176,7 @@ def sort_runs(df: pd.DataFrame, key: str | None) -> pd.DataFrame:
     ascending = True
     if col.startswith((FINAL, BEST, EVAL)):  # a metric: best first, in its declared direction
         tasks = [t for t in df["task"].dropna().unique()]
-        from seqbench.bench.config import metric_goal_of  # here: it imports every task's config; `runs` alone does not
-
-        ascending = metric_goal_of(col.split(".", 1)[1], tasks) == "minimize"
+        ascending = goal_of(col.split(".", 1)[1], tasks) == "minimize"
     return df.sort_values(col, ascending=ascending, na_position="last", kind="stable")
 
 

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from seqbench.bench.core.artifacts import atomic_write
+from seqbench.bench.core.cost_format import CostMeta, CostPoint
 from seqbench.bench.core.stats import Estimate, Interval, metric_scale
 from seqbench.reports import aggregate as A
 from seqbench.reports import figures as F
@@ -25,7 +26,7 @@ from seqbench.reports.diagnostics import fig_through_time, load_diagnostics
 from seqbench.reports.html import _CSS, _table_html, built_by, write_plotly_js
 from seqbench.reports.table import load_curves
 from seqbench.reports.verify_md import write_markdown
-from seqbench.sweeps.claims.results import ClaimResult, RuleResult, quantity_text, verdict_table
+from seqbench.sweeps.claims.results import ClaimResult, Drawn, RuleResult, quantity_text, verdict_table
 from seqbench.sweeps.claims.schema import Claim
 from seqbench.sweeps.table import Objective
 
@@ -33,7 +34,7 @@ _COLORS = {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700", "e
 _RULE_COLS = ["rule", "configuration", "paper", "measured (mean [95% CI] n)", "needs", "verdict"]
 
 
-def claim_figure(kind: str, table: pd.DataFrame, obj: Objective, judged: list[RuleResult] | None = None) -> Any:
+def claim_figure(kind: str, table: pd.DataFrame, obj: Objective, judged: list[RuleResult] | None = None) -> list[Drawn]:
     """The claim's figures: first the verdict figure (every configuration its rules and controls compare,
     thresholds marked; :func:`verdict_figure`), then the figure the claim names (``figure:``) with one
     series per configuration; a 'skipped: why' line for one that cannot be drawn."""
@@ -41,7 +42,7 @@ def claim_figure(kind: str, table: pd.DataFrame, obj: Objective, judged: list[Ru
     return [f for f in figs if f is not None] + [_named_figure(kind, table, obj)]
 
 
-def _named_figure(kind: str, table: pd.DataFrame, obj: Objective) -> Any:
+def _named_figure(kind: str, table: pd.DataFrame, obj: Objective) -> Drawn:
     runs = table[table["run_id"].astype(bool)] if not table.empty else table
     if runs.empty:
         return "skipped: no runs"
@@ -270,7 +271,8 @@ def _add_side(panel: dict[str, Any], label: str, vals: list[float], metric: str)
         panel["cats"][label] = {"vals": v, "iv": Estimate(tuple(v), scale, bounds).interval(), "rules": []}
 
 
-def cost_figure(rows: list[dict[str, Any]], meta: dict[str, Any]) -> Any:
+def cost_figure(rows: list[CostPoint], meta: CostMeta) -> Drawn:
+    """A cost claim's first replicate: step time against T per model, or why there is none."""
     fig = fig_cost(rows, "time_ms", "forward+backward time (ms)", meta)
     return fig if fig is not None else "skipped: no point measured"
 

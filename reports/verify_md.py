@@ -22,6 +22,7 @@ import pandas as pd
 
 from seqbench.bench.core.artifacts import atomic_write
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.profiles import Profile
 from seqbench.bench.core.text import markdown_table
 from seqbench.bench.core.verdicts import VerdictRecord, VerdictRow, recorded_verdicts, write_verdict
 from seqbench.sweeps.claims.load import claim_files, load_claim
@@ -41,7 +42,7 @@ _ROW_KEYS = {  # VerdictRow key -> the verdict table's column (sweeps.claims.res
 }
 
 
-def claim_hash(claim: Claim, profile: str) -> str:
+def claim_hash(claim: Claim, profile: Profile) -> str:
     """Short hash of what decides the claim's verdict at ``profile``: its resolved settings (seeds
     included), looks, rules and controls; not its question, source or note."""
     decides = {

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 from importlib import metadata
+from typing import TYPE_CHECKING, Any
 
 try:
     __version__ = metadata.version("seqbench")
@@ -62,8 +63,36 @@ _API = {
 
 __all__ = ["__version__", *_API]  # noqa: PLE0604  (the notebook API's names: _API's keys, all strings)
 
+if TYPE_CHECKING:  # the same names for mypy, pyright and IDEs (real signatures); never run, so nothing loads
+    from seqbench.bench.commands.compare import CompareResult as CompareResult
+    from seqbench.bench.commands.compare import compare as compare
+    from seqbench.bench.commands.cost import CostResult as CostResult
+    from seqbench.bench.commands.cost import cost as cost
+    from seqbench.bench.commands.eval import EvalResult as EvalResult
+    from seqbench.bench.commands.eval import evaluate as evaluate
+    from seqbench.bench.commands.list import list_models as list_models
+    from seqbench.bench.commands.list import list_tasks as list_tasks
+    from seqbench.bench.commands.probe import ProbeResult as ProbeResult
+    from seqbench.bench.commands.probe import probe as probe
+    from seqbench.bench.commands.report import ReportResult as ReportResult
+    from seqbench.bench.commands.report import report as report
+    from seqbench.bench.commands.run import run as run
+    from seqbench.bench.commands.runs import RunsResult as RunsResult
+    from seqbench.bench.commands.runs import runs as runs
+    from seqbench.bench.commands.sweep import sweep as sweep
+    from seqbench.bench.commands.verify import VerifyResult as VerifyResult
+    from seqbench.bench.commands.verify import verify as verify
+    from seqbench.bench.config import RunConfig as RunConfig
+    from seqbench.bench.config import build_config as build_config
+    from seqbench.bench.config import load_config as load_config
+    from seqbench.bench.core.artifacts import RunResult as RunResult
+    from seqbench.bench.core.errors import UserError as UserError
+    from seqbench.bench.training.trained import load_model as load_model
+    from seqbench.reports.runs import load_runs as load_runs
+    from seqbench.sweeps.coordinator import SweepResult as SweepResult
 
-def __getattr__(name: str):
+
+def __getattr__(name: str) -> Any:
     try:
         module, attr = _API[name]
     except KeyError:

@@ -35,14 +35,19 @@ A model declares itself the same way with a ``ModelConfig`` subclass, a task wit
 subclass (its ``facts`` too); ``implementation`` names the ``Backbone``, model or ``Task`` class. The
 same declaration also works by import path: ``model.mixer=mypkg.configs:TokenShiftConfig``.
 
-This module imports no torch (nor do the config modules it re-exports); ``docs/plugins.md`` has the
-contracts, ``seqbench.testing`` the checks for a plug-in's own CI.
+The layer itself follows the ``Mixer`` protocol re-exported here (a ``typing.Protocol``, to read and to
+type-check against: ``Cls(d_model, *, causal, **knobs)``, ``forward(x, valid=None)``, and what ``causal`` and
+``valid`` mean); a layer written before it (no ``causal``, ``forward(x)``) still works.
+
+This module imports no torch (nor do the config modules it re-exports: the protocol names ``torch.Tensor``
+in its annotations only); ``docs/plugins.md`` has the contracts, ``seqbench.testing`` the checks for a
+plug-in's own CI.
 """
 
 from __future__ import annotations
 
 from seqbench.models.configs.base import ModelConfig
-from seqbench.models.configs.mixer import MixerConfig
+from seqbench.models.configs.mixer import Mixer, MixerConfig
 from seqbench.tasks.configs.base import TaskConfig
 
-__all__ = ["MixerConfig", "ModelConfig", "TaskConfig"]
+__all__ = ["Mixer", "MixerConfig", "ModelConfig", "TaskConfig"]

@@ -27,10 +27,11 @@ __all__ = ["check_mixer", "check_model", "check_task"]
 
 
 def check_mixer(cls: type | str, d_model: int = 16, T: int = 12, **mixer_args: Any) -> None:
-    """A mixer class (or a registered name / import path) built as ``Cls(d_model, **mixer_args)``:
-    (B, T, d_model) out, finite; causal (outputs up to t never move when only later inputs change,
-    at every t); gradients reach every parameter and are finite. The probe part is what the stack applies
-    to a plug-in before training."""
+    """A mixer class (or a registered name / import path) built as the stack builds it (the
+    ``seqbench.plugin.Mixer`` protocol: ``Cls(d_model, causal=True, **mixer_args)``, ``causal`` left out
+    for an older plug-in whose constructor does not take it): (B, T, d_model) out, finite; causal
+    (outputs up to t never move when only later inputs change, at every t); gradients reach every
+    parameter and are finite. The probe part is what the stack applies to a plug-in before training."""
     name = _mixer_name(cls)
     args = MIXERS.get(name).config_cls.model_validate({**mixer_args, "name": name}, context={"d_model": d_model})
     try:

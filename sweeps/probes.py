@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.profiles import Profile, as_profile
 
 # A ladder over this key steps the evaluation length of one training run (``eval.lengths``) instead of a
 # task field: each seed trains once per rate (at the task's own length), and a rung is solved when the
@@ -87,10 +88,11 @@ class Probe:
 
 
 @dataclass(frozen=True)
-class Profile:
-    """What every probe of a profile shares."""
+class Battery:
+    """A profile's probe battery: what every probe of it shares (``QUICK`` and ``PAPER``; a notebook may
+    make its own, e.g. a smaller one for a test)."""
 
-    name: str  # "quick" or "paper"
+    name: str  # the profile, "quick" or "paper" (a battery of one's own: any name, which its card records)
     seeds: int  # seed replicates per rung (seeds=N overrides)
     lrs: tuple[float, ...]  # learning rates, best per seed (optim.lr=a,b overrides)
     model: dict[str, Any]  # model fields applied where a model has them (model.d_model=... overrides)
@@ -112,7 +114,7 @@ _COPY_STATE = "copy more symbols than a fixed state holds (Jelassi et al. 2024; 
 _LENGTHS = "trained at length 32, still solve induction heads at longer lengths (Gu & Dao 2023, Tab. 2)"
 
 
-QUICK = Profile(
+QUICK = Battery(
     name="quick",
     seeds=3,
     lrs=(3e-3, 1e-2),
@@ -178,7 +180,7 @@ QUICK = Profile(
 )
 
 _EPOCHS = 20_000  # MAD: 200 epochs x 12,800 sequences / batch 128
-PAPER = Profile(
+PAPER = Battery(
     name="paper",
     seeds=5,
     lrs=(1e-4, 5e-4, 1e-3),
@@ -254,17 +256,15 @@ PAPER = Profile(
     ),
 )
 
-PROFILES = {p.name: p for p in (QUICK, PAPER)}
+BATTERIES: dict[Profile, Battery] = {"quick": QUICK, "paper": PAPER}
 
 
-def profile(name: str) -> Profile:
-    try:
-        return PROFILES[name]
-    except KeyError:
-        raise UserError(f"--profile: unknown profile {name!r}; allowed: {', '.join(PROFILES)}") from None
+def battery(name: str) -> Battery:
+    """The battery of profile ``name``, or one line naming ``--profile`` and the allowed values."""
+    return BATTERIES[as_profile(name)]
 
 
-def select(prof: Profile, names: list[str] | None, rungs: int | None) -> tuple[Probe, ...]:
+def select(prof: Battery, names: list[str] | None, rungs: int | None) -> tuple[Probe, ...]:
     """The profile's probes named in ``names`` (all when None), each cut to its first ``rungs`` rungs."""
     known = {p.name: p for p in prof.probes}
     unknown = [n for n in names or [] if n not in known]

@@ -10,6 +10,7 @@ the repository's paths before they are printed.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -18,8 +19,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 FOLDERS = ("bench", "models", "tasks", "sweeps", "reports")
-# Kept between runs (git-ignored build/) so that mypy's cache, keyed by path, stays warm.
-LINT_ROOT = REPO / "build" / "installed"
+# Kept between runs (git-ignored build/) so that mypy's cache, keyed by path, stays warm. SEQBENCH_LINT_ROOT
+# moves the copy and its cache elsewhere, so that two checkouts' or sessions' checks never share them.
+LINT_ROOT = Path(os.environ.get("SEQBENCH_LINT_ROOT") or REPO / "build" / "installed")
 
 
 def installed_layout(dest: Path) -> Path:
@@ -53,7 +55,7 @@ def typecheck(root: Path = LINT_ROOT) -> int:
             "--config-file",
             str(REPO / "pyproject.toml"),
             "--cache-dir",
-            str(REPO / ".mypy_cache"),
+            str(REPO / ".mypy_cache" if root == REPO / "build" / "installed" else root / ".mypy_cache"),
             "-p",
             "seqbench",
         ],

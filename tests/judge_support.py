@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from seqbench.bench.core.cost_format import CostMeasurement, CostMeta, CostPoint, CostSummary
 from seqbench.sweeps.claims.load import parse_claim
 
 SOURCE = {
@@ -114,3 +115,11 @@ def fake_runs(monkeypatch, runs_of) -> list[list[int]]:
 
     monkeypatch.setattr(runner, "_run_seeds", fake)
     return asked
+
+
+def cost_measurement(points: list[CostPoint]) -> CostMeasurement:
+    """``points`` as ``bench.training.cost.measure_cost`` returns them (for a fake measurement in a cost claim's
+    test): the sizes and fits, which a claim does not judge, are placeholders."""
+    meta = CostMeta(32, 1, 16, 1, 0, "cpu", 1, "not measured (a test's points)", "test")
+    fit = CostSummary("?", None, None, None, None, None, None)
+    return CostMeasurement({}, meta, points, {m: fit for m in dict.fromkeys(p.model for p in points)})

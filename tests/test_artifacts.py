@@ -73,7 +73,7 @@ def test_a_real_run_writes_only_declared_keys(tmp_path):
         {}, tiny_overrides("copy", "lstm", tmp_path) + ["train.max_steps=4", "train.val_every=2", "tracking.wandb=off"]
     )
     r = train_run(cfg, progress=False)
-    run_dir = tmp_path / "runs" / r["run_id"]
+    run_dir = tmp_path / "runs" / r.run_id
     assert read_results(run_dir) == json.loads(json.dumps(r.results)) and set(r.results) <= set(Results.__annotations__)
     assert [row["step"] for row in read_metrics(run_dir)] == [2, 4]
 

@@ -15,6 +15,7 @@ import yaml
 import seqbench
 from seqbench.bench.cli import main, parse_args
 from seqbench.bench.commands.cost import PointProgress
+from seqbench.bench.core.cost_format import CostPoint
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.training.cost import Progress
 from tests.helpers import REPO, tiny_overrides
@@ -155,10 +156,10 @@ def test_runs_out_dir_setting_names_the_folder(tmp_path, capsys):
 def test_cost_progress_counts_points_and_says_eta(capsys):
     progress = PointProgress(models=2, lengths=[8, 16])
     rows = [
-        {"model": "lstm", "length": 8, "status": "ok", "time_ms": 1.0},
-        {"model": "lstm", "length": 16, "status": "ok", "time_ms": 2.0},
-        {"model": "gru", "length": 8, "status": "timeout"},
-        {"model": "gru", "length": 16, "status": "skipped"},
+        CostPoint("lstm", 8, "ok", time_ms=1.0),
+        CostPoint("lstm", 16, "ok", time_ms=2.0),
+        CostPoint("gru", 8, "timeout"),
+        CostPoint("gru", 16, "skipped"),
     ]
     for i, row in enumerate(rows):
         progress(Progress(row, i + 1, 4))

@@ -62,6 +62,8 @@ def test_compare_runs_the_grid_prints_ranked_intervals_and_writes_the_dashboard(
         _key({"model.name": m, "task.delay": d}) for m in ("rnn", "gru") for d in (3, 5)
     )
     assert all(t.user_attrs["seeds"] == [0, 1] for t in trials)
+    # the typed spec ran; its YAML, written beside the study, is the study's spec file (`seqbench sweep` continues it)
+    assert study.user_attrs["spec_path"] == str(out / "specs" / f"{name}.yaml")
     assert f"study {name}: grid, 4 configurations x 2 seed(s), 0 done" in text
     ranked = text[text.index("ranked by val/acc (maximize)") :]
     rows = [ln.split() for ln in ranked.splitlines()[2:6]]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 
 import pytest
 
 from seqbench.bench.cli import main
+from seqbench.bench.core.cost_format import CostMeasurement, CostMeta, CostPoint, CostSummary
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS
 from seqbench.bench.training.cost import CostConfig, fit_exponent, measure_cost, parse_cost_config
@@ -98,9 +100,9 @@ def test_time_bound_stops_a_model_sweep_cleanly(tmp_path):
         max_step_s=1e-9,
         out_dir=tmp_path,
     )
-    rows = measure_cost(c, progress=lambda s: None)["rows"]
-    assert [r["status"] for r in rows] == ["ok", "skipped", "skipped"]
-    assert "max_step_s" in rows[1]["detail"]
+    rows = measure_cost(c, progress=lambda s: None).rows
+    assert [r.status for r in rows] == ["ok", "skipped", "skipped"]
+    assert "max_step_s" in (rows[1].detail or "")
 
 
 @pytest.mark.slow
@@ -150,14 +152,12 @@ def test_attention_cost_grows_faster_in_length_than_rnn_on_a_counted_clock(tmp_p
         counter,
         sdpa_kernel(SDPBackend.MATH),
     ):  # the CPU's fused attention kernel has no FLOP formula; its math form does
-        rows = measure_cost(c, progress=lambda s: None)["rows"]
+        rows = measure_cost(c, progress=lambda s: None).rows
     exp = {
-        m: fit_exponent(
-            [r["length"] for r in rows if r["model"] == m], [r["time_ms_min"] for r in rows if r["model"] == m]
-        )
+        m: fit_exponent([r.length for r in rows if r.model == m], [r.time_ms_min or 0.0 for r in rows if r.model == m])
         for m in c.models
     }
-    assert all(r["status"] == "ok" and r["time_ms_min"] > 0 for r in rows), rows
+    assert all(r.status == "ok" and (r.time_ms_min or 0) > 0 for r in rows), rows
     assert exp["rnn"] == pytest.approx(1.0, abs=0.02) and exp["transformer"] > 1.5, exp
 
 
@@ -170,12 +170,43 @@ def test_an_in_process_out_of_memory_is_a_point_status_and_other_errors_propagat
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
     monkeypatch.setattr(cost, "measure_point", oom)
-    point = cost.run_point("lstm", 64, {"device": "cuda"}, isolate=True, timeout_s=1.0)
-    assert point["status"] == "oom" and "Tried to allocate" in point["detail"]
+    setup = cost.PointSetup(d_model=8, n_layers=1, batch_size=2, repeats=1, warmup=0, device="cuda", threads=1)
+    point = cost.run_point("lstm", 64, setup, isolate=True, timeout_s=1.0)
+    assert point.status == "oom" and "Tried to allocate" in (point.detail or "") and point.length == 64
 
     def broken(model, length, c):
         raise RuntimeError("out of memory, says a message that is not the allocator's")
 
     monkeypatch.setattr(cost, "measure_point", broken)
     with pytest.raises(RuntimeError, match="not the allocator"):
-        cost.run_point("lstm", 64, {"device": "cpu"}, isolate=False, timeout_s=1.0)
+        cost.run_point("lstm", 64, replace(setup, device="cpu"), isolate=False, timeout_s=1.0)
+
+
+def test_cost_json_keeps_its_shape_and_reads_back():
+    """cost.json (and a cost claim's cached replicate) is ``{config, meta, rows, summary}`` with rows as they
+    always were: an ok point its numbers (peak_mem_mib null when unmeasured), any other point its detail."""
+    meta = CostMeta(8, 1, 2, 1, 0, "cpu", 1, "not measured (isolate=false)", "2.x")
+    m = CostMeasurement(
+        {"models": ["lstm"], "lengths": [8, 16]},
+        meta,
+        [
+            CostPoint("lstm", 8, "ok", time_ms=1.5, time_ms_min=1.25, tokens_per_s=10.0),
+            CostPoint("lstm", 16, "skipped", detail="after oom at T=8"),
+        ],
+        {"lstm": CostSummary("O(T·d²)", 1, None, None, None, None, "after oom at T=8")},
+    )
+    d = m.to_json()
+    assert list(d) == ["config", "meta", "rows", "summary"]
+    assert list(d["meta"]) == [
+        "d_model", "n_layers", "batch_size", "repeats", "warmup", "device", "threads", "memory_method", "torch"
+    ]  # fmt: skip
+    assert d["rows"] == [
+        {"model": "lstm", "length": 8, "status": "ok", "time_ms": 1.5, "time_ms_min": 1.25, "peak_mem_mib": None,
+         "tokens_per_s": 10.0},
+        {"model": "lstm", "length": 16, "status": "skipped", "detail": "after oom at T=8"},
+    ]  # fmt: skip
+    assert list(d["summary"]["lstm"]) == [
+        "complexity", "expected_time_exponent", "time_exponent", "time_exponent_upper", "memory_exponent",
+        "memory_exponent_upper", "stopped",
+    ]  # fmt: skip
+    assert CostMeasurement.from_json(json.loads(json.dumps(d))) == m

@@ -106,6 +106,7 @@ def test_the_floors_hold(tmp_path):
         ("sweeps/frontier.py", "from seqbench.sweeps.claims import measure  # noqa", "sweeps/claims is a floor"),
         ("bench/training/module.py", "def _f():\n    from seqbench.bench.training import trained  # noqa\n", "cycles"),
         ("sweeps/spec.py", "def _f():\n    from seqbench.sweeps import worker  # noqa\n", "cycles"),
+        ("reports/runs.py", "def _f():\n    from seqbench.bench.config import metric_goal_of  # noqa\n", "build API"),
     ],
 )
 def test_a_wrong_import_breaks_a_contract(tmp_path, module, line, broken):

@@ -238,6 +238,8 @@ def test_registry_binds_each_config_to_its_module_and_documents_it():
 def test_constructor_takes_exactly_the_config_fields(name):
     params = dict(inspect.signature(MIXERS.get(name).cls.__init__).parameters)
     params.pop("self"), params.pop("d_model")
+    causal = params.pop("causal")  # the Mixer protocol's (models/configs/mixer.py), not a knob
+    assert causal.kind is causal.KEYWORD_ONLY
     assert {k: p.default for k, p in params.items()} == config(name).args()
 
 

@@ -13,7 +13,7 @@ from seqbench.bench.commands.probe_plan import plan
 from seqbench.bench.core.card_format import read_card
 from seqbench.bench.core.errors import UserError
 from seqbench.reports.card import terminal
-from seqbench.sweeps.probes import QUICK, Ladder, Probe, Profile
+from seqbench.sweeps.probes import QUICK, Battery, Ladder, Probe
 from tests.helpers import run_cli
 
 NO_MIXING = "tests.probe_plugins:NoMixing"
@@ -30,7 +30,7 @@ MEMORIZE = Probe(
 COMPRESS = Probe(
     "compression", "compression", "summary", Ladder("length", (2,), "symbols", 2), {"alphabet": 2}, steps=20
 )
-TINY = Profile(
+TINY = Battery(
     "tiny",
     seeds=2,
     lrs=(0.03,),

@@ -40,6 +40,21 @@ def test_sha_of_a_seqbench_checkout_with_dirty_flag(tmp_path):
     assert provenance.git_sha(root) == sha + "+dirty"
 
 
+def test_a_registration_appended_by_verify_does_not_mark_the_code_dirty(tmp_path):
+    """verify writes sweeps/claims/registry.yaml before its runs start: not code, so not "+dirty"; a claim
+    file or any other tracked file beside it still is."""
+    root = repo(tmp_path / "seqbench", OURS)
+    claims = root / "sweeps" / "claims"
+    claims.mkdir(parents=True)
+    (claims / "registry.yaml").write_text("registrations: []\n")
+    (claims / "a_claim.yaml").write_text("question: q\n")
+    sha = commit(root)
+    (claims / "registry.yaml").write_text("registrations: [{claim: a_claim}]\n")
+    assert provenance.git_sha(root) == sha
+    (claims / "a_claim.yaml").write_text("question: another\n")
+    assert provenance.git_sha(root) == sha + "+dirty"
+
+
 def test_no_sha_inside_someone_elses_repository(tmp_path):
     """site-packages in a project's venv sits inside that project's git tree: its commit is not ours."""
     outer = repo(tmp_path / "project", '[project]\nname = "my-research"\n')

@@ -10,13 +10,14 @@ import pytest
 import yaml
 
 from seqbench.bench.cli import main
+from seqbench.bench.core.cost_format import CostPoint
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.claims.load import claim_files, load_claim
 from seqbench.sweeps.claims.results import HOLDS
 from seqbench.sweeps.claims.schema import PROFILES, sweep_spec, swept_values
 from seqbench.sweeps.spec import trial_config
 from tests.helpers import TINY_CLAIM_BASE
-from tests.judge_support import SOURCE
+from tests.judge_support import SOURCE, cost_measurement
 
 
 # -- claim files ----------------------------------------------------------------------------
@@ -160,12 +161,13 @@ def _fake_cost(seed: int):
     }
 
     def measure(cfg):
-        rows = [
-            {"model": m, "length": T, "status": "ok", "time_ms": f(T) * float(np.exp(rng.normal(0, 0.03)))}
-            for m, f in times.items()
-            for T in cfg.lengths
-        ]
-        return {"rows": rows, "summary": {m: {} for m in times}, "meta": {}}
+        return cost_measurement(
+            [
+                CostPoint(m, T, "ok", time_ms=f(T) * float(np.exp(rng.normal(0, 0.03))))
+                for m, f in times.items()
+                for T in cfg.lengths
+            ]
+        )
 
     return measure
 

@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 import yaml
 
+from seqbench.bench.core.cost_format import CostPoint
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps.claims.results import HOLDS
 from seqbench.sweeps.claims.schema import Rule
-from tests.judge_support import SOURCE
+from tests.judge_support import SOURCE, cost_measurement
 
 
 def test_cost_metrics_fit_four_lengths_and_state_the_flop_prediction_and_fixed_share():
@@ -22,8 +23,7 @@ def test_cost_metrics_fit_four_lengths_and_state_the_flop_prediction_and_fixed_s
 
     cfg = cost_config({"models": ["transformer", "rnn"], "lengths": [128, 256, 512, 1024], "d_model": 32})
     rows = [
-        {"model": "transformer", "length": T, "status": "ok", "time_ms": ms}
-        for T, ms in zip([128, 256, 512, 1024], [10.0, 17.0, 37.8, 102.4])
+        CostPoint("transformer", T, "ok", time_ms=ms) for T, ms in zip([128, 256, 512, 1024], [10.0, 17.0, 37.8, 102.4])
     ]  # issue 19's quiet-machine times
     m = cost_metrics("transformer", rows, cfg)
     assert m["time_exponent_long"] == pytest.approx(m["time_exponent"]) and 1.0 < m["time_exponent"] < 1.3
@@ -137,8 +137,7 @@ def test_cost_claim_looks_count_replicates_and_stop_at_the_first_deciding_look(m
     def fake_cost(cfg):
         e, T = next(slopes), [128, 256, 512, 1024]
         calls.append(e)
-        rows = [{"model": "rnn", "length": t, "status": "ok", "time_ms": 0.01 * t**e} for t in T]
-        return {"rows": rows, "summary": {"rnn": {}}, "meta": {}}
+        return cost_measurement([CostPoint("rnn", t, "ok", time_ms=0.01 * t**e) for t in T])
 
     def claim_file(**profile) -> Path:
         path = tmp_path / "c.yaml"

@@ -8,14 +8,15 @@ A field that only some of the chosen models (tasks) have is routed to ``per_mode
 other models cannot take it. The objective is ``--metric`` (goal: the task's declared direction),
 else the task's primary metric.
 
-The settings become a sweep spec; the study name is a digest of that spec (``compare-<hash>``), so
+The settings become a typed sweep spec (``sweeps/grid.py``, the builder ``probe`` and ``verify`` use too);
+the study name is a digest of that spec (``compare-<hash>``), so
 the same command (in any order, from any directory with the same ``--out-dir``/``--storage``)
 continues the same study and runs nothing that is done. Every setting's task and model are built first
 (``sweeps.coordinator.preflight_specs``): one that a run would refuse, a plug-in mixer that reads the future
-say, refuses the command in one line before any file is written. The spec is written to
-``<out_dir>/specs/<study>.yaml`` and run by ``seqbench sweep`` itself (same output, same resume,
-workers, storage); then the terminal gets a ranked table with 95% intervals and the paired
-statements, each by the test ``seqbench verify`` judges that kind of metric with
+say, refuses the command in one line before any file is written. The spec runs through ``sweep()``, the
+runner behind ``seqbench sweep`` (same output, same resume, workers, storage), and its YAML is written to
+``<out_dir>/specs/<study>.yaml`` beside the study; then the terminal gets a ranked table with 95% intervals
+and the paired statements, each by the test ``seqbench verify`` judges that kind of metric with
 (``bench.core.seed_tests``: per seed with an exact sign test for an accuracy, which cannot decide at
 5% below 6 seeds and says so; the ratio for a loss; the paired t otherwise), and
 ``<out_dir>/reports/<study>/`` the dashboard. ``--print-config`` (or ``--print-spec``)
@@ -25,27 +26,24 @@ prints that YAML and runs nothing: ``seqbench sweep FILE --study <study>`` conti
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-import seqbench.bench.config  # noqa: F401  (fills the registries)
 from seqbench.bench.commands.sweep import sweep
-from seqbench.bench.config import DEFAULT_NAMES, RunConfig, compose, metric_goal_of, parse_value
-from seqbench.bench.core.artifacts import atomic_write, check_writable
+from seqbench.bench.config import DEFAULT_NAMES, RunConfig
+from seqbench.bench.core.artifacts import check_writable
 from seqbench.bench.core.errors import UserError, did_you_mean
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.settings import check_key
 from seqbench.sweeps.coordinator import preflight_specs
+from seqbench.sweeps.grid import GridStudy, grid_study, seeds_of, values_of
+from seqbench.sweeps.grid import study_name as grid_name
 from seqbench.sweeps.progress import failed_trials
-from seqbench.sweeps.spec import MixedPrimaryMetrics, parse_spec
+from seqbench.sweeps.spec import MixedPrimaryMetrics, SweepSpec, parse_spec
 from seqbench.sweeps.storage import check_scheme
-from seqbench.sweeps.study import comparable, failed_outside
+from seqbench.sweeps.study import failed_outside
 
 ALIASES = {"task": "task.name", "model": "model.name"}
 _REFUSED = {
@@ -62,6 +60,10 @@ SETTINGS = [k for k in RunConfig.model_fields if k not in _REFUSED] + ["seeds"]
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from seqbench.bench.commands.report import ReportResult
+    from seqbench.reports.build import Report
+    from seqbench.sweeps.table import Objective
 
 
 def register(sp: argparse.ArgumentParser) -> None:
@@ -99,28 +101,6 @@ def register(sp: argparse.ArgumentParser) -> None:
 # -- settings -> spec -------------------------------------------------------------------------
 
 
-def _values(key: str, text: str) -> list[Any]:
-    """One value, or the comma list's values (a YAML list or mapping stays one value)."""
-    if text.strip().startswith(("[", "{")):
-        return [parse_value(text)]
-    parts = [p.strip() for p in text.split(",")]
-    if not all(parts):
-        raise UserError(f"{key}: empty value in {text!r}; give key=a,b,c")
-    values = [parse_value(p) for p in parts]
-    if len({json.dumps(v, sort_keys=True, default=str) for v in values}) != len(values):
-        raise UserError(f"{key}: a value repeats in {text!r}; list each once")
-    return values
-
-
-def _seeds(text: str) -> list[int] | int:
-    values = _values("seeds", text)
-    if len(values) == 1 and isinstance(values[0], int) and not isinstance(values[0], bool):
-        return values[0]  # a count: the spec validates its range
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        raise UserError(f"seeds: give a count (seeds=3) or distinct integers (seeds=0,1,2), got {text!r}")
-    return values
-
-
 def parse_grid(settings: list[str]) -> tuple[dict[str, Any], dict[str, list[Any]], list[int] | int]:
     """``key=value`` words -> (base {dotted key: value}, axes {dotted key: values}, seeds)."""
     base: dict[str, Any] = {}
@@ -145,9 +125,9 @@ def parse_grid(settings: list[str]) -> tuple[dict[str, Any], dict[str, list[Any]
             raise UserError(f"{key}: given twice; give it once (a comma list sweeps it)")
         seen.add(key)
         if key == "seeds":
-            seeds = _seeds(text)
+            seeds = seeds_of(text)
             continue
-        values = _values(key, text)
+        values = values_of(key, text)
         if len(values) > 1:
             axes[key] = values
         else:
@@ -217,53 +197,39 @@ def _question(axes: dict[str, list[Any]], base: dict[str, Any]) -> str:
     )
 
 
-def build_spec(settings: list[str], metric: str | None = None) -> tuple[dict[str, Any], list[str]]:
-    """The sweep spec (a plain dict, as YAML would give it) of the settings, and routing notes."""
-    base_flat, axes, seeds = parse_grid(settings)
-    blocks, notes = route(base_flat, axes)
-    base = compose({}, base_flat).data  # as run composes its overrides: choices first, mappings as leaves
-    raw: dict[str, Any] = {
-        "question": _question(axes, base_flat),
-        "base": base,
-        "method": "grid",
-        "parameters": {k: {"values": v} for k, v in axes.items()},
-        **{b: v for b, v in blocks.items() if v},
-        "seeds": seeds,
-    }
-    names = _names("task", base_flat, axes)
-    if metric is not None:  # an unknown metric gets some goal here; the spec check refuses it by name
-        raw["metric"] = {"name": metric, "goal": metric_goal_of(metric, names)}
+def build_grid(settings: list[str], metric: str | None = None) -> tuple[GridStudy, list[str]]:
+    """The grid study of the settings (its typed spec and its YAML, ``sweeps.grid``) and the routing notes."""
+    base, axes, seeds = parse_grid(settings)
+    blocks, notes = route(base, axes)
     try:
-        spec = parse_spec(raw, source="compare")
+        study = grid_study(
+            base,
+            axes,
+            seeds,
+            metric=metric,
+            question=_question(axes, base),
+            per_model=blocks["per_model"],
+            per_task=blocks["per_task"],
+            source="compare",
+        )
     except MixedPrimaryMetrics:  # no --metric: the spec's advice (metric: {name, goal}) in this command's words
         raise UserError(
-            f"--metric: the compared tasks ({', '.join(names)}) have different primary metrics; "
-            "name one they all report, e.g. --metric val/loss"
+            f"--metric: the compared tasks ({', '.join(_names('task', base, axes))}) have different primary "
+            "metrics; name one they all report, e.g. --metric val/loss"
         ) from None
-    if metric is None:  # written out, so the printed spec says what is optimised
-        m = spec.metrics()[0]
-        raw["metric"] = {"name": m.name, "goal": m.goal}
-    return _ordered(raw), notes
+    return study, notes
 
 
-def _ordered(raw: dict[str, Any]) -> dict[str, Any]:
-    order = ["question", "base", "method", "metric", "parameters", "per_model", "per_task", "seeds"]
-    return {k: raw[k] for k in order if k in raw}
+def build_spec(settings: list[str], metric: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The sweep spec of the settings as its YAML reads (a plain dict), and the routing notes."""
+    study, notes = build_grid(settings, metric)
+    return study.raw, notes
 
 
-def study_name(spec_dict: dict[str, Any]) -> str:
+def study_name(spec: SweepSpec | Mapping[str, Any]) -> str:
     """``compare-<digest>`` of what makes a study (the spec without budget and prose): equal settings,
     in any order on the command line or loaded back from --print-spec, give the same name."""
-    canon = comparable(parse_spec(spec_dict).to_dict())
-    return "compare-" + hashlib.sha1(json.dumps(canon, sort_keys=True).encode()).hexdigest()[:10]
-
-
-def spec_yaml(raw: dict[str, Any], name: str, notes: Sequence[str] = (), command: str = "compare") -> str:
-    head = [
-        f"# written by seqbench {command}; `seqbench sweep THIS.yaml --study {name}` continues the same study",
-        *(f"# {n}" for n in notes),
-    ]
-    return "\n".join(head) + "\n" + yaml.safe_dump(raw, sort_keys=False, default_flow_style=None)
+    return grid_name("compare-", spec if isinstance(spec, SweepSpec) else parse_spec(dict(spec)))
 
 
 # -- the command ------------------------------------------------------------------------------
@@ -278,16 +244,20 @@ class CompareResult:
     spec: dict[str, Any]  # the sweep spec the settings made (as its YAML reads)
     spec_path: Path  # <out_dir>/specs/<study>.yaml
     notes: list[str]  # fields routed to per_model/per_task blocks
-    report: Any  # bench.commands.report.ReportResult: the dashboard and the tidy table
+    report: ReportResult  # the dashboard and the tidy table (``bench.commands.report``)
     failed_outside: int = 0  # settings whose trial failed outside the experiment (--retry-failed runs them)
 
     @property
     def table(self) -> pd.DataFrame:
-        return self.report.built.table
+        return self._built.table
 
     @property
-    def objective(self) -> Any:
-        return self.report.built.info.objectives[0]
+    def objective(self) -> Objective:
+        return self._built.info.objectives[0]
+
+    @property
+    def _built(self) -> Report:
+        return self.report.built
 
 
 def compare(
@@ -300,26 +270,25 @@ def compare(
     study: str | None = None,
     retry_failed: bool = False,
 ) -> CompareResult:
-    """Compare ``settings`` (``key=a,b`` sweeps a key; ``seeds=N``) as a grid study over seeds: write its
-    spec, run it through ``sweep()``, build its report through ``report()``. ``retry_failed``: as
-    ``sweep(retry_failed=True)``."""
+    """Compare ``settings`` (``key=a,b`` sweeps a key; ``seeds=N``) as a grid study over seeds: run its typed
+    spec through ``sweep()`` (its YAML written beside the study as provenance), build its report through
+    ``report()``. ``retry_failed``: as ``sweep(retry_failed=True)``."""
     if workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {workers})")
-    raw, notes = build_spec(list(settings), metric)
-    name = study or study_name(raw)
+    grid, notes = build_grid(list(settings), metric)
+    name = study or grid.name("compare-")
     for n in notes:
         print(n)
     out_dir = Path(out_dir)
     check_scheme(storage)
-    preflight_specs([("", parse_spec(raw, source="compare"))])  # every setting built before the spec is written
+    preflight_specs([("", grid.spec)])  # every setting built before the spec is written
     check_writable(out_dir)
-    path = out_dir / "specs" / f"{name}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, spec_yaml(raw, name, notes))
+    path = grid.write(out_dir, name, notes, "compare")
     from seqbench.bench.commands.report import report  # here: `compare --print-config/--help` stay light
 
     swept = sweep(
-        path,
+        grid.spec,
+        source=path,
         study=name,
         out_dir=out_dir,
         workers=workers,
@@ -328,13 +297,14 @@ def compare(
         retry_failed=retry_failed,
     )  # the ranked table is the one summary
     outside = sum(1 for t in failed_trials(swept.trials) if failed_outside(t))
-    return CompareResult(name, swept.status, raw, path, notes, report(name, storage=storage, out_dir=out_dir), outside)
+    built = report(name, storage=storage, out_dir=out_dir)
+    return CompareResult(name, swept.status, grid.raw, path, notes, built, outside)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     if args.print_config:
-        raw, notes = build_spec(args.settings, args.metric)
-        print(spec_yaml(raw, args.study or study_name(raw), notes), end="")
+        grid, notes = build_grid(args.settings, args.metric)
+        print(grid.yaml(args.study or grid.name("compare-"), notes, "compare"), end="")
         return 0
     r = compare(
         args.settings,

@@ -11,10 +11,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import yaml
 
+from seqbench.bench.core.cost_format import CostMeasurement, CostMeta, CostPoint, CostSummary
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.text import duration, text_table
 from seqbench.bench.training.cost_config import CostConfig, parse_cost_config, point_line
@@ -29,10 +30,23 @@ class CostResult:
     """What ``cost()`` returns: every measured point, the fitted exponents per model, and the files."""
 
     config: CostConfig  # what was measured
-    rows: list[dict[str, Any]]  # one per (model, length): status, time_ms, peak_mem_mib, tokens_per_s ...
-    summary: dict[str, dict[str, Any]]  # model -> complexity, time/memory exponents, why it stopped
-    meta: dict[str, Any]  # device, sizes, memory method, torch version
+    measurement: CostMeasurement  # every point and fit, as cost.json holds it (``measurement.to_json()``)
     paths: list[Path]  # cost.csv, cost.md, cost.json and the figures under config.out_dir
+
+    @property
+    def rows(self) -> list[CostPoint]:
+        """One per (model, length): status, time_ms, peak_mem_mib, tokens_per_s ..."""
+        return self.measurement.rows
+
+    @property
+    def summary(self) -> dict[str, CostSummary]:
+        """Model -> complexity, time/memory exponents, why it stopped."""
+        return self.measurement.summary
+
+    @property
+    def meta(self) -> CostMeta:
+        """Device, sizes, memory method, torch version."""
+        return self.measurement.meta
 
 
 class PointProgress:
@@ -46,9 +60,9 @@ class PointProgress:
         self.started = time.monotonic()
 
     def __call__(self, p: Progress) -> None:
-        self.left -= p.row["length"]
-        if p.row["status"] != "skipped":
-            self.measured += p.row["length"]
+        self.left -= p.row.length
+        if p.row.status != "skipped":
+            self.measured += p.row.length
         if p.done >= p.total:
             tag = f"[{p.done}/{p.total}]"
         else:
@@ -75,8 +89,7 @@ def cost(config: CostConfig | Sequence[str] = (), *, progress: bool = True) -> C
 
     c = config if isinstance(config, CostConfig) else config_with_out_dir(config)
     result = measurement.measure_cost(c, PointProgress(len(c.models), c.lengths) if progress else (lambda p: None))
-    paths = write_outputs(result, Path(c.out_dir))
-    return CostResult(c, result["rows"], result["summary"], result["meta"], paths)
+    return CostResult(c, result, write_outputs(result, Path(c.out_dir)))
 
 
 # -- the command ----------------------------------------------------------------------------------
@@ -106,7 +119,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
         text_table(
             ["model", "complexity", "time exponent", "(upper half)", "stopped"],
             [
-                [m, s["complexity"], _fmt(s["time_exponent"]), _fmt(s["time_exponent_upper"]), s["stopped"] or ""]
+                [m, s.complexity, _fmt(s.time_exponent), _fmt(s.time_exponent_upper), s.stopped or ""]
                 for m, s in r.summary.items()
             ],
             align="llrrl",

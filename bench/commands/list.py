@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from seqbench.bench.config import RunConfig
+from seqbench.bench.config import RunConfig, start
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MIXERS, MODELS, TASKS
 from seqbench.bench.core.schema import Section, describe_field
@@ -23,12 +23,14 @@ from seqbench.sweeps import shipped_claims, shipped_sweeps
 
 
 def list_tasks() -> list[str]:
-    """The registered task names (what ``task=`` takes)."""
+    """The registered task names (what ``task=`` takes), installed plug-ins' included."""
+    start()
     return TASKS.names()
 
 
 def list_models() -> list[str]:
-    """The registered model names (what ``model=`` takes)."""
+    """The registered model names (what ``model=`` takes), installed plug-ins' included."""
+    start()
     return MODELS.names()
 
 
@@ -79,6 +81,7 @@ def field_lines(prefix: str, cls: Any) -> list[str]:
 
 def list_sections() -> dict[str, list[str]]:
     """Every config section -> its field lines: each task and model by name, then the rest."""
+    start()
     out: dict[str, list[str]] = {}
     for kind, reg in (("task", TASKS), ("model", MODELS), ("model.mixer_args", MIXERS)):
         for e in reg:

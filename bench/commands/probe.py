@@ -11,9 +11,10 @@ profile's seeds and learning rates.
 
 Each probe (``sweeps/probes.py``) x model is one grid study over its ladder's rungs x the learning rates on
 the same seeds, named by a digest of its spec (``probe-<probe>-<digest>``; the plan is
-``bench/commands/probe_plan.py``), written to
-``<out_dir>/specs/`` and run by ``seqbench sweep`` itself: its runs are ordinary runs, a killed probe
-continues where it stopped, and a model already probed with the same settings trains nothing again.
+``bench/commands/probe_plan.py``, its spec built by ``sweeps/grid.py`` as ``compare``'s is), run by ``sweep()``,
+the runner behind ``seqbench sweep``, with its YAML written to ``<out_dir>/specs/`` beside it: its runs are
+ordinary runs, a killed probe continues where it stopped, and a model already probed with the same settings
+trains nothing again.
 Then ``sweeps/frontier.py`` turns each study into the frontier with its interval, and the card goes to
 ``<out_dir>/cards/<name>/`` (``card.json``, ``card.md``, ``index.html``) and to the terminal.
 """
@@ -25,20 +26,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from seqbench.bench.commands.compare import spec_yaml
 from seqbench.bench.commands.probe_plan import Job, Plan, card_name, metric_of, specs
 from seqbench.bench.commands.sweep import sweep
 from seqbench.bench.core import card_against
-from seqbench.bench.core.artifacts import atomic_write, check_writable
-from seqbench.bench.core.card_format import Card
+from seqbench.bench.core.artifacts import check_writable
+from seqbench.bench.core.card_format import Card, CardEntry
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.profiles import Profile
 from seqbench.bench.core.provenance import git_sha, package_version
 from seqbench.sweeps.coordinator import preflight_specs
-from seqbench.sweeps.probes import PROFILES, Probe, Profile, select
-from seqbench.sweeps.probes import profile as profile_named
-from seqbench.sweeps.spec import parse_spec
+from seqbench.sweeps.probes import BATTERIES, Battery, Probe, select
+from seqbench.sweeps.probes import battery as battery_named
 from seqbench.sweeps.storage import check_scheme
 
 
@@ -53,12 +52,12 @@ def register(sp: argparse.ArgumentParser) -> None:
     sp.add_argument(
         "--profile",
         default="quick",
-        choices=list(PROFILES),
+        choices=list(BATTERIES),
         help="quick: 2 CPU cores, ~10 min for one small model; paper: MAD's widths and optimiser grid (a GPU)",
     )
     sp.add_argument(
         "--probes",
-        help=f"comma list of probes to run (default: all of {', '.join(p.name for p in PROFILES['quick'].probes)})",
+        help=f"comma list of probes to run (default: all of {', '.join(p.name for p in BATTERIES['quick'].probes)})",
     )
     sp.add_argument("--rungs", type=int, help="keep only the first K rungs of every ladder")
     sp.add_argument(
@@ -101,28 +100,25 @@ class ProbeResult:
 
 def run_job(
     job: Job, p: Plan, out: Path, workers: int, storage: str | None, retry_failed: bool = False
-) -> tuple[Any, int]:
-    """Run (or continue) one study through ``sweep()`` and read its card entry from the runs; the sweep's status."""
-    from seqbench.sweeps.frontier import probe_entry
-    from seqbench.sweeps.storage import open_storage
-    from seqbench.sweeps.table import build_table, load_study, runs_root  # here: `probe --help` stays light
+) -> tuple[CardEntry, int]:
+    """Run (or continue) one study: its typed spec through ``sweep()`` (its YAML written beside the study as
+    provenance), its card entry read from the sweep's own trials and runs; and the sweep's status."""
+    from seqbench.sweeps.frontier import probe_entry  # here: scipy stays out of `probe --help/--print-config`
 
-    path = out / "specs" / f"{job.study}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, spec_yaml(job.raw, job.study, command="probe"))
-    status = sweep(
-        path,
+    path = job.grid.write(out, job.study, command="probe")
+    swept = sweep(
+        job.spec,
+        source=path,
         study=job.study,
         out_dir=out,
         workers=workers,
         storage=storage,
         quiet_summary=True,
         retry_failed=retry_failed,
-    ).status
-    st = load_study(job.study, open_storage(storage, out))
+    )
     metric, maximize = metric_of(job.probe)
     return probe_entry(
-        build_table(st, runs_root(st, out)),
+        swept.table(),
         job.probe,
         model=job.model.label,
         study=job.study,
@@ -130,13 +126,13 @@ def run_job(
         per_seed=job.per_seed,
         metric=metric,
         maximize=maximize,
-    ), status
+    ), swept.status
 
 
 def probe(
     settings: Sequence[str],
     *,
-    profile: str | Profile = "quick",
+    profile: Profile | Battery = "quick",
     probes: Sequence[str] | None = None,
     rungs: int | None = None,
     workers: int = 1,
@@ -155,7 +151,7 @@ def probe(
     two cards would not measure the same thing."""
     if workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {workers})")
-    prof = profile_named(profile) if isinstance(profile, str) else profile
+    prof = battery_named(profile) if isinstance(profile, str) else profile
     chosen = select(prof, list(probes) if probes else None, rungs)
     p, jobs = specs(settings, prof, chosen)
     other = _against(against, p, prof, chosen, argv)
@@ -164,7 +160,7 @@ def probe(
     check_scheme(storage)
     # every study's task and model built before any study, spec or card: a model a run would refuse (a plug-in
     # mixer that reads the future) refuses the command, and never shows on a card as failing every rung
-    preflight_specs([(f"probe {j.probe.name} x {j.model.label}", parse_spec(j.raw)) for j in jobs])
+    preflight_specs([(f"probe {j.probe.name} x {j.model.label}", j.spec) for j in jobs])
     print(
         f"probe: {len(p.models)} model(s) x {len(chosen)} probe(s), profile {prof.name} ({prof.note}), "
         f"seeds {p.seeds}, lr {p.lrs}",
@@ -174,7 +170,8 @@ def probe(
     check_writable(out)
     from seqbench.reports.card import answer, write_card_files  # here: `probe --help/--print-config` stay light
 
-    entries, status = [], 0
+    entries: list[CardEntry] = []
+    status = 0
     for i, job in enumerate(jobs):
         print(f"[probe {i + 1}/{len(jobs)}] {job.probe.name} x {job.model.label}: study {job.study}", flush=True)
         entry, code = run_job(job, p, out, workers, storage, retry_failed)
@@ -190,7 +187,7 @@ def probe(
 
 
 def _against(
-    against: str | None, p: Plan, prof: Profile, chosen: tuple[Probe, ...], argv: Sequence[str]
+    against: str | None, p: Plan, prof: Battery, chosen: tuple[Probe, ...], argv: Sequence[str]
 ) -> tuple[Card, str] | None:
     """The card ``--against`` names, checked against this plan (header and probes) before anything trains."""
     if against is None:
@@ -200,7 +197,7 @@ def _against(
     return other, where
 
 
-def _card(p: Plan, prof: Profile, chosen: tuple[Probe, ...], entries: list[Any], argv: Sequence[str]) -> Card:
+def _card(p: Plan, prof: Battery, chosen: tuple[Probe, ...], entries: list[CardEntry], argv: Sequence[str]) -> Card:
     from seqbench.bench.core.stats import LEVEL  # here: scipy stays out of `probe --help/--print-config`
 
     wds = list(prof.weight_decays) if "optim.weight_decay" not in p.common else [p.common["optim.weight_decay"]]
@@ -236,11 +233,11 @@ def _card(p: Plan, prof: Profile, chosen: tuple[Probe, ...], entries: list[Any],
 def cmd_probe(args: argparse.Namespace) -> int:
     probes = [s.strip() for s in args.probes.split(",")] if args.probes else None
     if args.print_config:
-        prof = profile_named(args.profile)
+        prof = battery_named(args.profile)
         chosen = select(prof, probes, args.rungs)
         p, jobs = specs(args.settings, prof, chosen)
         _against(args.against, p, prof, chosen, args.command_line)
-        print("\n---\n".join(spec_yaml(j.raw, j.study, p.notes, "probe") for j in jobs), end="")
+        print("\n---\n".join(j.grid.yaml(j.study, p.notes, "probe") for j in jobs), end="")
         return 0
     r = probe(
         args.settings,

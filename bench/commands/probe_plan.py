@@ -1,28 +1,33 @@
 """``seqbench probe``'s plan, before anything trains: the settings' words -> the models of the card
-(``model=NAME`` groups, comma lists as products) and what every run shares -> one grid study spec per
-probe x model, named by a digest of the spec (``bench/commands/probe.py`` runs them and writes the card).
+(``model=NAME`` groups, comma lists as products) and what every run shares -> one grid study per probe x
+model (``sweeps.grid``, the builder ``compare`` and ``verify`` use too), named by a digest of its spec
+(``bench/commands/probe.py`` runs them and writes the card).
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import seqbench.bench.config  # noqa: F401  (fills the registries)
-from seqbench.bench.commands.compare import _REFUSED, _seeds, _values
-from seqbench.bench.config import compose
 from seqbench.bench.core.contract import Goal
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MODELS, TASKS
-from seqbench.sweeps.probes import Probe, Profile
-from seqbench.sweeps.spec import parse_spec
-from seqbench.sweeps.study import comparable
+from seqbench.sweeps.grid import GridStudy, grid_study, seeds_of, values_of
+from seqbench.sweeps.probes import Battery, Probe
+from seqbench.sweeps.spec import SweepSpec
+
+# what probe sets itself, in probe's words: each names the argument that sets it
+REFUSED = {
+    "seed": "probe runs every rung on the profile's seeds; set seeds=N (or seeds=0,1,2)",
+    "out_dir": "pass --out-dir DIR",
+    "run_id": "each run of a rung gets its own run id",
+    "resume": "re-running the same probe command continues its studies (--retry-failed runs failed trials again)",
+}
 
 # -- settings -> models --------------------------------------------------------------------------
 
@@ -56,8 +61,8 @@ def _groups(settings: Sequence[str]) -> tuple[list[list[tuple[str, str]]], dict[
             raise UserError(f"{word}: settings look like key=value, e.g. model=lstm model=stack model.mixer=mamba")
         if key == "task" or key.startswith("task."):
             raise UserError(f"{key}: probe sets the tasks and their ladders; choose probes with --probes NAME,...")
-        if key.split(".")[0] in _REFUSED:
-            raise UserError(f"{key}: set by probe; {_REFUSED[key.split('.')[0]]}")
+        if key.split(".")[0] in REFUSED:
+            raise UserError(f"{key}: set by probe; {REFUSED[key.split('.')[0]]}")
         if key in ("model", "model.name"):
             groups.append([("model.name", text)])
         elif key.startswith("model."):
@@ -85,7 +90,7 @@ def expand(group: list[tuple[str, str]]) -> tuple[list[dict[str, Any]], list[str
     for key, text in group:
         if key in axes:
             raise UserError(f"{key}: given twice for one model; give it once (a comma list makes several models)")
-        axes[key] = _values(key, text)
+        axes[key] = values_of(key, text)
     names = axes["model.name"]
     for key in axes:
         field = key.split(".")[1]
@@ -116,16 +121,16 @@ def label(settings: dict[str, Any]) -> str:
     return head + (f"[{', '.join(extra)}]" if extra else "")
 
 
-def _shared(common_text: dict[str, str], prof: Profile) -> tuple[dict[str, Any], list[int], list[float]]:
+def _shared(common_text: dict[str, str], prof: Battery) -> tuple[dict[str, Any], list[int], list[float]]:
     """The settings for every run, the seeds and the learning rates (the profile's unless given)."""
     common: dict[str, Any] = {}
     seeds: list[int] | int = prof.seeds
     lrs = list(prof.lrs)
     for key, text in common_text.items():
         if key == "seeds":
-            seeds = _seeds(text)
+            seeds = seeds_of(text)
             continue
-        values = _values(key, text)
+        values = values_of(key, text)
         if key == "optim.lr":
             lrs = [float(v) for v in values]
         elif len(values) > 1:
@@ -141,7 +146,7 @@ def _shared(common_text: dict[str, str], prof: Profile) -> tuple[dict[str, Any],
     return common, seed_list, lrs
 
 
-def plan(settings: Sequence[str], prof: Profile) -> Plan:
+def plan(settings: Sequence[str], prof: Battery) -> Plan:
     """The models (groups expanded, duplicates once) and the shared settings of ``settings``."""
     groups, common_text = _groups(settings)
     models, notes = [], []
@@ -165,8 +170,8 @@ def metric_of(probe: Probe) -> tuple[str, bool]:
     return f"val/{facts.primary}", facts.primary_goal is Goal.MAX
 
 
-def study_spec(probe: Probe, model: ProbedModel, p: Plan, prof: Profile) -> dict[str, Any]:
-    """The grid spec of one probe x model: rungs x learning rates (x weight decays) on the plan's seeds."""
+def study_spec(probe: Probe, model: ProbedModel, p: Plan, prof: Battery) -> GridStudy:
+    """The grid study of one probe x model: rungs x learning rates (x weight decays) on the plan's seeds."""
     fields = _fields(model.settings["model.name"])
     flat = {
         "task.name": probe.task,
@@ -180,8 +185,7 @@ def study_spec(probe: Probe, model: ProbedModel, p: Plan, prof: Profile) -> dict
     metric, maximize = metric_of(probe)
     if "train.early_stop" not in p.common and probe.stop_at is not None:  # a solved run stops: budget for the rest
         flat["train.early_stop"] = {"metric": metric, "threshold": probe.stop_at}
-    params: dict[str, Any] = {"optim.lr": {"values": p.lrs}}
-    ladder = None
+    axes: dict[str, list[Any]] = {"optim.lr": list(p.lrs)}
     if probe.ladder.evaluated:  # one training per seed and rate, tested at every rung's length
         given = [k for k in ("eval.test", "eval.lengths") if k in p.common]
         if given:
@@ -191,28 +195,21 @@ def study_spec(probe: Probe, model: ProbedModel, p: Plan, prof: Profile) -> dict
             )
         flat.update({"eval.test": True, "eval.lengths": list(probe.ladder.rungs)})
     else:
-        params = {probe.ladder.setting: {"values": list(probe.ladder.rungs)}, **params}
+        axes = {probe.ladder.setting: list(probe.ladder.rungs), **axes}
     if len(prof.weight_decays) > 1 and "optim.weight_decay" not in p.common:
-        params["optim.weight_decay"] = {"values": list(prof.weight_decays)}
-    if not probe.ladder.evaluated:  # a seed that fails a rung at every rate is not trained on harder ones
-        ladder = {"param": probe.ladder.setting, "best_of": [k for k in params if k != probe.ladder.setting]}
-    question = f"Probe {probe.name} ({probe.skill}): where does {model.label} stop on {probe.ladder.setting}?"
-    raw = {
-        "question": question,
-        "base": compose({}, flat).data,
-        "method": "grid",
-        "metric": {"name": metric, "goal": "maximize" if maximize else "minimize"},
-        "parameters": params,
-        "seeds": p.seeds,
-        **({"ladder": ladder} if ladder else {}),
-    }
-    parse_spec(raw, source=f"probe {probe.name} x {model.label}")  # every grid point's config built: fails now
-    return raw
-
-
-def study_name(probe: Probe, raw: dict[str, Any]) -> str:
-    canon = comparable(parse_spec(raw).to_dict())  # seeds included: a study's seed list is fixed once it runs
-    return f"probe-{probe.name}-" + hashlib.sha1(json.dumps(canon, sort_keys=True).encode()).hexdigest()[:10]
+        axes["optim.weight_decay"] = list(prof.weight_decays)
+    # every grid point's config built: fails now, naming the probe and the model
+    return grid_study(
+        flat,
+        axes,
+        p.seeds,
+        metric=metric,
+        goal="maximize" if maximize else "minimize",
+        question=f"Probe {probe.name} ({probe.skill}): where does {model.label} stop on {probe.ladder.setting}?",
+        # a seed that fails a rung at every rate is not trained on harder ones (the rates: best of)
+        ladder=None if probe.ladder.evaluated else probe.ladder.setting,
+        source=f"probe {probe.name} x {model.label}",
+    )
 
 
 def card_name(p: Plan, prof_name: str) -> str:
@@ -224,25 +221,34 @@ def card_name(p: Plan, prof_name: str) -> str:
 
 @dataclass(frozen=True)
 class Job:
-    """One probe x model: its grid spec and its study's name."""
+    """One probe x model: its grid study and the study's name."""
 
     probe: Probe
     model: ProbedModel
-    raw: dict[str, Any]  # the sweep spec, as its YAML reads
-    study: str
+    grid: GridStudy  # the typed spec sweep() runs, and its YAML
+    study: str  # probe-<probe>-<digest of the spec>: seeds included, a study's seed list is fixed once it runs
+
+    @property
+    def spec(self) -> SweepSpec:
+        return self.grid.spec
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The sweep spec as its YAML reads."""
+        return self.grid.raw
 
     @property
     def per_seed(self) -> int:
         """Runs per seed and rung: the grid's other axes (learning rates, weight decays)."""
-        axes = self.raw["parameters"].items()
-        return math.prod(len(v["values"]) for k, v in axes if k != self.probe.ladder.setting)
+        axes = self.spec.parameters.items()
+        return math.prod(len(v.values or ()) for k, v in axes if k != self.probe.ladder.setting)
 
 
-def specs(settings: Sequence[str], prof: Profile, probes: tuple[Probe, ...]) -> tuple[Plan, list[Job]]:
+def specs(settings: Sequence[str], prof: Battery, probes: tuple[Probe, ...]) -> tuple[Plan, list[Job]]:
     p = plan(settings, prof)
     jobs = []
     for pr in probes:
         for m in p.models:
-            raw = study_spec(pr, m, p, prof)
-            jobs.append(Job(pr, m, raw, study_name(pr, raw)))
+            grid = study_spec(pr, m, p, prof)
+            jobs.append(Job(pr, m, grid, grid.name(f"probe-{pr.name}-")))
     return p, jobs

@@ -9,12 +9,11 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.text import redact
 from seqbench.reports import wandb_report
-from seqbench.reports.build import build_report
+from seqbench.reports.build import Report, build_report
 from seqbench.sweeps.storage import journal_path, open_storage
 from seqbench.sweeps.table import load_study
 
@@ -23,7 +22,7 @@ from seqbench.sweeps.table import load_study
 class ReportResult:
     """What ``report()`` returns: the built dashboard and, when published, the W&B Report's URL."""
 
-    built: Any  # reports.build.Report: info (StudyInfo), table (the tidy frame), index (index.html), seconds
+    built: Report  # info (StudyInfo), table (the tidy frame), index (index.html), seconds
     wandb_url: str | None = None
 
     @property

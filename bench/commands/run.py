@@ -83,13 +83,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(cfg.to_yaml(), end="")
         return 0
     r = run(cfg, argv=args.command_line)
-    final, base, pm = r.final, r["baseline"], r["primary_metric"]
+    final, base, pm = r.final, r.results["baseline"], r.results["primary_metric"]
     print(f"run {r.run_id}: {r.status}" + (f" ({r.reason})" if r.reason else ""))
     if pm in final:
-        print(f"  {pm} {final[pm]:.4f}  (memoryless baseline {base.get(pm, float('nan')):.4f})  solved={r['solved']}")
+        solved = r.results["solved"]
+        print(f"  {pm} {final[pm]:.4f}  (memoryless baseline {base.get(pm, float('nan')):.4f})  solved={solved}")
     curve = r.results.get("length_generalisation")
     if curve is not None:
         print(f"  {length_phrase(curve)}")
-    print(f"  {speed_summary(r.results)}, {r['n_params']:,} parameters")
+    print(f"  {speed_summary(r.results)}, {r.results['n_params']:,} parameters")
     print(f"  results: {r.run_dir / 'results.json'}")
     return 0 if r.ok else 1

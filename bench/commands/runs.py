@@ -10,7 +10,8 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+import pandas as pd
 
 from seqbench.bench.core.artifacts import runs_path
 from seqbench.bench.core.errors import UserError
@@ -23,8 +24,8 @@ DEFAULT_OUT_DIR = "outputs"
 class RunsResult:
     """What ``runs()`` returns: the matching runs (best or newest first) and how many there are in all."""
 
-    shown: Any  # pandas.DataFrame: load_runs' columns, the rows that matched, sorted, at most `limit`
-    all_runs: Any  # pandas.DataFrame: every run under runs_dir
+    shown: pd.DataFrame  # load_runs' columns: the rows that matched, sorted, at most `limit`
+    all_runs: pd.DataFrame  # every run under runs_dir
     runs_dir: Path
 
     @property
@@ -44,8 +45,16 @@ def runs(
     if limit is not None and limit < 1:
         raise UserError(f"--limit: must be >= 1 (got {limit})")
     df = load_runs(out_dir)
-    shown = sort_runs(filter_runs(df, list(filters)), sort)
+    shown = sort_runs(filter_runs(df, list(filters)), sort, _metric_goal)
     return RunsResult(shown.head(limit) if limit else shown, df, runs_path(out_dir))
+
+
+def _metric_goal(metric: str, tasks: list[str]) -> str:
+    """The config floor's ``metric_goal_of``, imported only when a metric sorts: it starts every task's
+    config (and the plug-ins'), which a plain listing never needs."""
+    from seqbench.bench.config import metric_goal_of  # why: `seqbench runs` stays light without --sort METRIC
+
+    return metric_goal_of(metric, tasks)
 
 
 # -- the command ----------------------------------------------------------------------------------

@@ -103,10 +103,16 @@ def sweep(
     argv: Sequence[str] | None = None,
     quiet_summary: bool = False,
     retry_failed: bool = False,
+    source: str | Path | None = None,
 ) -> SweepResult:
     """Run (or continue) the study of sweep spec ``spec`` (a path, a shipped name, or a validated
-    ``SweepSpec``) with ``overrides`` applied to its base: the entry behind ``seqbench sweep`` and the
-    notebook's ``seqbench.sweep`` (``sweeps.coordinator.run_sweep`` runs it).
+    ``SweepSpec``) with ``overrides`` applied to its base: the entry behind ``seqbench sweep``, ``compare``,
+    ``probe`` and the notebook's ``seqbench.sweep`` (``sweeps.coordinator.run_sweep`` runs it).
+
+    A ``SweepSpec`` needs ``study`` and takes no overrides or trials; ``source`` is the file it was written
+    to (``compare`` and ``probe`` write its YAML beside the study), recorded as the study's spec file and in
+    the runs' command line, so they read as those of ``seqbench sweep SOURCE --study NAME``, which continues
+    the study; without it they say ``<SweepSpec>``.
 
     ``argv`` is the command line recorded as provenance (default: the equivalent ``seqbench sweep``
     command); storage passwords are redacted from it. Prints progress (a line per trial started and
@@ -117,14 +123,14 @@ def sweep(
     check_counts(workers, heartbeat)
     if trials is not None and trials < 1:
         raise UserError(f"--trials: must be >= 1 (got {trials})")
-    resolved, source = _resolved(spec, overrides, trials, study)
+    resolved, where = _resolved(spec, overrides, trials, study, source)
     out = str(out_dir or resolved.base.get("out_dir") or "outputs")
     if argv is None:
-        argv = sweep_argv(source, overrides, trials=trials, workers=workers, storage=storage, study=study, out_dir=out)
+        argv = sweep_argv(where, overrides, trials=trials, workers=workers, storage=storage, study=study, out_dir=out)
     return run_sweep(
         resolved,
-        study=study or Path(source).stem,
-        source=source,
+        study=study or Path(where).stem,
+        source=where,
         out_dir=out,
         argv=argv,
         workers=workers,
@@ -137,13 +143,19 @@ def sweep(
 
 
 def _resolved(
-    spec: SweepSpec | str | Path, overrides: Sequence[str], trials: int | None, study: str | None = ""
+    spec: SweepSpec | str | Path,
+    overrides: Sequence[str],
+    trials: int | None,
+    study: str | None = "",
+    source: str | Path | None = None,
 ) -> tuple[SweepSpec, str]:
     """The validated spec with the overrides and budget applied, and where it came from (its notes on stderr)."""
     if isinstance(spec, SweepSpec):
         if overrides or trials is not None or study is None:
             raise UserError("sweep: a SweepSpec takes no overrides or trials (they are in it) and needs study=NAME")
-        return spec, "<SweepSpec>"
+        return spec, str(source or "<SweepSpec>")
+    if source is not None:
+        raise UserError("sweep: source= names where a SweepSpec was written; a spec file is its own source")
     resolved, composed = resolve_spec(spec_path(str(spec)), list(overrides), trials=trials)
     for line in notes(composed, f"{spec} base") if composed else []:
         print(line, file=sys.stderr)

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.profiles import Profile
 from seqbench.bench.core.text import text_table
 from seqbench.reports.verify_html import claim_figure, cost_figure, verdict_figure, write_verify
 from seqbench.sweeps.claims import runner as claims_runner
@@ -79,7 +80,7 @@ class VerifyResult:
 def verify(
     claims: Sequence[str] = (),
     *,
-    profile: str = "quick",
+    profile: Profile = "quick",
     workers: int = 1,
     storage: str | None = None,
     out_dir: str | Path = "outputs",
@@ -112,7 +113,7 @@ def verify(
     return VerifyResult(results, verdict_table(results), write_verify(results, out / "verify"))
 
 
-def preflight_claims(claims: Sequence[Claim], profile: str) -> None:
+def preflight_claims(claims: Sequence[Claim], profile: Profile) -> None:
     """Build every configuration the claims will train at ``profile`` (a cost claim: every model it measures),
     before any claim runs, registers or writes a file: one a run would refuse (a plug-in mixer that reads the
     future) refuses the whole verify in one line, instead of a claim judged on failed trials."""
@@ -161,13 +162,13 @@ def format_table(t: pd.DataFrame) -> str:
 # -- one claim ----------------------------------------------------------------------------------
 
 
-def verify_claim(claim: Claim, profile: str, out_dir: Path, workers: int, storage: str | None) -> ClaimResult:
+def verify_claim(claim: Claim, profile: Profile, out_dir: Path, workers: int, storage: str | None) -> ClaimResult:
     """Run and judge one claim (``sweeps.claims.runner.run_claim``), then draw its figures."""
     res = claims_runner.run_claim(claim, profile, out_dir, workers, storage)
     judged = [*res.controls, *res.rules]
     if res.objective is not None and res.table is not None:
-        res.figure = claim_figure(claim.figure, res.table, res.objective, judged)
-    elif res.measurement is not None and res.table is not None:
-        figs = (verdict_figure(res.table, judged), cost_figure(res.measurement["rows"], res.measurement["meta"]))
-        res.figure = [f for f in figs if f]
+        return replace(res, figure=claim_figure(claim.figure, res.table, res.objective, judged))
+    if res.measurement is not None and res.table is not None:
+        figs = (verdict_figure(res.table, judged), cost_figure(res.measurement.rows, res.measurement.meta))
+        return replace(res, figure=[f for f in figs if f])
     return res

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from seqbench.bench.core.artifacts import read_results, runs_path
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.profiles import Profile
 from seqbench.bench.core.text import duration
 from seqbench.sweeps.claims.looks import check_decidable, smallest_deciding_n, undecidable_looks
 from seqbench.sweeps.claims.registry import check, load_registry, registry_path
@@ -44,7 +45,7 @@ def step_seconds(out_dir: Path) -> dict[tuple[str, str], float]:
     return {k: statistics.median(v) for k, v in seen.items()}
 
 
-def registration_text(claim: Claim, profile: str) -> str:
+def registration_text(claim: Claim, profile: Profile) -> str:
     """The registration the claim would run under (``registry.py``), or why verify would refuse it; and the
     looks that cannot decide it, with the smallest n that could (``looks.check_decidable``)."""
     path = registry_path(claim)
@@ -70,7 +71,7 @@ def registration_text(claim: Claim, profile: str) -> str:
     return line
 
 
-def plan_claim(claim: Claim, profile: str, history: dict[tuple[str, str], float]) -> ClaimPlan:
+def plan_claim(claim: Claim, profile: Profile, history: dict[tuple[str, str], float]) -> ClaimPlan:
     if claim.kind == "cost":
         cfg = cost_config(claim.resolved(profile))
         looks = claim.looks_for(profile) or [claim.replicates_for(profile)]
@@ -102,7 +103,7 @@ def plan_claim(claim: Claim, profile: str, history: dict[tuple[str, str], float]
     return ClaimPlan(claim.name, line, per_seed * looks[0], per_seed * looks[-1], guessed)
 
 
-def plan_text(claims: list[Claim], profile: str, out_dir: Path, workers: int) -> str:
+def plan_text(claims: list[Claim], profile: Profile, out_dir: Path, workers: int) -> str:
     """The plan as lines: one per claim, an estimate per claim and in all; nothing is run."""
     history = step_seconds(out_dir)
     plans = [plan_claim(c, profile, history) for c in claims]

@@ -26,6 +26,7 @@ import io
 import json
 import math
 import os
+import secrets
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -86,22 +87,29 @@ class Status(str, Enum):
         return self.value.__format__(spec)
 
 
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
-
 def atomic_write(path: Path, text: str) -> None:
     """Write via a temp file + rename, so a reader never sees half a file. The file gets the
-    permissions a plain ``open`` would (mkstemp makes 0600): results are meant to be shared."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    permissions a plain ``open`` would (0666 less the process's umask, which the kernel applies; mkstemp
+    would make 0600, and reading the umask means setting it): results are meant to be shared."""
+    fd, tmp = _create_beside(path)
     try:
-        os.chmod(tmp, 0o666 & ~_UMASK)
         with os.fdopen(fd, "w") as f:
             f.write(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _create_beside(path: Path) -> tuple[int, str]:
+    """A new, empty temp file in ``path``'s folder, opened for writing with mode 0666 (less the umask)."""
+    for _ in range(100):
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(4)}")
+        try:
+            return os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temp name beside {path}")
 
 
 def check_keys(kind: type, d: Mapping[str, Any]) -> None:
@@ -184,9 +192,8 @@ def write_results(run_dir: Path, results: Results) -> Path:
 
 @dataclass(frozen=True)
 class RunResult:
-    """A finished run as training returns it: its identity, how it ended, and results.json as written.
-
-    ``result["final"]`` reads ``results`` (``seqbench.run`` once returned that dict)."""
+    """A finished run as training returns it: its identity, how it ended, and results.json as written
+    (``result.results["final"]``, or ``result.final``)."""
 
     run_id: str
     status: Status
@@ -208,6 +215,9 @@ class RunResult:
         return self.results.get("final", {})
 
     def __getitem__(self, key: str) -> Any:
+        """``result["final"]``: ``results[key]`` untyped, from when ``seqbench.run`` returned the dict. The package
+        itself no longer indexes (``cmd_run`` reads ``.results``); notebooks and older tests may: read
+        ``.results`` instead."""
         return self.results[key]  # type: ignore[literal-required]
 
 
@@ -248,7 +258,7 @@ def write_eval(run_dir: Path, record: EvalRecord) -> Path:
     while True:
         path = folder / f"{n}.json"
         try:
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666 & ~_UMASK))
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
             break
         except FileExistsError:
             n += 1

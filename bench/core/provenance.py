@@ -43,6 +43,12 @@ def checkout_root(root: Path = SOURCE_ROOT) -> Path | None:
     return root if top is not None and Path(top).resolve() == root.resolve() else None
 
 
+# Files the harness itself writes into its checkout that are not code: `verify` appends a new registration
+# to the claims' registry before its runs start, so counting it would mark every run of a fresh
+# registration "+dirty" although the code it ran is the commit's (git pathspecs, relative to the root).
+NOT_CODE = (":(exclude)sweeps/claims/registry.yaml",)
+
+
 def git_sha(root: Path = SOURCE_ROOT) -> str | None:
     """Commit of the seqbench checkout (``+dirty`` with uncommitted changes); None outside one.
 
@@ -63,7 +69,7 @@ def _read_sha(root: Path) -> str | None:
     sha = _git("rev-parse", "HEAD", cwd=root)
     if not sha:
         return None
-    dirty = _git("status", "--porcelain", "--untracked-files=no", cwd=root)
+    dirty = _git("status", "--porcelain", "--untracked-files=no", "--", ".", *NOT_CODE, cwd=root)
     return sha + ("+dirty" if dirty else "")
 
 

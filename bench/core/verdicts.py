@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from seqbench.bench.core.artifacts import atomic_write
+from seqbench.bench.core.profiles import Profile
 
 VERIFY = "verify"  # <out_dir>/verify/: index.html, verify.md, and a folder per claim
 VERDICT_SUFFIX = "-verdict.json"  # <out_dir>/verify/<claim>/<profile>-verdict.json
@@ -45,7 +46,7 @@ class VerdictRecord(TypedDict, total=False):
     claim_file: str  # the claim's YAML as verify read it
     claim_hash: str  # hash of what decides the verdict (reports.verify_md.claim_hash): a changed claim shows
     source: str  # the citation, "Arora et al. 2023 Fig. 2 (MQAR)", or HYPOTHESIS for an own hypothesis
-    profile: str  # quick | paper
+    profile: Profile  # quick | paper
     verdict: str  # holds | fails | inconclusive | invalid | error
     decided: str  # "decided at look 2 of 3, n=5, alpha 0.0167", why invalid, or "" (not judged)
     wall_s: float  # the claim's wall time in that invocation (a resumed study: the resumption's)
@@ -57,7 +58,7 @@ class VerdictRecord(TypedDict, total=False):
     rows: list[VerdictRow]  # controls first, then the rules
 
 
-def verdict_path(verify_dir: Path, claim: str, profile: str) -> Path:
+def verdict_path(verify_dir: Path, claim: str, profile: Profile) -> Path:
     """``<verify_dir>/<claim>/<profile>-verdict.json``."""
     return Path(verify_dir) / claim / f"{profile}{VERDICT_SUFFIX}"
 

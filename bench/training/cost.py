@@ -36,12 +36,15 @@ import resource
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 
 from seqbench.bench.core.contract import Batch, OutputKind, TaskSpec
+from seqbench.bench.core.cost_format import CostMeasurement, CostMeta, CostPoint, CostSummary, PointStatus
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MIXERS, MODELS
 from seqbench.bench.training.cost_config import (  # noqa: F401  (the configs, re-exported beside their modules)
@@ -86,13 +89,27 @@ def check_models(c: CostConfig) -> None:
 # -- one point ------------------------------------------------------------------------------
 
 
-def measure_point(model: str, length: int, c: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PointSetup:
+    """What every point of one measurement shares (``CostMeta`` less what is said about it afterwards)."""
+
+    d_model: int
+    n_layers: int
+    batch_size: int
+    repeats: int
+    warmup: int
+    device: str  # "cpu" or "cuda": auto resolved
+    threads: int
+    rss: bool = False  # CPU memory as the rise of this process's peak RSS (in a freshly forked child only)
+
+
+def measure_point(model: str, length: int, c: PointSetup) -> CostPoint:
     """Time (and on GPU/isolated CPU, memory of) one training step of ``model`` at ``length``."""
-    torch.set_num_threads(c["threads"])
+    torch.set_num_threads(c.threads)
     torch.manual_seed(0)
-    dev = torch.device(c["device"])
-    net = _build(model, c["d_model"], c["n_layers"], length).to(dev)
-    B = c["batch_size"]
+    dev = torch.device(c.device)
+    net = _build(model, c.d_model, c.n_layers, length).to(dev)
+    B = c.batch_size
     batch = Batch(
         x=torch.randint(0, VOCAB, (B, length), device=dev), y=torch.randint(0, VOCAB, (B, length), device=dev)
     )
@@ -114,30 +131,32 @@ def measure_point(model: str, length: int, c: dict[str, Any]) -> dict[str, Any]:
         step()
         sync()
         mem = (torch.cuda.max_memory_allocated(dev) - before) / 2**20
-    elif c.get("_rss"):
+    elif c.rss:
         step(Batch(x=batch.x[:, :2], y=batch.y[:, :2]))  # pages in code, initialises libraries: not per-T cost
         rss_before = _rss_kib()
         step()
         mem = max(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
     else:
         step()
-    for _ in range(max(0, c["warmup"] - 1)):
+    for _ in range(max(0, c.warmup - 1)):
         step()
     sync()
     times = []
-    for _ in range(c["repeats"]):
+    for _ in range(c.repeats):
         t0 = time.perf_counter()
         step()
         sync()
         times.append(time.perf_counter() - t0)
     med = statistics.median(times)
-    return {
-        "status": "ok",
-        "time_ms": med * 1e3,
-        "time_ms_min": min(times) * 1e3,
-        "peak_mem_mib": mem,
-        "tokens_per_s": B * length / med,
-    }
+    return CostPoint(
+        model,
+        length,
+        "ok",
+        time_ms=med * 1e3,
+        time_ms_min=min(times) * 1e3,
+        peak_mem_mib=mem,
+        tokens_per_s=B * length / med,
+    )
 
 
 def _rss_kib() -> int:
@@ -145,16 +164,17 @@ def _rss_kib() -> int:
         return int(f.read().split()[1]) * resource.getpagesize() // 1024
 
 
-def _point_child(conn: Any, model: str, length: int, c: dict[str, Any]) -> None:
+def _point_child(conn: Connection, model: str, length: int, c: PointSetup) -> None:
     try:
-        res = measure_point(model, length, {**c, "_rss": True})
+        res = measure_point(model, length, replace(c, rss=True))
     except Exception as e:  # noqa: BLE001 - reported to the parent as the point's status
-        res = {"status": "oom" if isinstance(e, MemoryError) else "error", "detail": f"{type(e).__name__}: {e}"[:200]}
+        status: PointStatus = "oom" if isinstance(e, MemoryError) else "error"
+        res = CostPoint(model, length, status, detail=f"{type(e).__name__}: {e}"[:200])
     conn.send(res)
     conn.close()
 
 
-def run_point(model: str, length: int, c: dict[str, Any], isolate: bool, timeout_s: float) -> dict[str, Any]:
+def run_point(model: str, length: int, c: PointSetup, isolate: bool, timeout_s: float) -> CostPoint:
     """One point; on CPU with ``isolate`` in a forked child (fresh peak RSS, survives the OOM killer).
 
     Forked, not spawned: the child inherits the imported modules (a spawned interpreter re-imports torch,
@@ -162,20 +182,20 @@ def run_point(model: str, length: int, c: dict[str, Any], isolate: bool, timeout
     thread pool is inherited. On GPU every point runs in-process: the CUDA allocator's counters need no
     fresh process, its OOM is an exception, and CUDA does not survive fork.
     """
-    if not (isolate and c["device"] == "cpu"):
+    if not (isolate and c.device == "cpu"):
         try:
             return measure_point(model, length, c)
         except torch.OutOfMemoryError as e:  # the CUDA allocator's (torch.cuda.OutOfMemoryError), caught by type
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
-            return {"status": "oom", "detail": str(e)[:200]}
+            return CostPoint(model, length, "oom", detail=str(e)[:200])
 
     ctx = mp.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
     p = ctx.Process(target=_point_child, args=(send, model, length, c), daemon=True)
     p.start()
     send.close()
-    res = recv.recv() if recv.poll(timeout_s) else None
+    res: CostPoint | None = recv.recv() if recv.poll(timeout_s) else None
     p.join(5 if res is not None else 0)
     if p.is_alive():
         p.kill()
@@ -183,18 +203,20 @@ def run_point(model: str, length: int, c: dict[str, Any], isolate: bool, timeout
     if res is not None:
         return res
     if p.exitcode in (-9, 137):
-        return {"status": "oom", "detail": "killed by the OS (SIGKILL), most likely out of memory"}
+        return CostPoint(model, length, "oom", detail="killed by the OS (SIGKILL), most likely out of memory")
     if p.exitcode is None or p.exitcode == -9 or p.exitcode < 0:
-        return {"status": "timeout", "detail": f"point took longer than timeout_s={timeout_s}"}
-    return {"status": "error", "detail": f"child exited with code {p.exitcode}"}
+        return CostPoint(model, length, "timeout", detail=f"point took longer than timeout_s={timeout_s}")
+    return CostPoint(model, length, "error", detail=f"child exited with code {p.exitcode}")
 
 
 # -- measure, fit, write -----------------------------------------------------------------------
 
 
-def exponents(rows: list[dict[str, Any]], key: str) -> tuple[float | None, float | None]:
-    ok = [r for r in rows if r["status"] == "ok" and r.get(key)]
-    ts, vs = [r["length"] for r in ok], [r[key] for r in ok]
+def exponents(rows: list[CostPoint], key: Callable[[CostPoint], float | None]) -> tuple[float | None, float | None]:
+    """The log-log slope of ``key`` (a point's time or memory) against T over the ok points that have it:
+    over all of them, and over the upper half (None with fewer than two)."""
+    ok = [(r.length, v) for r in rows if r.status == "ok" and (v := key(r))]
+    ts, vs = [t for t, _ in ok], [v for _, v in ok]
     upper = len(ts) // 2
     return fit_exponent(ts, vs), fit_exponent(ts[upper:], vs[upper:]) if len(ts) - upper >= 2 else None
 
@@ -202,7 +224,7 @@ def exponents(rows: list[dict[str, Any]], key: str) -> tuple[float | None, float
 class Progress(NamedTuple):
     """What ``measure_cost`` tells its ``progress`` callback after each point, skipped ones included."""
 
-    row: dict[str, Any]  # the point's row (model, length, status, time_ms ...)
+    row: CostPoint  # the point (model, length, status, time_ms ...)
     done: int  # points finished so far
     total: int  # points in the measurement (models x lengths)
 
@@ -211,54 +233,42 @@ def print_point(p: Progress) -> None:
     print(f"[{p.done}/{p.total}] {point_line(p.row)}", flush=True)
 
 
-def measure_cost(c: CostConfig, progress: Callable[[Progress], None] = print_point) -> dict[str, Any]:
+def measure_cost(c: CostConfig, progress: Callable[[Progress], None] = print_point) -> CostMeasurement:
     """Every (model, length) point of ``c``, shortest length first; ``progress`` hears of each."""
     device = ("cuda" if torch.cuda.is_available() else "cpu") if c.device == "auto" else c.device
     if device == "cuda" and not torch.cuda.is_available():
         raise UserError("device: cuda requested but no CUDA device is visible; use device=cpu or auto")
     check_models(c)
-    pc = {
-        "d_model": c.d_model,
-        "n_layers": c.n_layers,
-        "batch_size": c.batch_size,
-        "repeats": c.repeats,
-        "warmup": c.warmup,
-        "device": device,
-        "threads": c.threads,
-    }
-    rows: list[dict[str, Any]] = []
-    summary: dict[str, Any] = {}
+    setup = PointSetup(c.d_model, c.n_layers, c.batch_size, c.repeats, c.warmup, device, c.threads)
+    rows: list[CostPoint] = []
+    summary: dict[str, CostSummary] = {}
+    total = len(c.models) * len(c.lengths)
     for model in c.models:
-        model_rows, stopped = [], None
+        model_rows: list[CostPoint] = []
+        stopped: str | None = None
         for length in c.lengths:
             if stopped:
-                model_rows.append({"model": model, "length": length, "status": "skipped", "detail": stopped})
-                progress(Progress(model_rows[-1], len(rows) + len(model_rows), len(c.models) * len(c.lengths)))
+                model_rows.append(CostPoint(model, length, "skipped", detail=stopped))
+                progress(Progress(model_rows[-1], len(rows) + len(model_rows), total))
                 continue
-            r = {"model": model, "length": length, **run_point(model, length, pc, c.isolate, c.timeout_s)}
+            r = run_point(model, length, setup, c.isolate, c.timeout_s)
             model_rows.append(r)
-            if r["status"] != "ok":
-                stopped = f"after {r['status']} at T={length}"
-            elif r["time_ms"] / 1e3 > c.max_step_s:
-                stopped = f"median step {r['time_ms'] / 1e3:.1f}s > max_step_s={c.max_step_s} at T={length}"
-            progress(Progress(r, len(rows) + len(model_rows), len(c.models) * len(c.lengths)))
-        t_all, t_up = exponents(model_rows, "time_ms")
-        m_all, m_up = exponents(model_rows, "peak_mem_mib")
+            if r.status != "ok":
+                stopped = f"after {r.status} at T={length}"
+            elif r.time_ms is not None and r.time_ms / 1e3 > c.max_step_s:
+                stopped = f"median step {r.time_ms / 1e3:.1f}s > max_step_s={c.max_step_s} at T={length}"
+            progress(Progress(r, len(rows) + len(model_rows), total))
+        t_all, t_up = exponents(model_rows, lambda r: r.time_ms)
+        m_all, m_up = exponents(model_rows, lambda r: r.peak_mem_mib)
         text, exponent = complexity(model)
-        summary[model] = {
-            "complexity": text,
-            "expected_time_exponent": exponent,
-            "time_exponent": t_all,
-            "time_exponent_upper": t_up,
-            "memory_exponent": m_all,
-            "memory_exponent_upper": m_up,
-            "stopped": stopped,
-        }
+        summary[model] = CostSummary(text, exponent, t_all, t_up, m_all, m_up, stopped)
         rows += model_rows
     mem_method = (
         "cuda max_memory_allocated"
         if device == "cuda"
         else ("peak RSS rise in a forked child per point" if c.isolate else "not measured (isolate=false)")
     )
-    meta = {**pc, "memory_method": mem_method, "torch": torch.__version__}
-    return {"config": c.model_dump(mode="json"), "meta": meta, "rows": rows, "summary": summary}
+    meta = CostMeta(
+        c.d_model, c.n_layers, c.batch_size, c.repeats, c.warmup, device, c.threads, mem_method, torch.__version__
+    )
+    return CostMeasurement(c.model_dump(mode="json"), meta, rows, summary)

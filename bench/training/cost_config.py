@@ -12,13 +12,14 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-import seqbench.models  # noqa: F401  (fills MODELS)
 from seqbench.bench import plugins
 from seqbench.bench.core.contract import OutputKind
+from seqbench.bench.core.cost_format import CostPoint
 from seqbench.bench.core.errors import UserError, did_you_mean, format_validation_error, validation_problems
 from seqbench.bench.core.registry import MIXERS, MODELS
 from seqbench.bench.core.schema import Section
 from seqbench.bench.core.settings import leaves, parse_pairs, set_dotted
+from seqbench.bench.startup import start
 from seqbench.models.configs.base import ModelConfig
 
 VOCAB = 16
@@ -27,7 +28,7 @@ VOCAB = 16
 def _default_models() -> list[str]:
     """Every measurable model that declares a complexity class (``ModelConfig.complexity``), installed
     plug-ins' included (discovered first, so that the default is the same from the CLI and a notebook)."""
-    plugins.discover()
+    start()
     return [m for m in _measurable() if m in MODELS.names() and MODELS.get(m).config_cls.complexity is not None]
 
 
@@ -51,7 +52,7 @@ def kind_of(name: str) -> Literal["model", "mixer"]:
     UserError, in run's words, for a broken plug-in, an import path that does not load and an unknown name."""
     if name in _KINDS:
         return _KINDS[name]
-    plugins.discover()  # entry points of installed packages, as `run` sees them
+    start()  # the shipped registries and installed plug-ins' entry points, as `run` sees them
     kind: Literal["model", "mixer"]
     if name in MODELS.names():
         kind = "model"
@@ -215,14 +216,13 @@ def parse_cost_config(settings: list[str]) -> CostConfig:
         raise UserError(*validation_problems(e, allowed_fields=lambda loc: list(CostConfig.model_fields))) from None
 
 
-def point_line(r: dict[str, Any]) -> str:
+def point_line(p: CostPoint) -> str:
     """One point as the progress shows it: model, length, then time and memory, or what happened."""
-    what = (
-        (f"{r['time_ms']:9.2f} ms  " + (f"{r['peak_mem_mib']:8.1f} MiB" if r.get("peak_mem_mib") is not None else ""))
-        if r["status"] == "ok"
-        else r["status"]
-    )
-    return f"[cost] {r['model']:<12} T={r['length']:<6} {what}"
+    if p.status == "ok":
+        what = f"{p.time_ms or 0.0:9.2f} ms  " + (f"{p.peak_mem_mib:8.1f} MiB" if p.peak_mem_mib is not None else "")
+    else:
+        what = p.status
+    return f"[cost] {p.model:<12} T={p.length:<6} {what}"
 
 
 def fit_exponent(lengths: Sequence[float], values: Sequence[float]) -> float | None:

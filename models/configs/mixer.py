@@ -1,25 +1,58 @@
-"""The sequence-mixer interface (no torch): what a mixer's config declares and what the residual
-``stack`` model (``models/configs/stack.py``) asks of it.
+"""The sequence-mixer interface (no torch): the ``Mixer`` protocol the residual ``stack`` model
+(``models/stack.py``, config ``models/configs/stack.py``) builds and calls every mixer by, and what a
+mixer's config declares.
 
 A mixer maps (B, T, d_model) to (B, T, d_model); the stack puts the same embedding, norm placement,
 MLP and head around every mixer, so only the mixer differs between two models (the Zoology and MAD
 practice). A shipped mixer is a config here, ``@MIXERS.config("name")`` on a ``MixerConfig``
 subclass in ``models/configs/NAME.py`` whose fields are the mixer's own knobs (``model.mixer_args``),
-and its module, ``@MIXERS.module("name")`` in ``models/NAME.py``, built as
-``Cls(d_model, **mixer_args)`` (plus ``causal=`` when its ``__init__`` takes it, and ``positions=`` when
-its config lists the encoding in ``inner_positions``). A plug-in mixer
-is any class with that constructor (``bench/plugins.py``; ``seqbench.testing.check_mixer``), or,
-declared without torch, a ``MixerConfig`` subclass whose ``implementation`` names that class by import
-path (``seqbench.plugin``), imported when a model is built.
+and its module, ``@MIXERS.module("name")`` in ``models/NAME.py``, a class that implements ``Mixer``. A
+plug-in mixer is any class with that constructor (``bench/plugins.py``; ``seqbench.testing.check_mixer``),
+or, declared without torch, a ``MixerConfig`` subclass whose ``implementation`` names that class by import
+path (``seqbench.plugin``), imported when a model is built. Plug-ins written before the protocol was stated
+(a constructor without ``causal``, a ``forward(x)`` without ``valid``) still work: the stack adapts them
+once, when it builds them (``models.stack.plugin_mixer``).
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import ValidationInfo
 
 from seqbench.bench.core.schema import Section
+
+if TYPE_CHECKING:  # the annotations only: this module is what `seqbench list` reads, without torch
+    import torch
+
+
+class Mixer(Protocol):
+    """What the stack builds and calls: every shipped mixer implements it, a plug-in should.
+
+    Built once per block as ``Cls(d_model, causal=causal, **settings)``: ``settings`` are
+    ``model.mixer_args`` as the mixer's config validated them (every default filled in), plus
+    ``positions="rope"`` or ``"alibi"`` for a mixer whose config lists that encoding in ``inner_positions``
+    (only then, and only when ``model.pos_encoding`` chooses it). Called as ``mixer(x, valid=valid)``.
+
+    ``causal`` is the task's: True when a prediction at position t is scored from the inputs up to t (a
+    language model, copy). Then the output at t may depend only on inputs at positions <= t; the stack
+    probes a plug-in for it before training, and ``seqbench.testing.check_mixer`` at every t. False
+    permits reading later positions, it does not require it: a mixer that is causal by construction (a
+    recurrence, a causal convolution) takes ``causal=False`` and stays causal, which a bidirectional task
+    accepts (it only sees less).
+
+    ``valid`` is (B, T) bool, True at a sequence's real positions and False at its padding, which always
+    comes after them (a batch of sequences of several lengths, padded on the right); None when every
+    position is real. Outputs at real positions must not depend on padded inputs; outputs at padded
+    positions are never read (heads and losses read real positions only), so any finite value will do. A
+    causal mixer meets this without reading ``valid`` (padding comes after every real position), which is
+    why the causal-only mixers take it and leave it unread.
+    """
+
+    def __init__(self, d_model: int, *, causal: bool, **settings: Any) -> None: ...
+
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, T, d_model) -> (B, T, d_model); ``valid`` (B, T) bool or None, as the class docstring says."""
 
 
 class MixerConfig(Section):

@@ -10,20 +10,24 @@ and warmup sweeps apply to every mixer.
 
 ``mixer_args`` are the mixer's own knobs, validated by its config (``models/configs/NAME.py``) or,
 for a plug-in, by its ``Config`` class when it declares one; the resolved config records every
-knob with its value, so the config hash names the whole mixer.
+knob with its value, so the config hash names the whole mixer. The mixer is resolved and its config
+validated once per validation of this config and kept on it (``mixer_entry``, ``mixer_config``): the
+stack's build, its FLOP count and its position signal read them, never the registry again. The mixer
+itself is built and called by the ``Mixer`` protocol (``models/configs/mixer.py``).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from seqbench.bench.core.contract import TaskSpec
 from seqbench.bench.core.errors import UserError, validation_problems
-from seqbench.bench.core.registry import MIXERS, MODELS, UnknownNameError
+from seqbench.bench.core.registry import MIXERS, MODELS, Entry, UnknownNameError
 from seqbench.models.configs.base import Dropout, Layers, ModelConfig, head_macs, input_width
 from seqbench.models.configs.blocks import IN_ATTENTION, NormKind, NormPosition, rope_problem
+from seqbench.models.configs.mixer import MixerConfig
 
 DEFAULT_MIXER = "attention"
 
@@ -68,37 +72,71 @@ class StackConfig(ModelConfig):
         """``stack-mamba``; a plug-in by import path gives its class name (``stack-TokenShift``)."""
         return f"stack-{self.mixer.rpartition(':')[2]}"
 
-    @field_validator("mixer_args", mode="after")
-    @classmethod
-    def _mixer_args(cls, args: dict[str, Any], info: Any) -> dict[str, Any]:
-        mixer = info.data.get("mixer")
-        if mixer is None:  # the mixer field failed; its own error says why
-            return args
-        config_cls = MIXERS.get(mixer).config_cls
-        try:  # the context gives a mixer's validators the width it is built at (heads must divide it)
-            return config_cls.model_validate(
-                {**args, "name": mixer}, context={"d_model": info.data.get("d_model")}
-            ).args()
-        except ValidationError as e:
-            own = [f for f in config_cls.model_fields if f != "name"]
-            problems = validation_problems(e, prefix="model.mixer_args.", allowed_fields=lambda loc: own)
-            raise ValueError("; ".join(problems)) from None
+    # The mixer, resolved once per validation (``_resolve_mixer``): its registry entry (class, origin) and its
+    # validated config; building the stack, counting FLOPs and choosing positions read these.
+    _mixer_entry: Entry[Any] | None = PrivateAttr(None)
+    _mixer_config: MixerConfig | None = PrivateAttr(None)
 
     @field_validator("mixer", mode="after")
     @classmethod
     def _known_mixer(cls, mixer: str) -> str:
-        try:  # unknown names fail here with the list; an import path that does not resolve says why
+        """An unknown name is refused here, beside the other fields' errors, with the list and the nearest
+        match; an import path is imported and registered (or says why it cannot be). A registered name is
+        only checked: ``_resolve_mixer`` looks it up, once the other fields are valid."""
+        if mixer in MIXERS.names():
+            return mixer
+        try:
             MIXERS.get(mixer)
         except (UnknownNameError, UserError) as e:
             raise ValueError(str(e)) from None
         return mixer
 
     @model_validator(mode="after")
-    def _positions_inside_the_mixer(self):
+    def _resolve_mixer(self):
+        """Resolve ``mixer`` (a name, or an import path imported and registered here) and validate
+        ``mixer_args`` by the mixer's config, once, keeping both (``mixer_entry``, ``mixer_config``).
+
+        ``mixer_args`` is then what that config made of it, every default filled in (the config hash names
+        the whole mixer). The field is frozen; it is set here, inside its own validation, where it gets its
+        final value. The width is in the validation context (heads must divide it), so this runs after the
+        fields, ``d_model`` among them, were validated."""
+        _, config = self._resolved()
+        object.__setattr__(self, "mixer_args", config.args())  # frozen field, final value (docstring)
+        self._check_inner_positions(config)
+        return self
+
+    def _resolved(self) -> tuple[Entry[Any], MixerConfig]:
+        """The mixer's entry and validated config, looked up at the first call of a validated config (or of
+        one unpickled: ``__getstate__``), then kept."""
+        if self._mixer_entry is not None and self._mixer_config is not None:
+            return self._mixer_entry, self._mixer_config
+        try:  # unknown names fail here with the list; an import path that does not resolve says why
+            entry = MIXERS.get(self.mixer)
+        except (UnknownNameError, UserError) as e:
+            raise ValueError(f"model.mixer: {e}") from None
+        try:  # the context gives a mixer's validators the width it is built at (heads must divide it)
+            config = entry.config_cls.model_validate(
+                {**self.mixer_args, "name": self.mixer}, context={"d_model": self.d_model}
+            )
+        except ValidationError as e:
+            own = [f for f in entry.config_cls.model_fields if f != "name"]
+            problems = validation_problems(e, prefix="model.mixer_args.", allowed_fields=lambda loc: own)
+            raise ValueError("; ".join(problems)) from None
+        self._mixer_entry, self._mixer_config = entry, config
+        return entry, config
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the resolved mixer (resolved again on first use): a plug-in's config class is made
+        at run time (``bench/plugins.py``) and pickle cannot find it by name, and ``ddp_spawn`` pickles the
+        config with the model."""
+        state = super().__getstate__()
+        private = {**(state.get("__pydantic_private__") or {}), "_mixer_entry": None, "_mixer_config": None}
+        return {**state, "__pydantic_private__": private}
+
+    def _check_inner_positions(self, mixer: MixerConfig) -> None:
         """rope and alibi live inside the mixer (``MixerConfig.inner_positions``): refuse the others."""
         if self.pos_encoding not in IN_ATTENTION:
-            return self
-        mixer = self.mixer_config()
+            return
         if self.pos_encoding not in mixer.inner_positions:
             takes = [m for m in MIXERS.names() if self.pos_encoding in MIXERS.get(m).config_cls.inner_positions]
             raise ValueError(
@@ -106,16 +144,18 @@ class StackConfig(ModelConfig):
                 f"no attention; choose auto, none, sinusoidal or learned, or model.mixer={' or '.join(takes)}"
             )
         if self.pos_encoding == "rope":  # a mixer with rope has heads (their width must be even)
-            problem = rope_problem(self.d_model, mixer.n_heads, "model.mixer_args.n_heads")
+            problem = rope_problem(self.d_model, mixer.args()["n_heads"], "model.mixer_args.n_heads")
             if problem:
                 raise ValueError(problem)
-        return self
 
-    def mixer_config(self) -> Any:
+    def mixer_entry(self) -> Entry[Any]:
+        """The mixer's registry entry: its class (``cls``, imported on first use) and where it came from
+        (``origin``: ``seqbench`` or the plug-in's entry point or import path)."""
+        return self._resolved()[0]
+
+    def mixer_config(self) -> MixerConfig:
         """The mixer's validated config (its ``complexity``, ``needs_positions``, ``forward_macs``)."""
-        return MIXERS.get(self.mixer).config_cls.model_validate(
-            {**self.mixer_args, "name": self.mixer}, context={"d_model": self.d_model}
-        )
+        return self._resolved()[1]
 
     def positions(self) -> str:
         """The position signal, ``auto`` resolved (``models/configs/blocks.py`` says where each acts)."""

@@ -8,21 +8,20 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from seqbench.bench.config import build_config
 from seqbench.bench.core.artifacts import FINAL, PARAM
 from seqbench.bench.core.contract import OutputKind, TaskSpec
+from seqbench.bench.core.cost_format import CostMeasurement, CostPoint
+from seqbench.bench.core.profiles import Profile
 from seqbench.bench.training.cost_config import VOCAB, CostConfig, fit_exponent, model_config
 from seqbench.bench.training.flops import forward_macs
 from seqbench.sweeps.claims.looks import Look, judge_look
 from seqbench.sweeps.claims.registry import registered
 from seqbench.sweeps.claims.results import ClaimResult
 from seqbench.sweeps.claims.schema import MIN_COST_LENGTHS, Claim, cost_config, swept_values
-
-Measurement = dict[str, Any]  # what ``bench.training.cost.measure_cost`` returns (config, meta, rows, summary)
 
 
 @dataclass(frozen=True)
@@ -33,7 +32,7 @@ class CostRow:
     replicate: int
     metrics: dict[str, float]  # cost_metrics' keys: time_exponent, flops_exponent, fixed_share ...
 
-    def judged(self) -> dict[str, Any]:
+    def judged(self) -> dict[str, str | float]:
         """As the judge reads a run (``sweeps.table`` columns): the replicate is the seed, the model the
         configuration, the metrics final values."""
         return {
@@ -50,7 +49,7 @@ def cost_table(rows: list[CostRow]) -> pd.DataFrame:
     return table.astype({c: float for c in table.columns if c.startswith(FINAL)})
 
 
-def run_cost_claim(claim: Claim, profile: str, out_dir: Path) -> ClaimResult:
+def run_cost_claim(claim: Claim, profile: Profile, out_dir: Path) -> ClaimResult:
     """The claim's replicates (each cached as JSON), judged at the look's spent alpha after each look,
     stopping at the first that decides; the cache names carry the registration's digest, so a changed claim
     measures afresh (``registry.py``)."""
@@ -60,13 +59,11 @@ def run_cost_claim(claim: Claim, profile: str, out_dir: Path) -> ClaimResult:
     folder = out_dir / "verify" / claim.name
     folder.mkdir(parents=True, exist_ok=True)
     rows: list[CostRow] = []
-    measured: list[Measurement] = []
+    measured: list[CostMeasurement] = []
     for k, n in enumerate(looks):
         for rep in range(len(measured), n):
             measured.append(_replicate(folder / f"{profile}-{digest}-cost-{rep}.json", cfg))
-            rows += [
-                CostRow(model, rep, cost_metrics(model, measured[-1]["rows"], cfg)) for model in measured[-1]["summary"]
-            ]
+            rows += [CostRow(model, rep, cost_metrics(model, measured[-1].rows, cfg)) for model in measured[-1].summary]
         table = cost_table(rows)
         look = judge_look(
             claim,
@@ -81,40 +78,38 @@ def run_cost_claim(claim: Claim, profile: str, out_dir: Path) -> ClaimResult:
     return look.result(claim, profile, study=str(folder), table=table, measurement=measured[0])
 
 
-def _replicate(path: Path, cfg: CostConfig) -> Measurement:
+def _replicate(path: Path, cfg: CostConfig) -> CostMeasurement:
     """One replicate of the measurement: from its cache, else measured and cached."""
     if path.is_file():
-        return json.loads(path.read_text())
+        return CostMeasurement.from_json(json.loads(path.read_text()))
     # the measurement's floor (torch), here so that `verify --help` imports none of it
     from seqbench.bench.training.cost import measure_cost
 
     result = measure_cost(cfg)
-    path.write_text(json.dumps(result, indent=1) + "\n")
+    path.write_text(json.dumps(result.to_json(), indent=1) + "\n")
     return result
 
 
-def cost_metrics(model: str, rows: list[dict[str, Any]], cfg: CostConfig) -> dict[str, float]:
+def cost_metrics(model: str, rows: list[CostPoint], cfg: CostConfig) -> dict[str, float]:
     """One replicate of one model: ``time_exponent`` (all lengths), ``time_exponent_upper`` (upper
     half), ``time_exponent_long`` (the 4 longest), the same fits of the FLOP count
     (``flops_exponent``, ``flops_exponent_long``: what ``bench.training.flops.forward_macs`` predicts at
     the same lengths and d_model), ``fixed_share`` (median step time at the shortest length / at the
     longest: near 0 when the fixed per-step cost is negligible) and ``memory_exponent``. A fit over
     fewer than 4 measured lengths is NaN (not judged), not a slope through 2 points."""
-    ok = sorted(
-        (r for r in rows if r["model"] == model and r["status"] == "ok" and r.get("time_ms")), key=lambda r: r["length"]
-    )
-    ts = [r["length"] for r in ok]
+    ok = sorted((r for r in rows if r.model == model and r.status == "ok" and r.time_ms), key=lambda r: r.length)
+    ts = [r.length for r in ok]
     nan = float("nan")
 
     def fit(lengths: list[int], values: list[float]) -> float:
         e = fit_exponent(lengths, values) if len(lengths) >= MIN_COST_LENGTHS else None
         return nan if e is None else e
 
-    times = [r["time_ms"] for r in ok]
+    times = [r.time_ms for r in ok if r.time_ms]  # every ok point here has one
     macs = flops_per_length(model, ts, cfg)
     upper = len(ts) // 2
     k = MIN_COST_LENGTHS
-    mem = [(r["length"], r["peak_mem_mib"]) for r in ok if r.get("peak_mem_mib")]
+    mem = [(r.length, r.peak_mem_mib) for r in ok if r.peak_mem_mib]
     return {
         "time_exponent": fit(ts, times),
         "time_exponent_upper": fit(ts[upper:], times[upper:]),

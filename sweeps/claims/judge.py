@@ -44,6 +44,7 @@ from typing import Any
 import pandas as pd
 
 from seqbench.bench.core.artifacts import FINAL
+from seqbench.bench.core.profiles import Profile
 from seqbench.bench.core.stats import Estimate, holm, holm_divisors, metric_scale
 from seqbench.sweeps.claims.load import best_goal, resolve_where
 from seqbench.sweeps.claims.measure import (
@@ -362,7 +363,7 @@ def decide(res: RuleResult, alpha: float, divisor: int = 1, adjusted: float | No
 
 
 def judge(
-    claim: Claim, table: pd.DataFrame, swept: Swept, profile: str, alpha: float = ALPHA
+    claim: Claim, table: pd.DataFrame, swept: Swept, profile: Profile, alpha: float = ALPHA
 ) -> tuple[str, list[RuleResult]]:
     """The claim's verdict and each rule's result (controls: :func:`judge_all`)."""
     verdict, rules, _, _ = judge_all(claim, table, swept, profile, alpha)
@@ -370,7 +371,7 @@ def judge(
 
 
 def judge_all(
-    claim: Claim, table: pd.DataFrame, swept: Swept, profile: str, alpha: float = ALPHA
+    claim: Claim, table: pd.DataFrame, swept: Swept, profile: Profile, alpha: float = ALPHA
 ) -> tuple[str, list[RuleResult], list[RuleResult], str]:
     """Verdict, rules, controls and (for invalid) why, with Holm over rules + controls at ``alpha``."""
     controls = [measure_rule(c, table, swept, best_goal(claim, profile, c)) for c in claim.controls_for(profile)]

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from seqbench.bench.config import load_yaml
 from seqbench.bench.core.errors import UserError, format_validation_error
+from seqbench.bench.core.profiles import Profile
 from seqbench.bench.core.schema import Section
 from seqbench.sweeps import shipped_claims
 from seqbench.sweeps.claims.measure import default_per_seed
@@ -58,7 +59,7 @@ def parse_claim(raw: Mapping[str, Any], name: str, path: str = "") -> Claim:
     return claim
 
 
-def check_profile(claim: Claim, profile: str, question: str = "") -> None:
+def check_profile(claim: Claim, profile: Profile, question: str = "") -> None:
     """Build what ``profile`` would run (no training) and check every rule against it."""
     resolved = claim.resolved(profile)
     if claim.kind == "cost":
@@ -104,7 +105,7 @@ def check_budget(rule: Rule, swept: Mapping[str, Sequence[Any]]) -> None:
         )
 
 
-def best_goal(claim: Claim, profile: str, rule: Rule) -> str:
+def best_goal(claim: Claim, profile: Profile, rule: Rule) -> str:
     """The direction in which ``rule.best_of`` picks: its own goal, else the claim metric's when the rule
     judges that metric (``solved``: maximize); UserError when neither says."""
     if rule.best_of is None:

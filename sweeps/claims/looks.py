@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.profiles import Profile
 from seqbench.bench.core.stats import Estimate, holm, look_alphas
 from seqbench.sweeps.claims.judge import decided, judge_all
 from seqbench.sweeps.claims.measure import per_seed_why
@@ -51,7 +52,7 @@ class Judged:
     done: bool
     said: str  # "decided at look k of K, ..." or "undecided after ..."
 
-    def result(self, claim: Claim, profile: str, **kw: Any) -> ClaimResult:
+    def result(self, claim: Claim, profile: Profile, **kw: Any) -> ClaimResult:
         return ClaimResult(
             claim, profile, self.verdict, self.rules, controls=self.controls, why=self.why, looks=self.said, **kw
         )
@@ -61,7 +62,7 @@ def judge_look(
     claim: Claim,
     table: pd.DataFrame,
     swept: dict[str, list[Any]],
-    profile: str,
+    profile: Profile,
     look: Look,
     next_step: Callable[[], str],
 ) -> Judged:
@@ -78,7 +79,7 @@ def judge_look(
     return Judged(verdict, rules, controls, why, done, ("decided at " if done else "undecided after ") + look.text())
 
 
-def per_seed_members(claim: Claim, profile: str) -> list[Rule]:
+def per_seed_members(claim: Claim, profile: Profile) -> list[Rule]:
     """The rules and controls of ``profile`` the judge tests per seed (a share of seeds, exact binomial)."""
     return [r for r in [*claim.controls_for(profile), *claim.rules(profile)] if r.rate or per_seed_why(r)]
 
@@ -107,7 +108,7 @@ def _stuck(members: list[Rule], n: int, alpha: float) -> list[tuple[Rule, float,
     return [(r, p, adj) for r, p, adj in zip(members, ps, holm(ps)) if adj > alpha]
 
 
-def undecidable_looks(claim: Claim, profile: str) -> list[str]:
+def undecidable_looks(claim: Claim, profile: Profile) -> list[str]:
     """The looks of ``profile`` at which some per-seed rule or control cannot be decided even when every
     seed agrees: its best p (:func:`best_p`), Holm-adjusted over the profile's per-seed members (at best:
     every other member already decided with a smaller p), above the alpha that look spends. A look listed
@@ -129,18 +130,18 @@ def undecidable_looks(claim: Claim, profile: str) -> list[str]:
     return out
 
 
-def _count(claim: Claim, profile: str) -> int:
+def _count(claim: Claim, profile: Profile) -> int:
     return claim.replicates_for(profile) if claim.kind == "cost" else len(claim.seeds_for(profile))
 
 
-def smallest_deciding_n(claim: Claim, profile: str, most: int = 200) -> int | None:
+def smallest_deciding_n(claim: Claim, profile: Profile, most: int = 200) -> int | None:
     """The fewest seeds (cost: replicates) at which one look at alpha 0.05 could decide every per-seed rule
     and control of ``profile`` (2 when none is judged per seed); None beyond ``most``."""
     members = per_seed_members(claim, profile)
     return next((n for n in range(2, most + 1) if not _stuck(members, n, ALPHA)), None)
 
 
-def check_decidable(claim: Claim, profile: str, registered: bool) -> None:
+def check_decidable(claim: Claim, profile: Profile, registered: bool) -> None:
     """Refuse, before anything trains, a claim whose looks cannot decide it (:func:`undecidable_looks`): its
     last look, always (it could only end inconclusive); an earlier look, when the claim is not registered
     yet (that look spends alpha and can never stop the claim). A registration made before this check keeps

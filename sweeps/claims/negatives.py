@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.profiles import Profile
 from seqbench.bench.core.stats import metric_scale
 from seqbench.sweeps.claims.load import resolve_where
 from seqbench.sweeps.claims.rules import Baseline, Rule
@@ -65,7 +66,7 @@ def _model(where: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in where.items() if k.startswith("model.")}
 
 
-def robustness(claim: Claim, profile: str, rule: Rule) -> str:
+def robustness(claim: Claim, profile: Profile, rule: Rule) -> str:
     """How a negative rule survives a bigger budget, in words for the verdict line; "" when it does not
     (budget-bound). Not for positive rules (""), which :func:`is_negative` tells apart."""
     if rule.budget:
@@ -98,7 +99,7 @@ def _budget_like(key: str) -> bool:
 BOUND = "budget-bound: a negative at one budget, beside no control of the same model"
 
 
-def check(claim: Claim, profile: str, registered: bool) -> None:
+def check(claim: Claim, profile: Profile, registered: bool) -> None:
     """Refuse a new registration whose negative rules are bound by their budget (module docstring); a
     registration made before this check is judged as it was registered (its verdict line says so)."""
     if registered or claim.kind != "sweep":

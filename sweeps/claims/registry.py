@@ -46,6 +46,7 @@ import yaml
 
 from seqbench.bench.core.artifacts import atomic_write
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.profiles import Profile, as_profile
 from seqbench.sweeps.claims import negatives
 from seqbench.sweeps.claims.looks import check_decidable
 from seqbench.sweeps.claims.schema import Claim
@@ -62,7 +63,7 @@ HEADER = (
 @dataclass
 class Registration:
     claim: str
-    profile: str
+    profile: Profile
     digest: str | None
     seeds: list[int]  # a cost claim: its replicates 0..n-1
     looks: list[int]
@@ -98,11 +99,11 @@ class Registry:
     path: Path
     registrations: list[Registration] = field(default_factory=list)
 
-    def of(self, claim: str, profile: str) -> list[Registration]:
+    def of(self, claim: str, profile: Profile) -> list[Registration]:
         """The claim's registrations at ``profile``, oldest first."""
         return [r for r in self.registrations if r.claim == claim and r.profile == profile]
 
-    def current(self, claim: str, profile: str) -> Registration | None:
+    def current(self, claim: str, profile: Profile) -> Registration | None:
         live = [r for r in self.of(claim, profile) if not r.replaced]
         return live[-1] if live else None
 
@@ -155,7 +156,7 @@ def load_registry(path: Path) -> Registry:
             out.registrations.append(
                 Registration(
                     claim=str(row["claim"]),
-                    profile=str(row["profile"]),
+                    profile=as_profile(str(row["profile"]), f"{where}.profile"),
                     digest=None if row.get("digest") is None else str(row["digest"]),
                     seeds=parse_seeds(row["seeds"], where),
                     looks=[int(x) for x in row.get("looks") or []],
@@ -171,7 +172,7 @@ def load_registry(path: Path) -> Registry:
     return out
 
 
-def used_seeds(claim: Claim, profile: str) -> list[int]:
+def used_seeds(claim: Claim, profile: Profile) -> list[int]:
     """The seeds (cost: replicates) a verify of ``profile`` may use: up to the last look."""
     if claim.kind == "cost":
         return list(range(claim.replicates_for(profile)))
@@ -185,7 +186,7 @@ def _span(seeds: list[int]) -> str:
     return t if isinstance(t, str) else str(t)
 
 
-def check(claim: Claim, profile: str, registry: Registry | None = None) -> tuple[Registration, bool]:
+def check(claim: Claim, profile: Profile, registry: Registry | None = None) -> tuple[Registration, bool]:
     """The registration ``claim`` at ``profile`` is judged under, and whether it is new (not yet in the
     registry: :func:`register` appends it). UserError, one line, when the claim changed on judged seeds."""
     path = registry_path(claim)
@@ -213,7 +214,7 @@ def check(claim: Claim, profile: str, registry: Registry | None = None) -> tuple
     return new, True
 
 
-def register(claim: Claim, profile: str, new: Registration) -> Path:
+def register(claim: Claim, profile: Profile, new: Registration) -> Path:
     """Append ``new`` to the claim's registry (read afresh: another verify may have written since), marking
     the claim's current registration at ``profile`` as replaced."""
     path = registry_path(claim)
@@ -236,7 +237,7 @@ def register(claim: Claim, profile: str, new: Registration) -> Path:
     return reg.path
 
 
-def registered(claim: Claim, profile: str) -> str:
+def registered(claim: Claim, profile: Profile) -> str:
     """The claim's registration digest at ``profile``, registering it first when it is new (fresh seeds);
     UserError when it changed on judged seeds (:func:`check`) or its looks cannot decide it
     (``looks.check_decidable``)."""

@@ -7,15 +7,21 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pandas as pd
 
+from seqbench.bench.core.cost_format import CostMeasurement
+from seqbench.bench.core.profiles import Profile
 from seqbench.bench.core.stats import Estimate, Interval
 from seqbench.sweeps.claims.schema import Baseline, Claim, Rule, Threshold
 from seqbench.sweeps.table import Objective
 
+if TYPE_CHECKING:  # plotly is the reports' import; a claim's result only carries what they drew
+    import plotly.graph_objects as go
+
 HOLDS, FAILS, INCONCLUSIVE, MISSING, ERROR, INVALID = "holds", "fails", "inconclusive", "missing", "error", "invalid"
+Drawn: TypeAlias = "go.Figure | str"  # a figure of a claim, or the line that says why it was skipped
 
 
 @dataclass
@@ -111,22 +117,25 @@ def _fmt_thr(t: Threshold) -> str:
     return f"{t.baseline:g} x baseline" if isinstance(t, Baseline) else f"{t:.4g}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class ClaimResult:
+    """One claim judged: built once by the runner (``sweeps/claims/runner.py``); ``bench/commands/verify.py``
+    adds its figures with ``dataclasses.replace``."""
+
     claim: Claim
-    profile: str
+    profile: Profile
     verdict: str
     rules: list[RuleResult]
     wall_s: float = 0.0
     study: str = ""
     error: str = ""
     table: pd.DataFrame | None = None
-    figure: Any = None  # plotly figures and "skipped: why" lines (the verify command draws them)
+    figure: list[Drawn] | Drawn | None = None  # plotly figures and "skipped: why" lines (the verify command draws them)
     controls: list[RuleResult] = field(default_factory=list)
     looks: str = ""  # which look decided it: "look 2 of 3 (n=5)"
     why: str = ""  # for invalid: which control
     objective: Objective | None = None  # a sweep claim: its study's objective (what its named figure plots)
-    measurement: dict[str, Any] | None = None  # a cost claim: its first replicate (bench.training.cost.measure_cost)
+    measurement: CostMeasurement | None = None  # a cost claim: its first replicate (bench.training.cost.measure_cost)
 
     def verdict_text(self) -> str:
         """``invalid (control: TCN learns)``, ``holds (look 2 of 3, n=5)``: what the CLI and the page print."""

@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from seqbench.bench.core.profiles import PROFILES, Profile
 from seqbench.bench.core.schema import Section
 from seqbench.bench.core.stats import metric_scale
 
@@ -19,8 +20,6 @@ _READS_AS_RATIO = re.compile(
     re.I,
 )
 
-Profile = Literal["quick", "paper"]
-PROFILES: tuple[Profile, ...] = ("quick", "paper")
 Scalar = None | bool | int | float | str  # None: a swept null (e.g. optim.grad_clip: off)
 
 

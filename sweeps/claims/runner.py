@@ -12,6 +12,7 @@ Each look's resolved spec is written beside the lock (``<out>/verify/<claim>/<pr
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -19,19 +20,19 @@ import yaml
 
 from seqbench.bench.core.artifacts import RUN_STATUSES
 from seqbench.bench.core.errors import UserError
+from seqbench.bench.core.profiles import Profile
 from seqbench.sweeps.claims.cost import run_cost_claim
 from seqbench.sweeps.claims.diag import add_diagnostic_metrics
 from seqbench.sweeps.claims.looks import Look, judge_look
 from seqbench.sweeps.claims.registry import registered
 from seqbench.sweeps.claims.results import ERROR, ClaimResult
-from seqbench.sweeps.claims.schema import Claim, sweep_spec, swept_values
+from seqbench.sweeps.claims.schema import Claim, claim_grid, sweep_spec, swept_values
 from seqbench.sweeps.coordinator import run_sweep, sweep_argv
-from seqbench.sweeps.spec import parse_spec
 from seqbench.sweeps.study import SpecChanged
 from seqbench.sweeps.table import Objective, outcomes
 
 
-def run_claim(claim: Claim, profile: str, out_dir: Path, workers: int, storage: str | None) -> ClaimResult:
+def run_claim(claim: Claim, profile: Profile, out_dir: Path, workers: int, storage: str | None) -> ClaimResult:
     """Run and judge one claim; an exception becomes an ``error`` result (the other claims still run)."""
     t0 = time.perf_counter()
     try:
@@ -44,11 +45,10 @@ def run_claim(claim: Claim, profile: str, out_dir: Path, workers: int, storage: 
         raise
     except Exception as e:  # noqa: BLE001 - one claim that cannot run never stops the others
         res = ClaimResult(claim, profile, ERROR, [], error=f"{type(e).__name__}: {' '.join(str(e).split())}"[:300])
-    res.wall_s = time.perf_counter() - t0
-    return res
+    return replace(res, wall_s=time.perf_counter() - t0)
 
 
-def run_sweep_claim(claim: Claim, profile: str, out_dir: Path, workers: int, storage: str | None) -> ClaimResult:
+def run_sweep_claim(claim: Claim, profile: Profile, out_dir: Path, workers: int, storage: str | None) -> ClaimResult:
     """The claim's looks in order: run the next seeds, judge everything so far at the look's spent alpha,
     stop at the first look that decides every rule (or finds a failed control)."""
     spec = sweep_spec(claim, profile)  # every seed's configs built: a bad field fails before training
@@ -83,15 +83,13 @@ def run_sweep_claim(claim: Claim, profile: str, out_dir: Path, workers: int, sto
         prev = n
     m = spec.metrics()[0]
     assert m.goal is not None  # metrics() states every goal (the task's where the spec leaves it out)
-    res = look.result(claim, profile, study=base, table=table, objective=Objective(m.name, m.goal))
-    if errors:
-        res.error = "; ".join(errors)[:300]
-    return res
+    objective = Objective(m.name, m.goal)
+    return look.result(claim, profile, study=base, table=table, objective=objective, error="; ".join(errors)[:300])
 
 
 def _run_seeds(
     claim: Claim,
-    profile: str,
+    profile: Profile,
     out_dir: Path,
     workers: int,
     storage: str | None,
@@ -103,6 +101,7 @@ def _run_seeds(
     table (with the diagnostics metrics) and what failed to run."""
     folder = out_dir / "verify" / claim.name
     folder.mkdir(parents=True, exist_ok=True)
+    grid = claim_grid(claim, profile, seeds=seeds)  # the one builder of compare, probe and verify (sweeps.grid)
     raw = {"question": claim.question, **claim.resolved(profile), "seeds": seeds}
     spec_file = folder / (f"{profile}.yaml" if look == 0 else f"{profile}-look{look + 1}.yaml")
     # the resolved spec of these seeds: provenance, and `seqbench sweep` runs it again
@@ -113,7 +112,7 @@ def _run_seeds(
     path = str(spec_file)
     try:
         swept = run_sweep(
-            parse_spec(raw, source=path),
+            grid.spec,
             study=study,
             source=path,
             out_dir=str(out_dir),

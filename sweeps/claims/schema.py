@@ -80,20 +80,19 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeGuard
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from seqbench.bench.core.errors import UserError, did_you_mean, format_validation_error
+from seqbench.bench.core.profiles import PROFILES, Profile  # re-exported: tests import them from here
 from seqbench.bench.core.schema import Section
 from seqbench.bench.core.verdicts import HYPOTHESIS
 from seqbench.bench.training.cost_config import CostConfig
 from seqbench.sweeps.claims.rules import (  # noqa: F401
-    PROFILES,
     Baseline,
     BestOf,
     ParamCount,
-    Profile,
     Published,
     Rule,
     Scalar,
@@ -101,7 +100,8 @@ from seqbench.sweeps.claims.rules import (  # noqa: F401
     Success,
     Threshold,
 )
-from seqbench.sweeps.spec import SweepSpec, parse_spec
+from seqbench.sweeps.grid import GridStudy, NotAGrid, grid_of
+from seqbench.sweeps.spec import SweepSpec
 
 FIGURES = ("length", "factors", "heatmap", "learning_curves", "through_time", "cost")
 CLAIM_KEYS = ("source", "profiles", "expect", "figure", "note", "kind", "cost", "controls", "looks")
@@ -275,31 +275,31 @@ class Claim(Section):
                     )
         return self
 
-    def rules(self, profile: str) -> list[Rule]:
+    def rules(self, profile: Profile) -> list[Rule]:
         return [r for r in self.expect if profile in r.profiles]
 
-    def controls_for(self, profile: str) -> list[Rule]:
+    def controls_for(self, profile: Profile) -> list[Rule]:
         return [r for r in self.controls if profile in r.profiles]
 
-    def profile_block(self, profile: str) -> dict[str, Any]:
+    def profile_block(self, profile: Profile) -> dict[str, Any]:
         """The claim file's own block of ``profile`` (KeyError for a profile other than quick or paper)."""
-        if not is_profile(profile):
+        if profile not in PROFILES:  # a notebook's string: the type says quick or paper, nothing checks it
             raise KeyError(profile)
         return self.profiles[profile]
 
-    def resolved(self, profile: str) -> dict[str, Any]:
+    def resolved(self, profile: Profile) -> dict[str, Any]:
         """The sweep spec (or cost block) of ``profile``: the claim's, with the profile deep-merged
         (without ``looks``, which verify owns; see :meth:`looks_for`)."""
         out = deep_merge(self.spec, self.profile_block(profile))
         out.pop("looks", None)
         return out
 
-    def looks_for(self, profile: str) -> list[int] | None:
+    def looks_for(self, profile: Profile) -> list[int] | None:
         """The pre-registered seed counts of ``profile`` (a profile's ``looks:`` replaces the claim's)."""
         prof = self.profile_block(profile)
         return looks_of(prof["looks"] if "looks" in prof else self.looks, profile)
 
-    def replicates_for(self, profile: str) -> int:
+    def replicates_for(self, profile: Profile) -> int:
         """A cost claim's replicate count: the last look's, else ``replicates:`` (default 3)."""
         looks, reps = self.looks_for(profile), self.resolved(profile).get("replicates")
         if looks and reps is not None and reps != looks[-1]:
@@ -309,7 +309,7 @@ class Claim(Section):
             )
         return looks[-1] if looks else (3 if reps is None else reps)
 
-    def seeds_for(self, profile: str) -> list[int]:
+    def seeds_for(self, profile: Profile) -> list[int]:
         """Every seed verify may use, in order: ``seeds:`` (a list or a count), default range(last look)."""
         looks = self.looks_for(profile)
         raw = self.resolved(profile).get("seeds")
@@ -326,7 +326,7 @@ class Claim(Section):
             )
         return seeds
 
-    def digest(self, profile: str) -> str:
+    def digest(self, profile: Profile) -> str:
         """Short hash of the registration of ``profile``: settings, seeds (the ones verify may use), looks,
         rules, thresholds and controls (``registry.py``). Left out: what only explains (names, the paper's
         numbers, question, source, note, figure); a control is named by its place among the controls; a
@@ -366,11 +366,7 @@ def _in_shipped(path: str) -> bool:
     return p.parent in shipped or p.parent.resolve() in shipped or p.resolve().parent in shipped
 
 
-def is_profile(profile: str) -> TypeGuard[Profile]:
-    return profile in PROFILES
-
-
-def looks_of(looks: object, profile: str) -> list[int] | None:
+def looks_of(looks: object, profile: Profile) -> list[int] | None:
     """Validated looks: increasing seed counts >= 2 (a verdict needs replicates)."""
     if looks is None:
         return None
@@ -392,15 +388,24 @@ def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, An
     return out
 
 
-def sweep_spec(claim: Claim, profile: str, question: str = "") -> SweepSpec:
+def sweep_spec(claim: Claim, profile: Profile, question: str = "") -> SweepSpec:
     """The validated SweepSpec of ``profile`` (every run config built: a bad field fails here)."""
+    return claim_grid(claim, profile, question).spec
+
+
+def claim_grid(claim: Claim, profile: Profile, question: str = "", seeds: list[int] | None = None) -> GridStudy:
+    """The grid study of ``profile`` (``sweeps.grid``, the builder of ``compare`` and ``probe`` too): the claim's
+    spec with the profile merged, on ``seeds`` (a look's own), else on every seed verify may use (the claim's
+    ``seeds:`` as written when it sets them and has no looks)."""
     raw = {"question": question or claim.question, **claim.resolved(profile)}
-    if claim.looks_for(profile) or "seeds" not in raw:
+    if seeds is not None:
+        raw["seeds"] = seeds
+    elif claim.looks_for(profile) or "seeds" not in raw:
         raw["seeds"] = claim.seeds_for(profile)
-    spec = parse_spec(raw)
-    if spec.method != "grid":
-        raise UserError("method: claims judge fixed configurations; use method: grid")
-    return spec
+    try:
+        return grid_of(raw)
+    except NotAGrid:
+        raise UserError("method: claims judge fixed configurations; use method: grid") from None
 
 
 def cost_config(resolved: Mapping[str, Any]) -> CostConfig:
@@ -425,7 +430,7 @@ def cost_config(resolved: Mapping[str, Any]) -> CostConfig:
     return cfg
 
 
-def swept_values(claim: Claim, profile: str) -> dict[str, list[Any]]:
+def swept_values(claim: Claim, profile: Profile) -> dict[str, list[Any]]:
     if claim.kind == "cost":
         return {"model.name": list(cost_config(claim.resolved(profile)).models)}
     return {k: list(p.values or []) for k, p in sweep_spec(claim, profile).parameters.items()}
