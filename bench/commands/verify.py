@@ -130,7 +130,7 @@ def preflight_claims(claims: Sequence[Claim], profile: Profile) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     if args.plan:
-        from seqbench.bench.commands.verify_plan import plan_text
+        from seqbench.bench.commands.verify_plan import plan_text  # why: only --plan reads it (light --help)
 
         if args.workers < 1:
             raise UserError(f"--workers: must be >= 1 (got {args.workers})")
