@@ -30,7 +30,8 @@ demo: venv
 # 53-90 min each more (mambapy's scan on a CPU, before the chunked scan of models/mamba.py: not re-measured);
 # issue 36's five claims 49 min more (290-1117 s each, fresh clones of a180877 and 080cfde, Nov 27 2026,
 # --workers 2, load 2-3), and its two later ones (copy_beyond_state 707 s, parity_state_mixers 775 s, one
-# worker each beside the baseline card, load 3-4):
+# worker each beside the baseline card, load 3-4); issue 37's neg_eigval_parity 2128 and 2237 s for its two
+# registrations (--workers 2 beside a test suite, load ~3; each of its 40 runs trains the full 2000 steps):
 # verdict table printed, outputs/verify/index.html + verify.md. Re-running continues the studies.
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2

@@ -11,15 +11,11 @@ package points its entry point straight at a mixer class written with ``from __f
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.plugin_support import install_package
+from tests.plugin_support import drive, install_package
 
 CONFIGS = '''
 """Declarations of a user's package: no torch here."""
@@ -201,21 +197,7 @@ print("REPORT " + json.dumps(report))
 
 
 def _drive(root: Path, sites: list[Path], commands: dict[str, list[str]]) -> dict:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([*map(str, sites), os.environ.get("PYTHONPATH", "")]),
-        "WANDB_MODE": "disabled",
-    }
-    p = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(DRIVER), json.dumps(commands), json.dumps(WATCHED)],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads(p.stdout.split("REPORT ", 1)[1])
+    return drive(DRIVER, [commands, WATCHED], root, sites)
 
 
 @pytest.fixture(scope="module")

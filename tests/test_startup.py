@@ -9,15 +9,9 @@ config modules are imported (declarations, as timm's ``@register_model``): this 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
-from tests.plugin_support import install_package
+from tests.plugin_support import drive, install_package
 
 DECLARATIONS = '''
 """A user's declarations: no torch."""
@@ -97,21 +91,7 @@ print("REPORT " + json.dumps(report))
 def report(tmp_path_factory) -> dict:
     site = tmp_path_factory.mktemp("startup") / "site"
     install_package(site, "stillpkg", {"configs": DECLARATIONS}, ENTRY_POINTS)
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-        "WANDB_MODE": "disabled",
-    }
-    p = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(DRIVER), json.dumps(PARTS)],
-        cwd=site,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads(p.stdout.split("REPORT ", 1)[1])
+    return drive(DRIVER, [PARTS], site, [site])
 
 
 def test_every_module_is_imported(report):
