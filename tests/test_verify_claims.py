@@ -196,3 +196,13 @@ def test_quick_profile_of_the_two_fastest_shipped_claims(tmp_path, capsys, monke
     assert cx.verdict_text() == "holds (decided at look 2 of 3, n=10 replicates, alpha 0.0157)"
     assert [r.verdict for r in [*cx.controls, *cx.rules]] == [HOLDS] * 6
     assert (tmp_path / "verify" / "index.html").read_text().count("<section id=") == 2
+
+
+def test_an_unknown_profile_from_python_is_refused_in_one_line_before_anything_is_written(tmp_path):
+    """The CLI's --profile has choices; the notebook's `verify(profile=...)` is a string that only the type
+    checker reads as quick | paper, so verify checks it (a KeyError deep in the claim schema before)."""
+    import seqbench
+
+    with pytest.raises(UserError, match=r"^--profile: unknown profile 'papre'; allowed: quick, paper$"):
+        seqbench.verify(["neg_eigval_parity"], profile="papre", out_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from seqbench.bench.core.errors import UserError
-from seqbench.bench.core.profiles import Profile
+from seqbench.bench.core.profiles import Profile, as_profile
 from seqbench.bench.core.text import text_table
 from seqbench.reports.verify_html import claim_figure, cost_figure, verdict_figure, write_verify
 from seqbench.sweeps.claims import runner as claims_runner
@@ -91,10 +91,10 @@ def verify(
     train is built (``preflight_claims``), before anything trains or any file is written."""
     if workers < 1:
         raise UserError(f"--workers: must be >= 1 (got {workers})")
+    profile = as_profile(profile)  # a notebook's string: the type says quick or paper, this checks it
     loaded = [load_claim(p) for p in find_claims(list(claims))]
-    for (
-        c
-    ) in loaded:  # refused in one line before anything trains: a changed rule on judged seeds, looks that cannot decide
+    # refused in one line before anything trains: a changed rule on judged seeds, looks that cannot decide
+    for c in loaded:
         check_decidable(c, profile, registered=not check(c, profile)[1])
     preflight_claims(loaded, profile)
     out = Path(out_dir)
