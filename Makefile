@@ -38,7 +38,7 @@ verify: venv
 
 # verify.md (every claim judged under outputs/, each at its latest verdict) into benchmarks/verify/ to ship it,
 # and its claim table into docs/claims.md between <!-- verdicts:begin --> and <!-- verdicts:end -->: the docs'
-# verdicts are copied, never typed (tests/test_verdicts.py fails when the block and the copy disagree).
+# verdicts are copied, never typed (tests/sweeps/claims/test_verdicts.py fails when the block and the copy disagree).
 # Standard library only, so no venv is needed. VERIFY_MD="a.md b.md" merges several (each claim from the
 # latest-built file that judged it): a verify from before the per-claim records wrote its own claims only.
 VERIFY_MD ?= outputs/verify/verify.md
@@ -73,14 +73,14 @@ lint: venv
 	echo "ruff check"; $(BIN)/ruff check . || status=1; \
 	echo "ruff format --check"; $(BIN)/ruff format --check --output-format concise . || status=1; \
 	echo "mypy (installed layout)"; $(BIN)/python -m tests.installed || status=1; \
-	echo "import-linter (installed layout)"; $(BIN)/python -m tests.test_layering || status=1; \
+	echo "import-linter (installed layout)"; $(BIN)/python -m tests.system.test_layering || status=1; \
 	echo "mkdocs build --strict"; $(MKDOCS) build --strict --quiet || status=1; \
 	exit $$status
 
 # The import-linter contracts of pyproject.toml alone (also part of `make lint`): plain `lint-imports` cannot
 # see the floors, so the check runs over a copy laid out as it installs.
 lint-imports: venv
-	$(BIN)/python -m tests.test_layering
+	$(BIN)/python -m tests.system.test_layering
 
 # The docs site (docs/, mkdocs.yml; the tools are the `docs` extra) into site/, strict: any warning (a broken
 # link or anchor, a page left out of the nav, a docstring the API reference cannot render) fails. `docs-serve`

@@ -1,12 +1,12 @@
 """Composition: a base, ``key=value`` settings and per-task/per-model blocks -> one RunConfig dict,
-before validation (``bench/config.py`` validates it into a ``RunConfig``).
+before validation (``bench/config/build.py`` validates it into a ``RunConfig``).
 
 Choices come before values, as in Hydra: ``task=``/``model=`` switch the section first (keeping the
 fields the new task or model also has), then every value is set as a dotted leaf, so the settings
 form a set and their order does not matter. ``Composed`` records what the user typed, what a switch
 dropped and which keys came twice, for the notes ``run`` prints and the refusals a sweep makes;
 ``foreign_field`` says which other tasks or models own a field the chosen one lacks. ``bench.config``
-re-exports these names; both modules are the config floor of the import-linter contract (no torch).
+re-exports these names; it and this module are the config floor of the import-linter contract (no torch).
 """
 
 from __future__ import annotations

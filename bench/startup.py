@@ -6,10 +6,10 @@ schema built. ``start()`` does that, once per process, in this order: the shippe
 as timm's ``@register_model`` and Hugging Face's auto classes declare theirs), then the entry points of
 installed packages are registered and import paths made resolvable (``bench/plugins.py``). ``RunConfig``'s
 task and model unions are read from the registries when its schema is first built, which starts up first
-(``bench/config.py``), so the unions hold the plug-ins whoever builds a config first.
+(``bench/config/run.py``), so the unions hold the plug-ins whoever builds a config first.
 
 The command line calls ``start()`` for every command that reads configs (``bench/cli.py``); in Python,
-``build_config`` and the rest of ``bench/config.py``'s entries (``validate``, ``compose``, ``RunConfig``
+``build_config`` and the rest of ``bench.config``'s entries (``validate``, ``compose``, ``RunConfig``
 itself) call it, so a notebook needs no set-up line.
 """
 

@@ -19,7 +19,7 @@ and count a rep as wrong when any member is. A verdict at the null is wrong whet
 fails, so the rate that is bounded is the two together ("wrong"): alpha is the chance of any verdict
 there, not of each. Broken judges (``BROKEN``: the real judge with one safeguard patched out) must
 exceed the same bound on the kinds that safeguard protects: evidence that the check bites.
-tests/test_judge_calibration.py runs the same rows (same reps and streams); the tables of
+tests/sweeps/claims/test_judge_calibration.py runs the same rows (same reps and streams); the tables of
 docs/claims.md are this script's output.
 """
 

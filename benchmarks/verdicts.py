@@ -7,7 +7,7 @@ VERIFY_MD (a ``verify.md`` that ``seqbench verify`` wrote: ``reports/verify_md.p
 ``benchmarks/verify/`` (committed, as ``reports/baseline/`` is), and the block of ``docs/claims.md`` between
 ``<!-- verdicts:begin -->`` and ``<!-- verdicts:end -->`` is rewritten from that copy: where it came from
 and its claim table (claim | verdict | decided | profile | wall s ...), rows as verify wrote them. Without a
-copy the block says that no generated table has been recorded. ``tests/test_verdicts.py`` fails when the
+copy the block says that no generated table has been recorded. ``tests/sweeps/claims/test_verdicts.py`` fails when the
 page's block is not what this script makes of the committed copy.
 
 Several VERIFY_MD files are merged into the copy, each claim's lines taken verbatim from the latest-built

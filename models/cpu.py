@@ -81,6 +81,32 @@ static inline float exp2_float(float y) {
     return p;
 }
 static inline double exp2_double(double y) { return exp2(y); }
+
+/* The calling thread's floating-point mode (x86 MXCSR, AArch64 FPCR; 0 elsewhere), and setting it (returns
+   the old one): ``parallel`` runs a kernel on its pool threads in the mode of the thread that called it. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+uint64_t seqbench_fp_mode(void) { return _mm_getcsr(); }
+uint64_t seqbench_set_fp_mode(uint64_t mode) {
+    const uint64_t old = _mm_getcsr();
+    _mm_setcsr((unsigned int)mode);
+    return old;
+}
+#elif defined(__aarch64__)
+uint64_t seqbench_fp_mode(void) {
+    uint64_t mode;
+    __asm__ __volatile__("mrs %0, fpcr" : "=r"(mode));
+    return mode;
+}
+uint64_t seqbench_set_fp_mode(uint64_t mode) {
+    const uint64_t old = seqbench_fp_mode();
+    __asm__ __volatile__("msr fpcr, %0" : : "r"(mode));
+    return old;
+}
+#else
+uint64_t seqbench_fp_mode(void) { return 0; }
+uint64_t seqbench_set_fp_mode(uint64_t mode) { return mode; }
+#endif
 """
 DTYPES = {torch.float32: "float", torch.float64: "double"}  # the dtypes a kernel is instantiated for
 
@@ -160,10 +186,13 @@ def _load(name: str, source: str) -> ctypes.CDLL | None:
         return None
     try:
         with _lock:
-            return ctypes.CDLL(str(_build(name, source, cc)))
+            lib = ctypes.CDLL(str(_build(name, source, cc)))
     except (OSError, subprocess.SubprocessError) as e:
         warnings.warn(f"the {name} kernel did not build ({e}); its slower PyTorch form runs", stacklevel=2)
         return None
+    lib.seqbench_fp_mode.restype = lib.seqbench_set_fp_mode.restype = ctypes.c_uint64
+    lib.seqbench_fp_mode.argtypes, lib.seqbench_set_fp_mode.argtypes = [], [ctypes.c_uint64]
+    return lib
 
 
 def call(fn: Callable[..., None], *args: int | torch.Tensor) -> None:
@@ -182,16 +211,33 @@ def slots(batch: int) -> int:
     return max(1, min(batch, torch.get_num_threads()))
 
 
-def parallel(batch: int, run: Callable[[int, int, int], None]) -> None:
+def parallel(batch: int, run: Callable[[int, int, int], None], lib: ctypes.CDLL) -> None:
     """``run(b0, b1, slot)`` over ``slots(batch)`` contiguous slices of the batch, each on its own thread
     (the caller's own thread alone when there is one): a kernel call per slice, ``slot`` picking that
-    slice's scratch and partial sums."""
+    slice's scratch and partial sums.
+
+    A pool thread runs its slice in the caller's floating-point mode (read and set by ``lib``, a library
+    ``load`` returned), then gets its own back: ``train.flush_denormal`` sets the calling thread's mode, and a
+    pool thread otherwise keeps the mode it was created with (a run after a change of the setting in the same
+    process, a notebook, ran with the pool's first mode). It matters because a recurrence whose adjoint
+    decays through positions without a loss (Mamba's scan on selective copying) reaches denormal floats, each
+    a slow microcode path on x86: a layer's scan backward at batch 32, T 260, d_model 32 took 55 ms with them
+    and 15 ms flushed (one thread, Nov 28 2026)."""
     n = slots(batch)
     bounds = [batch * i // n for i in range(n + 1)]
     if n == 1:
         run(0, batch, 0)
         return
-    futures = [_pool(n).submit(run, bounds[i], bounds[i + 1], i) for i in range(n)]
+    mode = lib.seqbench_fp_mode()
+
+    def in_mode(i: int) -> None:
+        old = lib.seqbench_set_fp_mode(mode)
+        try:
+            run(bounds[i], bounds[i + 1], i)
+        finally:
+            lib.seqbench_set_fp_mode(old)
+
+    futures = [_pool(n).submit(in_mode, i) for i in range(n)]
     for f in futures:
         f.result()
 

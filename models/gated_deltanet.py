@@ -26,7 +26,7 @@ the rule depends on where the input is:
   and backward are written out (``_GatedDelta``), as are the L2 normalisation, the short convolution
   and the gated norm: autograd of the same steps made twice the passes over memory.
 
-tests/test_mixers_2024.py checks it against the step-by-step rule at odd lengths and chunk sizes,
+tests/models/test_mixers_2024.py checks it against the step-by-step rule at odd lengths and chunk sizes,
 with and without negative eigenvalues, and, on a GPU with flash-linear-attention, against the kernel.
 """
 

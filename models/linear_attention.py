@@ -342,8 +342,8 @@ class _CausalSums(torch.autograd.Function):
         o = v.new_empty(B * H, T, Dv)
         work = v.new_empty(cpu.slots(B * H), (Dv + 2 * _P) * _padded_features(taylor, f) + _P * Dv)
         run = getattr(lib, f"sums_fwd_{real}")
-        cpu.parallel(B * H, lambda b0, b1, s: cpu.call(run, b0, b1, T, f, Dv, taylor, q, k, v, o, work[s]))
-        ctx.run, ctx.taylor, ctx.heads = getattr(lib, f"sums_bwd_{real}"), taylor, (B, H)
+        cpu.parallel(B * H, lambda b0, b1, s: cpu.call(run, b0, b1, T, f, Dv, taylor, q, k, v, o, work[s]), lib)
+        ctx.lib, ctx.run, ctx.taylor, ctx.heads = lib, getattr(lib, f"sums_bwd_{real}"), taylor, (B, H)
         ctx.save_for_backward(q, k, v)
         return o.view(B, H, T, Dv)
 
@@ -356,7 +356,7 @@ class _CausalSums(torch.autograd.Function):
         gq, gk, gv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         work = v.new_empty(cpu.slots(BH), (Dv + 3 * _P) * _padded_features(ctx.taylor, f) + 2 * _P * Dv)
         args = (q, k, v, go, gq, gk, gv)
-        cpu.parallel(BH, lambda b0, b1, s: cpu.call(ctx.run, b0, b1, T, f, Dv, ctx.taylor, *args, work[s]))
+        cpu.parallel(BH, lambda b0, b1, s: cpu.call(ctx.run, b0, b1, T, f, Dv, ctx.taylor, *args, work[s]), ctx.lib)
         return gq.view(B, H, T, f), gk.view(B, H, T, f), gv.view(B, H, T, Dv), None, None
 
 
@@ -409,10 +409,11 @@ class LinearAttention(nn.Module):
         self.out = nn.Linear(d_model, d_model, bias=False)
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
-        """x (B, T, d_model) -> (B, T, d_model). ``valid`` is not read. In the causal form padding (after the
-        real positions) never reaches them; the non-causal form sums padded keys into its state as it did
-        before the ``Mixer`` protocol was written down, which the protocol does not allow (masking them
-        changes the outputs of padded non-causal batches, so it is a change of its own, not made here)."""
+        """x (B, T, d_model) -> (B, T, d_model); ``valid`` (B, T) bool or None. In the causal form padding (after
+        the real positions) never reaches them. The non-causal form zeroes the padded keys' features, so its
+        sums (numerator and normaliser) run over real keys only. Until Nov 28 2026 it summed padded keys too,
+        which the ``Mixer`` protocol does not allow: a non-causal run of a padded task (sentiment) made before
+        then gives other numbers under the same config hash (its git sha tells them apart)."""
         B, T, d = x.shape
         H, f = self.n_heads, self.feature_dim
         if self.short is not None:  # (B, T, d) -> (B, d, T) -> causal depthwise conv -> (B, T, d)
@@ -428,6 +429,8 @@ class LinearAttention(nn.Module):
                 out = causal_chunked(q, k, v, self.phi, self.kernel)  # (B, H, T, Dh + 1)
         else:
             q, k = self.phi(q), self.phi(k)  # (B, H, T, F)
+            if valid is not None:  # a padded key adds nothing to the sums
+                k = k * valid[:, None, :, None].to(k.dtype)
             out = q @ (k.transpose(-1, -2) @ v)  # (B, H, F, Dh + 1) state over all T, then (B, H, T, Dh + 1)
         y = out[..., :-1] / (out[..., -1:] + EPS)  # (B, H, T, Dh)
         return self.out(y.transpose(1, 2).reshape(B, T, d))  # (B, T, d)

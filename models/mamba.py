@@ -39,7 +39,7 @@ scan runs depends on where the input is:
   maintained package has a CPU selective scan (mamba-ssm is CUDA-only; mambapy, minimamba and assoc-scan scan
   whole (B, T, E·d, N) tensors in PyTorch), hence these.
 - ``block.config.pscan = False``, anywhere: mambapy's step-by-step loop, the reference that
-  tests/test_mamba_scan.py compares both CPU forms with, beside mambapy's pscan (outputs and every
+  tests/models/test_mamba_scan.py compares both CPU forms with, beside mambapy's pscan (outputs and every
   gradient, at odd lengths and across chunk boundaries), and the two forms with each other.
 """
 
@@ -376,9 +376,9 @@ class _KernelScan(torch.autograd.Function):
         work = x.new_empty(cpu.slots(Bsz), N * E + E)
         run = getattr(lib, f"scan_fwd_{real}")
         cpu.parallel(
-            Bsz, lambda b0, b1, s: cpu.call(run, b0, b1, T, E, N, chunk, x, dl, At, B, C, D, y, states, work[s])
+            Bsz, lambda b0, b1, s: cpu.call(run, b0, b1, T, E, N, chunk, x, dl, At, B, C, D, y, states, work[s]), lib
         )
-        ctx.run, ctx.chunk = getattr(lib, f"scan_bwd_{real}"), chunk
+        ctx.lib, ctx.run, ctx.chunk = lib, getattr(lib, f"scan_bwd_{real}"), chunk
         ctx.save_for_backward(x, dl, A, At, B, C, D, states)
         return y
 
@@ -393,7 +393,9 @@ class _KernelScan(torch.autograd.Function):
         gA, gD = x.new_zeros(n, N, E), x.new_zeros(n, E)  # one partial sum per thread
         work = x.new_empty(n, (chunk + 1) * N * E + (chunk + 2) * E)
         args = (x, dl, At, An, B, C, D, states, gy, gx, gdl, gB, gC)
-        cpu.parallel(Bsz, lambda b0, b1, s: cpu.call(ctx.run, b0, b1, T, E, N, chunk, *args, gA[s], gD[s], work[s]))
+        cpu.parallel(
+            Bsz, lambda b0, b1, s: cpu.call(ctx.run, b0, b1, T, E, N, chunk, *args, gA[s], gD[s], work[s]), ctx.lib
+        )
         return gx, gdl, gA.sum(0).t(), gB, gC, gD.sum(0), None, None
 
 

@@ -24,7 +24,7 @@ same gated RMSNorm ``norm(y · silu(z))``. Which SSD scan runs depends on where 
 No CPU package implements Mamba-2: mamba-ssm needs CUDA (its SSD kernels are Triton), mambapy's
 Mamba-2 imports them, and flash-linear-attention's ops need Triton too (flash-linear-attention 0.6.0:
 every ``fla.ops`` module, the naive references included, imports Triton, whose kernels then find no
-CPU driver), hence this one. tests/test_mixers_2024.py checks it against the step-by-step recurrence
+CPU driver), hence this one. tests/models/test_mixers_2024.py checks it against the step-by-step recurrence
 (outputs and gradients) at odd lengths and chunk sizes, and, on a GPU with mamba_ssm, against the kernel.
 """
 

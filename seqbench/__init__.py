@@ -33,9 +33,9 @@ except metadata.PackageNotFoundError:  # running from a source tree that was nev
 
 # public name -> (module, attribute)
 _API = {
-    "build_config": ("seqbench.bench.config", "build_config"),
-    "RunConfig": ("seqbench.bench.config", "RunConfig"),
-    "load_config": ("seqbench.bench.config", "load_config"),
+    "build_config": ("seqbench.bench.config.build", "build_config"),
+    "RunConfig": ("seqbench.bench.config.run", "RunConfig"),
+    "load_config": ("seqbench.bench.config.build", "load_config"),
     "list_tasks": ("seqbench.bench.commands.list", "list_tasks"),
     "list_models": ("seqbench.bench.commands.list", "list_models"),
     "run": ("seqbench.bench.commands.run", "run"),
@@ -82,9 +82,9 @@ if TYPE_CHECKING:  # the same names for mypy, pyright and IDEs (real signatures)
     from seqbench.bench.commands.sweep import sweep as sweep
     from seqbench.bench.commands.verify import VerifyResult as VerifyResult
     from seqbench.bench.commands.verify import verify as verify
-    from seqbench.bench.config import RunConfig as RunConfig
-    from seqbench.bench.config import build_config as build_config
-    from seqbench.bench.config import load_config as load_config
+    from seqbench.bench.config.build import build_config as build_config
+    from seqbench.bench.config.build import load_config as load_config
+    from seqbench.bench.config.run import RunConfig as RunConfig
     from seqbench.bench.core.artifacts import RunResult as RunResult
     from seqbench.bench.core.errors import UserError as UserError
     from seqbench.bench.training.trained import load_model as load_model

@@ -7,7 +7,8 @@ per rate and reads rung L from ``test@L/<metric>`` against the probe's ``stop_at
 - a seed **solves** a rung when its best run there (over the rates) meets the task's own ``solved``
   criterion (``results.json``'s ``solved``; a diverged or missing run solves nothing); a seed the
   study's ladder skipped (it failed an easier rung, ``sweeps/ladder.py``) solves nothing there, and
-  the rung's share and mean are over the seeds trained on it;
+  the rung's share and mean are over the seeds trained on it; a seed not trained at one rate because it
+  solved the rung at another (``skip_solved``) solves it, at its best over the rates it trained;
 - a seed's **frontier** is the hardest rung it solves with every easier rung solved too (-1: it fails
   the first rung), so one lucky rung above a failure does not move it (such seeds are listed as gaps);
 - the probe's **frontier** is the median of the seeds' frontiers with a distribution-free interval from
@@ -25,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from seqbench.bench.core.artifacts import BASELINE, FINAL, PARAM, RUN_STATUSES, SKIPPED
+from seqbench.bench.core.artifacts import BASELINE, FINAL, PARAM, RUN_STATUSES, SKIPPED, SOLVED_ELSEWHERE
 from seqbench.bench.core.card_format import CardEntry, CardRung
 from seqbench.bench.core.settings import same_value
 from seqbench.bench.core.stats import LEVEL, Estimate, median_interval, metric_scale
@@ -40,7 +41,7 @@ def rung_rows(table: pd.DataFrame, probe: Probe, rung: Any) -> pd.DataFrame:
     col = PARAM + probe.ladder.setting
     if table.empty or "status" not in table.columns or (not probe.ladder.evaluated and col not in table.columns):
         return table.iloc[0:0]
-    done = table["status"].isin((*RUN_STATUSES, SKIPPED))
+    done = table["status"].isin((*RUN_STATUSES, SKIPPED, SOLVED_ELSEWHERE))
     rows = table[done] if probe.ladder.evaluated else table[done & table[col].map(lambda v: same_value(v, rung))]
     ran = rows["run_id"].astype(str) != ""  # a skipped seed has no run: its rows are each kept
     return pd.concat([rows[ran].drop_duplicates("run_id", keep="last"), rows[~ran]])

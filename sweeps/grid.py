@@ -121,6 +121,7 @@ def grid_study(
     per_task: Blocks | None = None,
     ladder: str | None = None,
     best_of: Sequence[str] | None = None,
+    skip_solved: bool = False,
     source: str = "",
 ) -> GridStudy:
     """The grid study of ``settings`` ({dotted key: value} every trial shares) x ``axes`` ({dotted key:
@@ -129,7 +130,8 @@ def grid_study(
     ``metric``: the objective's name, its goal ``goal`` else the one the tasks declare; None: the tasks'
     primary validation metric (``MixedPrimaryMetrics`` when they differ), written into the spec. ``ladder``:
     the axis whose values go from easy to hard (the first axis), a seed judged at its best of ``best_of``
-    (default: every other axis). ``source`` names the spec in an error (``compare``, ``probe recall x lstm``).
+    (default: every other axis); ``skip_solved``: a seed that solved a rung at one of those is not trained at
+    the others (``sweeps/ladder.py``). ``source`` names the spec in an error (``compare``, ``probe recall x lstm``).
     """
     params = {k: {"values": list(v)} for k, v in axes.items()}
     raw: dict[str, Any] = {
@@ -146,6 +148,8 @@ def grid_study(
     if ladder is not None:
         others = [k for k in params if k != ladder]
         raw["ladder"] = {"param": ladder, "best_of": list(others if best_of is None else best_of)}
+        if skip_solved:  # written only when set: every other spec, and its study name, as before
+            raw["ladder"]["skip_solved"] = True
     study = grid_of(raw, source=source)
     if metric is not None:
         return study

@@ -10,12 +10,21 @@ without meeting the task's ``solved`` criterion (a diverged run included) or was
 whose run did not finish (an error, a killed worker) has not failed the rung. A rung still running is
 not failed yet, so a parallel worker may train a seed a rung too far: cost, never a wrong frontier.
 
+``skip_solved: true`` saves the other side: a seed that solved a rung at one ``best_of`` point (in a trial
+finished or still running) is not trained at the rung's other points, since its best there is already a
+solve and a frontier reads only whether the best solves. The trial records it as ``solved_elsewhere``
+(a ``solved-elsewhere`` row in the study table, never counted as skipped), so the rung's mean is over the
+runs trained. The points of a rung train their seeds in turns rotated by the point's place
+(``seed_order``: with 3 seeds and 2 rates, 0-1-2 and 1-2-0), so two workers on one rung start on
+different seeds and each can skip what the other solved. Off by default: a claim that judges each seed at
+its best of the rates on another metric needs every rate trained.
+
 The spec::
 
     parameters:
       task.n_pairs: {values: [1, 2, 4, 8, 16]}   # the first key varies slowest: rungs in order
       optim.lr: {values: [0.003, 0.01]}
-    ladder: {param: task.n_pairs, best_of: [optim.lr]}
+    ladder: {param: task.n_pairs, best_of: [optim.lr], skip_solved: true}
 
 Pure Optuna bookkeeping: no torch.
 """
@@ -23,6 +32,7 @@ Pure Optuna bookkeeping: no torch.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,6 +50,9 @@ class LadderSpec(Section):
     best_of: list[str] = Field(
         default_factory=list,
         description="grid parameters a seed is judged at its best of (it fails a rung only if it fails at every one)",
+    )
+    skip_solved: bool = Field(
+        False, description="a seed that solved a rung at one best_of point is not trained at the rung's other points"
     )
 
 
@@ -75,3 +88,38 @@ def failed_rung(
 
 def _index(values: Sequence[Any], v: Any) -> int:
     return next((i for i, x in enumerate(values) if same_value(x, v)), -1)
+
+
+def solved_elsewhere(
+    trials: Sequence[FrozenTrial], ladder: LadderSpec, params: Mapping[str, Any], seed: int, number: int
+) -> dict[str, Any] | None:
+    """The ``best_of`` values at which ``seed`` solved ``params``' rung in another trial (finished or still
+    running; not trial ``number`` itself, nor a retried attempt), or None: nowhere, or the ladder does not
+    ``skip_solved``."""
+    if not ladder.skip_solved or not ladder.best_of:
+        return None
+    fixed = {k: v for k, v in params.items() if k not in ladder.best_of}  # the rung and every other setting
+    for t in trials:
+        ua = t.user_attrs
+        if t.number == number or ua.get("retried") or t.state not in (*FINISHED, TrialState.RUNNING):
+            continue
+        if any(not same_value(t.params.get(k), v) for k, v in fixed.items()):
+            continue
+        if seed in (ua.get("solved_seeds") or []):
+            return {k: t.params.get(k) for k in ladder.best_of}
+    return None
+
+
+def seed_order(
+    ladder: LadderSpec | None, grid: Mapping[str, Sequence[Any]], params: Mapping[str, Any], n: int
+) -> list[int]:
+    """The order (indices of the spec's ``n`` seeds) in which the grid point ``params`` trains them: the
+    spec's, or, where the ladder has ``skip_solved``, rotated by the point's place among the rung's
+    ``best_of`` points so that the points start on seeds spread evenly over the list."""
+    if ladder is None or not ladder.skip_solved or not ladder.best_of:
+        return list(range(n))
+    place, points = 0, math.prod(len(grid[k]) for k in ladder.best_of)
+    for k in ladder.best_of:
+        place = place * len(grid[k]) + max(0, _index(grid[k], params[k]))
+    start = place * n // points
+    return [(j + start) % n for j in range(n)]

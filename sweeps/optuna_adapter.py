@@ -4,7 +4,7 @@ seqbench needs a few things Optuna's public API does not offer: several workers 
 trials one at a time, a liveness stamp on a RUNNING trial, failing another worker's stale trial,
 and a study flag that is not part of the user attrs (the report contract). Each function below
 says why it is needed and what it relies on. All were checked against Optuna 5.0.0
-(``CHECKED_WITH``); ``tests/test_optuna_adapter.py`` calls every one of them against the
+(``CHECKED_WITH``); ``tests/sweeps/test_optuna_adapter.py`` calls every one of them against the
 installed Optuna, so an upgrade that breaks one fails there, by name, not somewhere in a sweep.
 Nothing outside this module reads an attribute of an Optuna object whose name starts with ``_``.
 """

@@ -181,6 +181,11 @@ class SweepSpec(Section):
                     f"ladder.param: {self.ladder.param} must be the first key of parameters: (the grid varies it "
                     "slowest, so easier rungs run first)"
                 )
+            if self.ladder.skip_solved and not self.ladder.best_of:
+                raise ValueError(
+                    "ladder.skip_solved: needs best_of (without best_of parameters a rung trains each seed once, "
+                    "so there is no other point to skip)"
+                )
         if len(self.metric) > 1 and self.pruner.name != "none":
             raise ValueError("pruner: Optuna cannot prune multi-objective studies; set pruner: none")
         if len(set(self.seeds)) != len(self.seeds) or min(self.seeds) < 0:

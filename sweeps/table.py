@@ -11,7 +11,8 @@ verdict shows can be checked against the table. Columns:
   and retried trials, whose numbers stay in ``final.*``; ``trial_value:<metric>`` Optuna's value
 - ``status`` (results.json status: completed/diverged/interrupted; ``incomplete`` when the run
   folder has no results.json yet; ``not-started`` for a trial without runs; ``skipped`` for a seed the
-  spec's ladder did not train, ``sweeps/ladder.py``), ``diverged``, ``solved``
+  spec's ladder did not train, ``sweeps/ladder.py``, and ``solved-elsewhere`` for one it did not train at a
+  point because the seed solved that rung at another, ``skip_solved``), ``diverged``, ``solved``
 - ``final.<key>``, ``best.<key>``, ``baseline.<key>`` from results.json; ``eval.<key>`` from `seqbench eval` records
 - ``steps``, ``train_time_s``, ``wall_time_s``, ``n_params``, ``samples_per_s``, ``task``, ``model``,
   ``tokens_per_s``, ``model_flops_per_s``, ``mfu`` (throughput; absent in older runs)
@@ -48,6 +49,7 @@ from seqbench.bench.core.artifacts import (
     PARAM,
     RESULT_PARTS,
     SKIPPED,
+    SOLVED_ELSEWHERE,
     TRIAL_VALUE,
     eval_metrics,
     read_results,
@@ -228,14 +230,15 @@ def _trial_rows(t: FrozenTrial, objectives: list[Objective], runs: Path, is_supe
         ]
     rows = []
     for i, run_id in enumerate(run_ids):
-        if not run_id:  # a seed the spec's ladder skipped: it failed an easier rung (sweeps/ladder.py)
+        if not run_id:  # a seed the ladder did not train: it failed an easier rung or solved this one elsewhere
+            seed = seeds[i] if i < len(seeds) else math.nan
             rows.append(
                 {
                     **base,
-                    "seed": seeds[i] if i < len(seeds) else math.nan,
+                    "seed": seed,
                     "run_id": "",
                     "run_dir": "",
-                    "status": SKIPPED,
+                    "status": SOLVED_ELSEWHERE if seed in (ua.get("solved_elsewhere") or []) else SKIPPED,
                     "diverged": False,
                     **{o.column: math.nan for o in objectives},
                 }

@@ -26,7 +26,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.text import redact
 from seqbench.bench.training import train  # train.train_run looked up per call (tests replace it)
 from seqbench.bench.training.tracking import RunTracker
-from seqbench.sweeps.ladder import failed_rung
+from seqbench.sweeps.ladder import failed_rung, seed_order, solved_elsewhere
 from seqbench.sweeps.liveness import Heartbeat, requeue, this_worker
 from seqbench.sweeps.optuna_adapter import frozen, set_trial_flag
 from seqbench.sweeps.pruning import PruningCallback
@@ -67,6 +67,7 @@ class Replicates:
     per_seed: list[list[float] | None] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)  # "" for a seed skipped by the ladder
     skipped: list[int] = field(default_factory=list)  # seeds not trained: they failed an easier rung (ladder:)
+    solved_elsewhere: list[int] = field(default_factory=list)  # not trained: solved at another best_of point
     solved_seeds: list[int] = field(default_factory=list)  # trained seeds meeting the task's solved criterion
     unsolved_seeds: list[int] = field(default_factory=list)  # trained seeds that did not (diverged included)
     n_diverged: int = 0
@@ -116,12 +117,26 @@ def _skip(study: optuna.Study, spec: SweepSpec, params: Mapping[str, Scalar], se
     return failed_rung(study.get_trials(deepcopy=False), spec.ladder, grid, params, seed)
 
 
+def _elsewhere(
+    study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, params: Mapping[str, Scalar], seed: int
+) -> str:
+    """Where ``seed`` already solved this rung at another best_of point (``ladder.skip_solved``), as
+    ``optim.lr=0.003``; "" when nowhere."""
+    if spec.ladder is None or not spec.ladder.skip_solved:
+        return ""
+    where = solved_elsewhere(study.get_trials(deepcopy=False), spec.ladder, params, seed, trial.number)
+    return ", ".join(f"{k}={v}" for k, v in where.items()) if where is not None else ""
+
+
 def _run_seeds(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: Job, reps: Replicates) -> None:
     """Train the configuration once per seed (a retry continues its runs), until a seed is pruned; a
-    seed that failed an easier rung of the spec's ladder is skipped."""
+    seed that failed an easier rung of the spec's ladder is skipped, and one that solved this rung at
+    another of its best_of points is not trained (``skip_solved``; the seeds then go in ``seed_order``)."""
     metrics = spec.metrics()
     params = suggest(trial, spec)
-    _set(trial, {"seeds": list(spec.seeds)})
+    grid = {k: list(p.values or ()) for k, p in spec.parameters.items()}
+    seeds = [spec.seeds[j] for j in seed_order(spec.ladder, grid, params, len(spec.seeds))]
+    _set(trial, {"seeds": seeds})
     journal = journal_path(job.storage, job.out_dir)  # None: a database URL (never None itself)
     group = wandb_group(job.study, str(journal) if journal is not None else redact(str(job.storage)))
     extra: dict[str, Any] = {
@@ -132,13 +147,20 @@ def _run_seeds(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: J
     if job.threads:
         extra["train.threads"] = job.threads
     resume_ids = trial.user_attrs.get("resume_run_ids", [])  # a retry continues its runs
-    for i, seed in enumerate(spec.seeds):
+    for i, seed in enumerate(seeds):
         if (rung := _skip(study, spec, params, seed)) is not None:
             reps.run_ids.append("")
             reps.per_seed.append(None)
             reps.skipped.append(seed)
             reps.reasons.append(f"seed {seed} skipped: it failed {spec.ladder.param if spec.ladder else ''}={rung}")
             _set(trial, {"run_ids": reps.run_ids, "skipped": reps.skipped})
+            continue
+        if where := _elsewhere(study, trial, spec, params, seed):
+            reps.run_ids.append("")
+            reps.per_seed.append(None)
+            reps.solved_elsewhere.append(seed)
+            reps.reasons.append(f"seed {seed} not trained: it solved this rung at {where}")
+            _set(trial, {"run_ids": reps.run_ids, "solved_elsewhere": reps.solved_elsewhere})
             continue
         again = {"run_id": resume_ids[i], "resume": True} if i < len(resume_ids) and resume_ids[i] else {}
         cfg = trial_config(spec, params, seed, {**extra, **again})
@@ -192,12 +214,15 @@ def _outcome(
         values = mean
     if reps.skipped:
         attrs["skipped"] = reps.skipped
-    if state == TrialState.COMPLETE and not ok and len(reps.skipped) == len(reps.per_seed):
-        state = TrialState.PRUNED  # every seed failed an easier rung: nothing to train (ladder:)
+    if reps.solved_elsewhere:
+        attrs["solved_elsewhere"] = reps.solved_elsewhere
+    untrained = len(reps.skipped) + len(reps.solved_elsewhere)
+    if state == TrialState.COMPLETE and not ok and reps.per_seed and untrained == len(reps.per_seed):
+        state = TrialState.PRUNED  # every seed failed an easier rung or solved this one elsewhere (ladder:)
     elif state == TrialState.COMPLETE and not ok:
         state, reasons = TrialState.FAIL, reasons or ["no replicate produced a value"]
-    else:
-        reasons = [r for r in reasons if " skipped: " not in r] if state != TrialState.PRUNED else reasons
+    elif state != TrialState.PRUNED:
+        reasons = [r for r in reasons if " skipped: " not in r and " not trained: " not in r]
     if state == TrialState.COMPLETE and values and not all(math.isfinite(v) for v in values):
         state = TrialState.FAIL
         reasons.append(f"objective is not finite: {values}")

@@ -1,9 +1,12 @@
 """Plain helpers the tests share: tiny settings for every registry entry and a CLI runner.
 
-Every test imports them one way, ``from tests.helpers import ...`` (like the other support modules:
-``tests.report_support``, ``tests.judge_support``, ``tests.verify_support``, ``tests.model_probe``,
-``tests.pg_server``, ``tests.chromium``); ``conftest.py`` holds only the session setup and fixtures, which
-pytest supplies by name.
+Every test imports them one way, ``from tests.helpers import ...`` (like the other support modules: those
+shared across floors beside this one, ``tests.report_support``, ``tests.pg_server``, ``tests.probe_plugins``;
+those of one floor in its folder, ``tests.models.model_probe``, ``tests.sweeps.claims.judge_support``,
+``tests.sweeps.claims.verify_support``, ``tests.bench.plugin_support``, ``tests.reports.chromium``);
+``conftest.py`` holds only the session setup and fixtures, which pytest supplies to every folder by name. The
+tests sit in folders by the floor they test, as the package is (``tests/bench/core/``, ``tests/models/``, ...),
+and the checks that cross floors in ``tests/system/``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 seqbench's top-level folders (bench/, models/, tasks/, sweeps/, reports/) install under one name,
 ``seqbench``, through package-dir. Python's import system follows that mapping (the editable install's
 finder), but a tool that finds a package by walking folders does not: import-linter
-(``tests/test_layering.py``) and mypy (``python -m tests.installed``, run by ``make lint``) check a copy
+(``tests/system/test_layering.py``) and mypy (``python -m tests.installed``, run by ``make lint``) check a copy
 laid out as site-packages would hold it. mypy's messages name the copy's files; they are mapped back to
 the repository's paths before they are printed.
 """

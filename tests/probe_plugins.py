@@ -1,4 +1,4 @@
-"""A plug-in mixer for tests/test_probe.py: mixes nothing across time, so its stack is memoryless and can
+"""A plug-in mixer for tests/bench/commands/test_probe.py: mixes nothing across time, so its stack is memoryless and can
 solve no probe that needs the past (the card must then say "below the first rung")."""
 
 from __future__ import annotations

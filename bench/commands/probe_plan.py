@@ -206,8 +206,10 @@ def study_spec(probe: Probe, model: ProbedModel, p: Plan, prof: Battery) -> Grid
         metric=metric,
         goal="maximize" if maximize else "minimize",
         question=f"Probe {probe.name} ({probe.skill}): where does {model.label} stop on {probe.ladder.setting}?",
-        # a seed that fails a rung at every rate is not trained on harder ones (the rates: best of)
+        # a seed that fails a rung at every rate is not trained on harder ones (the rates: best of), and one
+        # that solved a rung at one rate is not trained there at the others: the frontier reads the best rate
         ladder=None if probe.ladder.evaluated else probe.ladder.setting,
+        skip_solved=not probe.ladder.evaluated,
         source=f"probe {probe.name} x {model.label}",
     )
 

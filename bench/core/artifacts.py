@@ -65,6 +65,8 @@ BEST = "best."  # results.json ``best``
 BASELINE = "baseline."  # results.json ``baseline`` (the memoryless baseline): baseline.val/acc
 EVAL = "eval."  # `seqbench eval` records (evals/<n>.json), the latest per key: eval.test@400/acc
 SKIPPED = "skipped"  # a study table's status for a seed a sweep's ladder did not train (sweeps/ladder.py)
+# ... and for a seed not trained at a grid point because it solved the rung at another (ladder: skip_solved)
+SOLVED_ELSEWHERE = "solved-elsewhere"
 RUN_STATUSES = ("completed", "diverged")  # a study table's runs with a result: what a claim and a frontier read
 RESULT_PARTS = ("final", "best", "baseline")  # the results.json mappings that become FINAL/BEST/BASELINE columns
 OBJECTIVE = "objective:"  # the run's objective value: objective:val/acc
@@ -357,11 +359,12 @@ class StudyAttrs(TypedDict, total=False):
 
 
 class TrialAttrs(TypedDict, total=False):
-    run_ids: list[str]  # one per seed replicate started, in seed order ("" for a seed the ladder skipped)
+    run_ids: list[str]  # one per seed replicate started, in the order of ``seeds`` ("" for a seed not trained)
     skipped: list[int]  # seeds not trained: they failed an easier rung of the spec's ladder (sweeps/ladder.py)
+    solved_elsewhere: list[int]  # seeds not trained: they solved the rung at another best_of point (skip_solved)
     solved_seeds: list[int]  # trained seeds whose run met the task's solved criterion
     unsolved_seeds: list[int]  # trained seeds whose run finished without (diverged included)
-    seeds: list[int]
+    seeds: list[int]  # in the order the trial trains them (sweeps/ladder.seed_order)
     per_seed: list[Any]  # objective per seed (a list per seed when multi-objective); None = diverged
     mean: Any  # float, or a list per objective
     std: Any

@@ -11,7 +11,7 @@ registers them at once with ``@MODELS.register("name", config=NameConfig)``.
 Plug-ins from other packages (entry points, ``pkg.module:Class`` import paths) are registered
 the same way by ``bench/plugins.py``; one declared without torch (a config naming its class by import
 path, ``seqbench.plugin``) is registered with ``Registry.declare`` and a loader that imports the class
-on first use of ``cls``. ``generation`` counts registrations, so the config tree (``bench/config.py``)
+on first use of ``cls``. ``generation`` counts registrations, so the config tree (``bench/config/run.py``)
 rebuilds its unions when an entry arrives after it was built.
 """
 
@@ -77,7 +77,7 @@ class Registry(Generic[T]):
     def __init__(self, kind: str):
         self.kind = kind
         self._entries: dict[str, Entry[T]] = {}
-        self.generation = 0  # bumped by every registration (bench/config.py rebuilds its unions)
+        self.generation = 0  # bumped by every registration (bench/config/run.py rebuilds its unions)
         self.resolver: Callable[[Registry[T], str], Entry[T] | None] | None = None  # plug-ins (plugins.py)
 
     def config(self, name: str, origin: str = "seqbench") -> Callable[[Any], Any]:

@@ -248,7 +248,7 @@ class Estimate:
         least 2^-n (1/8 at 3 seeds, 1/32 at 5), above the first two looks' alphas of [3, 5, 8].
 
         Why "at most n/2 distinct values" and not "any tie": one coincidental tie among continuous values
-        (0.05 twice among 5 seeds, tests/test_judge_looks.py) leaves t, whose spread is still the
+        (0.05 twice among 5 seeds, tests/sweeps/claims/test_judge_looks.py) leaves t, whose spread is still the
         metric's, where "any tie" moved such seeds to a test that cannot decide below 6 seeds; and why not
         "all tie": t is as wrong on 7 of 8 seeds at +1 as where every seed ties. +-1 seeds switch from 4
         seeds on (at 3, t cannot decide them either: 2 of 3 at +1 is t's p = 0.33). The switch looks at
@@ -318,7 +318,7 @@ def sign_flip_interval(x: np.ndarray, level: float = LEVEL) -> tuple[float, floa
     most t, so the one-sided p is (1 + #{non-empty A: mean(A) <= t}) / 2^n, and the interval runs between
     two order statistics of the 2^n - 1 subset means (Hartigan 1969, Using subsample values as typical
     values, JASA 64). -inf / inf where no threshold on that side can be rejected (at 95%, up to 5 seeds).
-    Our own code, not scipy's: scipy inverts no permutation test; tests/test_stats.py checks it
+    Our own code, not scipy's: scipy inverts no permutation test; tests/bench/core/test_stats.py checks it
     against :func:`sign_flip_p` at thresholds across the interval."""
     x = np.asarray(x, dtype=float)
     n = x.size

@@ -26,7 +26,7 @@ architecture, so no harness module keeps a table keyed by model name:
   Counted as there: matrix products and convolutions only, every (query, key) pair of
   attention, embedding lookups free. ``input_width`` and ``head_macs`` count
   the shared encoder and head. A model that cannot count returns None and says why in
-  ``no_flop_count`` (tests/test_flops.py holds every registered model to one or the other
+  ``no_flop_count`` (tests/bench/training/test_flops.py holds every registered model to one or the other
   and checks each count against torch's FlopCounterMode);
 - ``complexity``: the textbook cost per sequence and its exponent in T, what
   ``seqbench cost`` compares its fitted exponent with (and which models it sweeps by default);

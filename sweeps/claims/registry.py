@@ -7,7 +7,7 @@ shipped one is ``sweeps/claims/registry.yaml``, committed, so a fresh clone has 
 
 - the claim's digest is registered: verify judges it (again: the same registration, re-run or resumed);
 - its seeds are fresh (no registration of this claim at that profile used any of them; that no two claims
-  share a seed is checked over the shipped registry by tests/test_registry.py):
+  share a seed is checked over the shipped registry by tests/sweeps/claims/test_registry.py):
   verify registers it (appending to the registry, dated; commit the file) and marks the claim's earlier
   registration at that profile, if any, as replaced;
 - else it is refused, in one line, before anything trains: a rule, threshold, control, setting or look

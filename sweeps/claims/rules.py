@@ -31,7 +31,7 @@ class Published(Section):
 
 class ParamCount(Section):
     """The paper's parameter count beside seqbench's, for the paper-profile configurations ``where`` covers
-    (checked against build_model by tests/test_claims_profiles.py)."""
+    (checked against build_model by tests/sweeps/claims/test_claims_profiles.py)."""
 
     where: dict[str, Scalar] = Field(default_factory=dict, description="swept keys -> value, a subset ({} = all)")
     paper: int | None = Field(

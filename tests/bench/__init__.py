@@ -1,0 +1,1 @@
+"""Tests of bench/: the CLI, the config and its overrides, user errors, plug-ins and start-up."""

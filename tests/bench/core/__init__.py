@@ -1,0 +1,1 @@
+"""Tests of bench/core/: artifacts, provenance, statistics, the table writer, disk trouble."""

@@ -1,0 +1,1 @@
+"""Tests of models/: every registered model and mixer, their knobs, causality and positions."""

@@ -1,0 +1,1 @@
+"""Tests of reports/: the report's table, figures, headline and dashboard."""

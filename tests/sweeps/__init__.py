@@ -1,0 +1,1 @@
+"""Tests of sweeps/: specs, the runner, studies and storage, workers, signals and probes' frontiers."""

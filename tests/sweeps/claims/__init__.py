@@ -1,0 +1,1 @@
+"""Tests of sweeps/claims/: the claim judge, its calibration, the registry and ``seqbench verify``."""

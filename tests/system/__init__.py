@@ -1,0 +1,1 @@
+"""Checks that cross floors: layering, packaging, the docs' names, benchmarks, secrets, learning."""

@@ -1,0 +1,1 @@
+"""Tests of tasks/: the synthetic and text tasks, their baselines and data."""
