@@ -148,19 +148,18 @@ def _run_seeds(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: J
         extra["train.threads"] = job.threads
     resume_ids = trial.user_attrs.get("resume_run_ids", [])  # a retry continues its runs
     for i, seed in enumerate(seeds):
-        if (rung := _skip(study, spec, params, seed)) is not None:
+        rung = _skip(study, spec, params, seed)
+        where = _elsewhere(study, trial, spec, params, seed) if rung is None else ""
+        if rung is not None or where:  # not trained: the ladder already knows this seed's answer here
             reps.run_ids.append("")
             reps.per_seed.append(None)
-            reps.skipped.append(seed)
-            reps.reasons.append(f"seed {seed} skipped: it failed {spec.ladder.param if spec.ladder else ''}={rung}")
-            _set(trial, {"run_ids": reps.run_ids, "skipped": reps.skipped})
-            continue
-        if where := _elsewhere(study, trial, spec, params, seed):
-            reps.run_ids.append("")
-            reps.per_seed.append(None)
-            reps.solved_elsewhere.append(seed)
-            reps.reasons.append(f"seed {seed} not trained: it solved this rung at {where}")
-            _set(trial, {"run_ids": reps.run_ids, "solved_elsewhere": reps.solved_elsewhere})
+            if rung is not None:
+                reps.skipped.append(seed)
+                reps.reasons.append(f"seed {seed} skipped: it failed {spec.ladder.param if spec.ladder else ''}={rung}")
+            else:
+                reps.solved_elsewhere.append(seed)
+                reps.reasons.append(f"seed {seed} not trained: it solved this rung at {where}")
+            _set(trial, _untrained(reps))
             continue
         again = {"run_id": resume_ids[i], "resume": True} if i < len(resume_ids) and resume_ids[i] else {}
         cfg = trial_config(spec, params, seed, {**extra, **again})
@@ -192,6 +191,16 @@ def _run_seeds(study: optuna.Study, trial: optuna.Trial, spec: SweepSpec, job: J
     if reps.n_diverged:
         reps.state = TrialState.FAIL
         reps.reasons.insert(0, f"{reps.n_diverged}/{len(spec.seeds)} seeds diverged")
+
+
+def _untrained(reps: Replicates) -> TrialAttrs:
+    """The attrs that say which seeds a trial did not train so far, and why."""
+    attrs: TrialAttrs = {"run_ids": reps.run_ids}
+    if reps.skipped:
+        attrs["skipped"] = reps.skipped
+    if reps.solved_elsewhere:
+        attrs["solved_elsewhere"] = reps.solved_elsewhere
+    return attrs
 
 
 def _outcome(

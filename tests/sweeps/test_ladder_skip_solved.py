@@ -15,26 +15,14 @@ from seqbench.sweeps.frontier import probe_entry
 from seqbench.sweeps.ladder import LadderSpec, seed_order
 from seqbench.sweeps.spec import load_spec
 from tests.sweeps.test_probe_frontier import PROBE, grid, table
-from tests.sweeps.test_sweep_runner import load, write_spec
+from tests.sweeps.test_sweep_runner import judge_runs, load, write_spec
 
 
 def test_a_seed_solved_at_one_rate_is_not_trained_at_the_other_and_the_table_says_where(tmp_path, monkeypatch):
     """One worker, grid order (delay 2, lr 1e-3), (2, 1e-2), (3, 1e-3), (3, 1e-2). At delay 2 seeds 0 and 1
     solve at 1e-3 and seed 2 only at 1e-2; the 1e-2 point trains its seeds in the order 1, 2, 0, so it
     trains seed 2 alone. At delay 3 nobody solves anything: every seed trains at both rates."""
-    import seqbench.bench.training.train
-
-    real_run = seqbench.bench.training.train.train_run
-    solves = {(0, 2, 1e-3), (1, 2, 1e-3), (2, 2, 1e-2)}  # (seed, delay, lr) meeting the task's criterion
-    trained = []
-
-    def judged_run(cfg, **kw):
-        trained.append((cfg.seed, cfg.task.delay, cfg.optim.lr))
-        r = real_run(cfg, **kw)
-        r.results["solved"] = (cfg.seed, cfg.task.delay, cfg.optim.lr) in solves
-        return r
-
-    monkeypatch.setattr(seqbench.bench.training.train, "train_run", judged_run)
+    trained = judge_runs(monkeypatch, {(0, 2, 1e-3), (1, 2, 1e-3), (2, 2, 1e-2)})
     out = tmp_path / "out"
     p = write_spec(
         tmp_path,
@@ -62,16 +50,7 @@ def test_a_seed_solved_at_one_rate_is_not_trained_at_the_other_and_the_table_say
 
 
 def test_a_point_whose_every_seed_solved_elsewhere_is_pruned_with_the_reason(tmp_path, monkeypatch):
-    import seqbench.bench.training.train
-
-    real_run = seqbench.bench.training.train.train_run
-
-    def judged_run(cfg, **kw):
-        r = real_run(cfg, **kw)
-        r.results["solved"] = cfg.optim.lr == 1e-3
-        return r
-
-    monkeypatch.setattr(seqbench.bench.training.train, "train_run", judged_run)
+    judge_runs(monkeypatch, {(s, 2, 1e-3) for s in (0, 1)})
     out = tmp_path / "out"
     p = write_spec(
         tmp_path,

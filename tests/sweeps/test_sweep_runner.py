@@ -292,15 +292,13 @@ def test_storage_urls_and_redaction(tmp_path, capsys):
     assert "s3cret" not in str(e.value) and "bob:***@" in str(e.value)
 
 
-def test_a_ladder_skips_the_harder_rungs_of_a_seed_that_failed_one_at_every_rate(tmp_path, monkeypatch):
-    """``ladder:`` (sweeps/ladder.py): seed 0 fails the first rung, seed 1 solves it at one rate only and
-    fails the second; neither trains on the third, whose trials are PRUNED, and the table says skipped."""
+def judge_runs(monkeypatch, solves: set[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
+    """Every run of the sweep trains as usual, and meets the task's ``solved`` criterion exactly when its
+    (seed, task.delay, optim.lr) is in ``solves``. Returns the list the runs append their triple to."""
     import seqbench.bench.training.train
-    from seqbench.sweeps.table import build_table, runs_root
 
     real_run = seqbench.bench.training.train.train_run
-    solves = {(1, 2, 1e-2)}  # (seed, delay, lr) that meet the task's criterion
-    trained = []
+    trained: list[tuple[int, int, float]] = []
 
     def judged_run(cfg, **kw):
         trained.append((cfg.seed, cfg.task.delay, cfg.optim.lr))
@@ -309,6 +307,15 @@ def test_a_ladder_skips_the_harder_rungs_of_a_seed_that_failed_one_at_every_rate
         return r
 
     monkeypatch.setattr(seqbench.bench.training.train, "train_run", judged_run)
+    return trained
+
+
+def test_a_ladder_skips_the_harder_rungs_of_a_seed_that_failed_one_at_every_rate(tmp_path, monkeypatch):
+    """``ladder:`` (sweeps/ladder.py): seed 0 fails the first rung, seed 1 solves it at one rate only and
+    fails the second; neither trains on the third, whose trials are PRUNED, and the table says skipped."""
+    from seqbench.sweeps.table import build_table, runs_root
+
+    trained = judge_runs(monkeypatch, {(1, 2, 1e-2)})
     out = tmp_path / "out"
     p = write_spec(
         tmp_path,
