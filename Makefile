@@ -46,9 +46,9 @@ verdicts:
 	$(PYTHON) benchmarks/verdicts.py $(VERIFY_MD)
 
 # The baseline capability card of the shipped models (`seqbench probe`, quick profile) into
-# outputs/cards/baseline/, then its card.json and card.md into reports/baseline/ to ship them. On 2 CPU cores
-# (Nov 27 2026, load 2-4) all eight took 64 min plus 8 of reused studies: one model's battery 1.7-7.2 minutes,
-# mamba's 13.6 (11.5 alone on a quiet machine, Nov 28), linear attention's 41 (docs/probe.md has each); a GPU machine:
+# outputs/cards/baseline/, then its card.json and card.md into reports/baseline/ to ship them. On 2 quiet CPU
+# cores (Nov 28 2026) all eight took 65 min: one model's battery 2.5-7 minutes, mamba's and the Transformer's
+# 10.5, linear attention's 14.5 (docs/probe.md has each; mamba alone 9.7); a GPU machine:
 # `ONLY=card bash benchmarks/gpu_checklist.sh`. Re-running continues.
 CARD_MODELS ?= model=lstm model=transformer model=tcn model.n_levels=4 \
 	model=stack model.mixer=attention model.pos_encoding=alibi \
