@@ -38,7 +38,14 @@ echo "== setup in $(( $(date +%s) - START ))s" | tee -a "$OUT/summary.txt"
 
 # 1. the gpu-marked tests
 # (some modules import wandb, absent there, at the top: they have no gpu test, so their collection error is skipped)
-stage pytest_gpu 120 python3 -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors tests
+stage pytest_gpu 100 python3 -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors tests
+
+# each mixer alone, fwd+bwd, on the GPU (mamba: mambapy's scan where mamba_ssm is not on the machine;
+# mamba2 and gated_deltanet: flash-linear-attention's Triton kernels), T 1k-16k
+stage mixers 80 python3 benchmarks/mixers.py --device cuda --lengths ${MIXER_LENGTHS:-1024 4096 16384} --batch 8 --repeats 5
+
+# 3. sweep throughput, every worker on cuda:0
+stage sweep_throughput 110 python3 benchmarks/sweep_throughput.py --workers ${SWEEP_WORKERS:-1,4,8,16} --trials 16 --steps 40 --devices 0
 
 # 2. harness overhead on the GPU: seqbench vs bare LightningModule vs plain loop
 stage overhead_lstm 80 python3 benchmarks/overhead.py --device cuda --model lstm --d-models 64,1024 --steps 150 --rounds 2
@@ -46,9 +53,11 @@ stage overhead_transformer 70 python3 benchmarks/overhead.py --device cuda --mod
   --steps 150 --rounds 2 --set task.delay=20 model.n_layers=4
 
 # 4 + 5. bf16 / compile against fp32 eager on a short run; MFU from the 6-layer d512 T256 LM's results.json
-lm() {  # lm NAME OVERRIDES...: a 300-step char-LM run, its results.json copied to OUT/runs/NAME.json
+lm() {  # lm NAME OVERRIDES...: a char-LM run (LM_T, LM_BATCH, LM_STEPS: 256, 64, 300), results.json to OUT/runs/NAME.json
   local name=$1; shift
-  python3 -m seqbench run task=lm task.length=256 train.max_steps=300 train.val_every=300 train.batch_size=64 \
+  local steps=${LM_STEPS:-300}
+  python3 -m seqbench run task=lm task.length=${LM_T:-256} train.max_steps=$steps train.val_every=$steps \
+    train.batch_size=${LM_BATCH:-64} \
     train.threads=4 tracking.wandb=off eval.test=false out_dir=/tmp/gpu-runs run_id="$name" "$@" \
     && mkdir -p "$OUT/runs" && cp "/tmp/gpu-runs/runs/$name/results.json" "$OUT/runs/$name.json" 2>/dev/null \
     || find /tmp/gpu-runs -name results.json -path "*$name*" -exec cp {} "$OUT/runs/$name.json" \;
@@ -58,17 +67,14 @@ T6="model=transformer model.n_layers=6 model.d_model=512 model.n_heads=8"
 L1="model=lstm model.d_model=512"
 stage tf_fp32 60 lm tf_fp32 $T6
 stage tf_bf16 60 lm tf_bf16 $T6 train.precision=bf16-mixed
-stage tf_bf16_compile 90 lm tf_bf16_compile $T6 train.precision=bf16-mixed train.compile=true
-stage tf_fp32_compile 90 lm tf_fp32_compile $T6 train.compile=true
+stage tf_bf16_compile 150 lm tf_bf16_compile $T6 train.precision=bf16-mixed train.compile=true
+stage tf_fp32_compile 150 lm tf_fp32_compile $T6 train.compile=true
 stage lstm_fp32 60 lm lstm_fp32 $L1
 stage lstm_bf16 60 lm lstm_bf16 $L1 train.precision=bf16-mixed
 stage lstm_compile 90 lm lstm_compile $L1 train.compile=true
-
-# each mixer alone, fwd+bwd, on the GPU (mamba: mambapy's scan; mamba_ssm is not on the machine)
-stage mixers 60 python3 benchmarks/mixers.py --device cuda --lengths 256 1024 4096 --batch 8 --repeats 5
-
-# 3. sweep throughput, every worker on cuda:0
-stage sweep_throughput 130 python3 benchmarks/sweep_throughput.py --workers ${SWEEP_WORKERS:-1,4,8,16} --trials 16 --steps 40 --devices 0
+# bf16 MFU of a Transformer LM large enough to fill the GPU: 12 layers, d 1024, T 1024 x batch 64 = 65k tokens a step
+stage lm_mfu 100 env LM_T=1024 LM_BATCH=64 LM_STEPS=60 bash -c 'lm lm_mfu_bf16 model=transformer model.n_layers=12 \
+  model.d_model=1024 model.n_heads=16 train.precision=bf16-mixed'
 
 # issue 28: the shipped baseline card, SSM mixers included (hours on a 2-core CPU); only with ONLY=card
 if [[ "${ONLY:-}" == *card* ]]; then

@@ -41,7 +41,15 @@ from torch import nn
 
 from seqbench.bench.core.registry import MIXERS
 from seqbench.models.configs.gated_deltanet import CHUNK, GatedDeltaNetConfig, chunking, heads_problem  # noqa: F401  (the config, re-exported beside its module)
-from seqbench.models.mamba2 import LOG2E, decay_matrix, decays, gated_rms_norm, short_conv_silu, transposed
+from seqbench.models.mamba2 import (
+    LOG2E,
+    decay_matrix,
+    decays,
+    fla_gated_backward_refused,
+    gated_rms_norm,
+    short_conv_silu,
+    transposed,
+)
 
 EPS = 1e-5  # the output RMSNorm's (fla's norm_eps)
 L2_EPS = 1e-6  # q and k are divided by sqrt(|x|² + eps), fla's l2norm
@@ -49,8 +57,15 @@ L2_EPS = 1e-6  # q and k are divided by sqrt(|x|² + eps), fla's l2norm
 
 @functools.cache
 def cuda_chunk_rule():
-    """flash-linear-attention's chunked gated delta rule kernel, or None where fla (Triton, GPU) is not
-    installed or loads no kernels."""
+    """flash-linear-attention's chunked gated delta rule kernel for CUDA, or None where fla (Triton, GPU) is
+    not installed, loads no kernels or would refuse its backward here (``fla_gated_backward_refused``)."""
+    rule = fla_chunk_rule()
+    return None if rule is None or fla_gated_backward_refused("gated_deltanet") else rule
+
+
+@functools.cache
+def fla_chunk_rule():
+    """flash-linear-attention's ``chunk_gated_delta_rule``, or None where it does not load."""
     try:
         # fla has no stubs and is absent where mypy runs: pyproject's mypy overrides ignore it
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule

@@ -8,7 +8,8 @@ The block follows mamba_ssm's ``Mamba2`` module (``mamba_ssm/modules/mamba2.py``
 same gated RMSNorm ``norm(y · silu(z))``. Which SSD scan runs depends on where the input is:
 
 - CUDA with ``mamba_ssm`` importable: its fused Triton kernel ``mamba_chunk_scan_combined`` (the
-  softplus of Δ and the D skip fused in), switched per call, so the same parameters run either way.
+  softplus of Δ and the D skip fused in), switched per call, so the same parameters run either way;
+  without it, flash-linear-attention's ``chunk_simple_gla`` (Triton), the same SSD (``cuda_ssd``).
 - Anywhere else: ``ssd`` below, in plain PyTorch after the authors' minimal reference
   (``mamba_ssm/modules/ssd_minimal.py``, ``ssd_minimal_discrete``, Listing 1 of the paper): a
   chunk's outputs as one masked matrix product, ``(C Bᵀ ∘ L) X``, its state as ``Bᵀ X`` weighted by
@@ -25,13 +26,15 @@ No CPU package implements Mamba-2: mamba-ssm needs CUDA (its SSD kernels are Tri
 Mamba-2 imports them, and flash-linear-attention's ops need Triton too (flash-linear-attention 0.6.0:
 every ``fla.ops`` module, the naive references included, imports Triton, whose kernels then find no
 CPU driver), hence this one. tests/models/test_mixers_2024.py checks it against the step-by-step recurrence
-(outputs and gradients) at odd lengths and chunk sizes, and, on a GPU with mamba_ssm, against the kernel.
+(outputs and gradients) at odd lengths and chunk sizes, and, on a GPU with mamba_ssm or fla, against the kernel.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import math
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -46,14 +49,66 @@ FLOOR = -60.0  # the smallest log2-decay kept (``decays``)
 
 
 @functools.cache
-def cuda_chunk_scan():
-    """mamba_ssm's fused SSD (``mamba_chunk_scan_combined``), or None where mamba_ssm (CUDA only) is
-    not installed or loads no kernels."""
+def fla_gated_backward_refused(mixer: str) -> bool:
+    """Whether flash-linear-attention would refuse the backward of its gated chunk kernels here, with a
+    warning (once per mixer) that the PyTorch chunked form runs instead. fla 0.6.0 raises in
+    ``chunk_bwd_dqkwg`` on Hopper GPUs with Triton 3.4.0 to 3.7.0, which it says give wrong gradients
+    there (fla issue #640), unless ``tilelang`` is installed; seen on an H200 with Triton 3.6.0."""
+    try:
+        from fla.utils import TRITON_ABOVE_3_4_0, TRITON_ABOVE_3_7_1
+        from fla.utils.hardware import IS_NVIDIA_HOPPER
+    except (ImportError, OSError, RuntimeError):
+        return False
+    if not (IS_NVIDIA_HOPPER and TRITON_ABOVE_3_4_0 and not TRITON_ABOVE_3_7_1) or importlib.util.find_spec("tilelang"):
+        return False
+    warnings.warn(
+        f"{mixer}: flash-linear-attention refuses its gated backward on Hopper with Triton < 3.7.1 (fla #640) "
+        "and tilelang is not installed: the PyTorch chunked form runs on the GPU instead",
+        stacklevel=2,
+    )
+    return True
+
+
+@functools.cache
+def fla_ssd():
+    """flash-linear-attention's ``chunk_simple_gla`` as ``f(x, dt, A, B, C, D, dt_bias) -> y`` (``ssd``'s
+    arguments), or None where fla does not load. Scalar decay per head is SSD: q = C, k = B, v = Δ·x and
+    the log-decay g = Δ·A per head."""
+    try:
+        # fla has no stubs and is absent where mypy runs: pyproject's mypy overrides ignore it
+        from fla.ops.simple_gla import chunk_simple_gla
+    except (ImportError, OSError, RuntimeError):  # not installed, no Triton, or built for another torch
+        return None
+
+    def simple_gla(x, dt, A, B, C, D, dt_bias):
+        H = x.shape[2]
+        delta = F.softplus(dt + dt_bias)  # (b, T, H)
+        q, k = (t[:, :, None].expand(-1, -1, H, -1).contiguous() for t in (C, B))  # (b, T, H, N)
+        y, _ = chunk_simple_gla(q, k, x * delta[..., None], g=delta * A, scale=1.0)
+        return y + x * D[:, None]
+
+    return simple_gla
+
+
+@functools.cache
+def cuda_ssd():
+    """The field's SSD kernel for CUDA as ``f(x, dt, A, B, C, D, dt_bias) -> y`` with ``ssd``'s arguments, or
+    None where neither package loads: mamba_ssm's fused ``mamba_chunk_scan_combined`` first, else
+    flash-linear-attention's (``fla_ssd``) unless it would refuse its backward here. mamba_ssm ships no
+    binary wheel (its kernels are built against the local CUDA), so a machine often has fla's only."""
     try:
         from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
     except (ImportError, OSError, RuntimeError):  # not installed, or built against another CUDA/torch
-        return None
-    return mamba_chunk_scan_combined
+        pass
+    else:
+
+        def fused(x, dt, A, B, C, D, dt_bias):
+            return mamba_chunk_scan_combined(
+                x, dt, A, B[:, :, None], C[:, :, None], CHUNK, D=D, dt_bias=dt_bias, dt_softplus=True
+            )
+
+        return fused
+    return None if fla_gated_backward_refused("mamba2") else fla_ssd()
 
 
 def decays(log2_decay: torch.Tensor) -> torch.Tensor:
@@ -332,11 +387,11 @@ class Mamba2(nn.Module):
 
     def ssm(self, x: torch.Tensor, dt: torch.Tensor, B: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
         """``ssd`` of x (b, T, H, P), dt (b, T, H) before the bias, B, C (b, T, N) -> (b, T, H, P); mamba_ssm's
-        kernel on CUDA when it is installed."""
+        or fla's kernel on CUDA when one is installed (``cuda_ssd``)."""
         A = -torch.exp(self.A_log.float())  # (H,)
-        scan = cuda_chunk_scan() if x.is_cuda else None
-        if scan is not None:
-            return scan(x, dt, A, B[:, :, None], C[:, :, None], CHUNK, D=self.D, dt_bias=self.dt_bias, dt_softplus=True)
+        kernel = cuda_ssd() if x.is_cuda else None
+        if kernel is not None:
+            return kernel(x, dt, A, B, C, self.D, self.dt_bias)
         return ssd(x, dt, A, B, C, self.D, self.dt_bias)
 
     def forward(self, u: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:

@@ -400,23 +400,73 @@ def test_a_small_stack_beats_the_memoryless_baseline_on_copy(mixer, out_dir):
 # -- GPU -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "hopper, triton_ok, tilelang, refused",
+    [(True, False, False, True), (True, True, False, False), (False, False, False, False), (True, False, True, False)],
+)
+def test_fla_refusing_its_gated_backward_sends_the_mixers_to_their_pytorch_form(
+    monkeypatch, hopper, triton_ok, tilelang, refused
+):
+    """fla 0.6.0 raises in the backward of its gated kernels on Hopper with Triton 3.4.0-3.7.0 unless tilelang is
+    installed (seen on an H200): there, and only there, the mixers take their chunked form, with a warning."""
+    import importlib.util
+    import sys
+    import types
+
+    fla = types.ModuleType("fla")
+    fla.utils = types.ModuleType("fla.utils")  # type: ignore[attr-defined]
+    fla.utils.TRITON_ABOVE_3_4_0, fla.utils.TRITON_ABOVE_3_7_1 = True, triton_ok  # type: ignore[attr-defined]
+    fla.utils.hardware = types.ModuleType("fla.utils.hardware")  # type: ignore[attr-defined]
+    fla.utils.hardware.IS_NVIDIA_HOPPER = hopper  # type: ignore[attr-defined]
+    for name, module in {"fla": fla, "fla.utils": fla.utils, "fla.utils.hardware": fla.utils.hardware}.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda n, *a: (
+            object() if n == "tilelang" and tilelang else (None if n == "tilelang" else real_find_spec(n, *a))
+        ),
+    )
+    mamba2_module.fla_gated_backward_refused.cache_clear()
+    try:
+        if refused:
+            with pytest.warns(UserWarning, match=r"gated_deltanet: .*fla #640.*PyTorch chunked form"):
+                assert mamba2_module.fla_gated_backward_refused("gated_deltanet")
+        else:
+            assert not mamba2_module.fla_gated_backward_refused("gated_deltanet")
+    finally:
+        mamba2_module.fla_gated_backward_refused.cache_clear()
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize(
     "name, args", [("mamba2", {}), ("gated_deltanet", {}), ("gated_deltanet", {"allow_neg_eigval": True})]
 )
-def test_the_fields_kernel_equals_the_cpu_form(name, args):
-    """On CUDA, mamba2 runs mamba_ssm's ``mamba_chunk_scan_combined`` and gated_deltanet fla's
-    ``chunk_gated_delta_rule``: the same parameters give the CPU chunked form's outputs and gradients."""
-    kernel = mamba2_module.cuda_chunk_scan() if name == "mamba2" else gdn_module.cuda_chunk_rule()
+def test_the_fields_kernel_equals_the_cpu_form(name, args, monkeypatch):
+    """On CUDA, mamba2 runs mamba_ssm's ``mamba_chunk_scan_combined`` (or fla's ``chunk_simple_gla``) and
+    gated_deltanet fla's ``chunk_gated_delta_rule``: the same parameters give the CPU chunked form's outputs
+    and gradients. Where fla refuses its gated backward (Hopper with Triton < 3.7.1, fla #640), the mixer
+    runs its PyTorch form on the GPU, and only the kernel's forward is compared."""
+    module = mamba2_module if name == "mamba2" else gdn_module
+    kernel = mamba2_module.cuda_ssd() if name == "mamba2" else gdn_module.cuda_chunk_rule()
+    forward_only = kernel is None and mamba2_module.fla_gated_backward_refused(name)
+    if forward_only:
+        kernel = mamba2_module.fla_ssd() if name == "mamba2" else gdn_module.fla_chunk_rule()
     if kernel is None:
-        pytest.skip(f"{'mamba_ssm' if name == 'mamba2' else 'flash-linear-attention'} is not installed")
+        pytest.skip(f"{'mamba_ssm nor fla' if name == 'mamba2' else 'flash-linear-attention'} is not installed")
+    monkeypatch.setattr(module, "cuda_ssd" if name == "mamba2" else "cuda_chunk_rule", lambda: kernel)
     mixer, x = build(name, d=64, **args), torch.randn(2, 150, 64)  # three chunks of 64, the last partial
     y = mixer(x)
     (y * y).sum().backward()
     grads = {k: p.grad.clone() for k, p in mixer.named_parameters()}
     mixer.zero_grad()
     mixer.cuda()
+    if forward_only:
+        with torch.no_grad():
+            torch.testing.assert_close(mixer(x.cuda()).cpu(), y.detach(), atol=2e-3, rtol=2e-3)
+        return
     y_gpu = mixer(x.cuda())
     (y_gpu * y_gpu).sum().backward()
     torch.testing.assert_close(y_gpu.cpu(), y, atol=2e-3, rtol=2e-3)
