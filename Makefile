@@ -31,7 +31,8 @@ demo: venv
 # issue 36's five claims 49 min more (290-1117 s each, fresh clones of a180877 and 080cfde, Nov 27 2026,
 # --workers 2, load 2-3), and its two later ones (copy_beyond_state 707 s, parity_state_mixers 775 s, one
 # worker each beside the baseline card, load 3-4); issue 37's neg_eigval_parity 2128 and 2237 s for its two
-# registrations (--workers 2 beside a test suite, load ~3; each of its 40 runs trains the full 2000 steps):
+# registrations (--workers 2 beside a test suite, load ~3; each of its 40 runs trains the full 2000 steps),
+# mqar_mamba2 14.6 min (869 s judged; --workers 2, quiet, Nov 28 2026):
 # verdict table printed, outputs/verify/index.html + verify.md. Re-running continues the studies.
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2
