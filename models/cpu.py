@@ -1,10 +1,12 @@
 """What the mixers do differently on a CPU: small C kernels for their recurrences, and the batch cut into
 pieces that keep every tensor of a step small (``batch_pieces``).
 
-C kernels (compiled on first use, called through ctypes): the selective scan of ``models/mamba.py`` and
-the causal sums of ``models/linear_attention.py``. Both are recurrences over time whose state is small (a
-Mamba channel's N numbers, a linear attention head's F x Dv sums) and whose per-step work is a few
-element-wise products: in PyTorch each step or chunk is dozens of passes over (B, T, ·) or (B, T, E, N)
+C kernels (compiled on first use, called through ctypes): the selective scan of ``models/mamba.py``, the
+causal sums of ``models/linear_attention.py``, the SSD recurrence of ``models/mamba2.py`` and the gated
+delta rule of ``models/gated_deltanet.py``. Each is a recurrence over time whose state is small (a Mamba
+channel's N numbers, a linear attention head's F x Dv sums, a Mamba-2 or Gated DeltaNet head's P x N or
+K x V state) and whose per-step work is a few element-wise products or passes over that state: in
+PyTorch each step or chunk is dozens of passes over (B, T, ·) or (B, T, E, N)
 tensors through main memory; a loop in C keeps the state in registers or the L1 cache and reads every input
 once. Each kernel is plain C (no torch headers, so a build takes about a second), vectorised by the
 compiler (``#pragma omp simd``, no OpenMP runtime), single-threaded; ``parallel`` splits the batch over

@@ -12,7 +12,13 @@ the rule depends on where the input is:
 
 - CUDA with flash-linear-attention importable: its Triton kernel ``chunk_gated_delta_rule``, given
   the same normalised q and k, log-decays and β, so the same parameters run either way.
-- Anywhere else: ``gated_delta_chunked`` below, in plain PyTorch after fla's naive chunked reference
+- On a CPU: ``_KernelRule``, a C kernel (``RULE_SOURCE``, built by ``models/cpu.py``) that runs the rule one
+  step after another with each head's K x V state in the cache: at d_model 64 the chunked form below spent
+  its time in the fixed cost of its per-chunk products and solve (2.7x causal attention's step at T = 256 on
+  one thread, against 1.8x with the kernel, benchmarks/mixers.py).
+- Anywhere else, and on a CPU without a C compiler (or with ``SEQBENCH_CPU_KERNELS=0``): the chunked
+  ``_GatedDelta`` below (``gated_delta_chunked(..., kernel=False)``), in plain PyTorch after fla's naive
+  chunked reference
   (``fla/ops/gated_delta_rule/naive.py``, ``naive_chunk_gated_delta_rule``). flash-linear-attention
   0.6.0 does not run on a CPU: every ``fla.ops`` module (the naive references included) imports
   Triton, whose kernels then find no CPU driver ("0 active drivers"), and its layers also need
@@ -26,7 +32,7 @@ the rule depends on where the input is:
   and backward are written out (``_GatedDelta``), as are the L2 normalisation, the short convolution
   and the gated norm: autograd of the same steps made twice the passes over memory.
 
-tests/models/test_mixers_2024.py checks it against the step-by-step rule at odd lengths and chunk sizes,
+tests/models/test_mixers_2024.py checks both forms against the step-by-step rule at odd lengths and chunk sizes,
 with and without negative eigenvalues, and, on a GPU with flash-linear-attention, against the kernel.
 """
 
@@ -40,6 +46,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbench.bench.core.registry import MIXERS
+from seqbench.models import cpu
 from seqbench.models.configs.gated_deltanet import CHUNK, GatedDeltaNetConfig, chunking, heads_problem  # noqa: F401  (the config, re-exported beside its module)
 from seqbench.models.mamba2 import (
     LOG2E,
@@ -238,6 +245,205 @@ class _GatedDelta(torch.autograd.Function):
         return (*(_unchunk(t, b, T) for t in (dq, dk, dv, dg, dbeta)), None, None)
 
 
+# The gated delta rule in C (models/cpu.py builds it), for a CPU: one step after another per sequence, each
+# head's (K, V) state in the L1 cache, keeping the state entering every ``chunk`` steps; the backward rebuilds
+# a chunk's states from its checkpoint into a buffer that stays in the L2 cache and runs the adjoint
+# recurrence back through it (as Mamba's selective scan kernel, models/mamba.py). A step is three passes over
+# the state forward and two backward, where the chunked form above runs a triangular solve and a dozen
+# small batched products per chunk: at d_model 64 (K = V = 32) its per-operation cost, not its arithmetic,
+# set the step time. Written once over REAL (float or double).
+_RULE_BODY = r"""
+/* q, k (B, L, H, K) with q already scaled, v (B, L, H, V), g, beta (B, L, H): S_t = exp(g_t)(I - β_t k_t k_tᵀ)
+   S_{t-1} + β_t k_t v_tᵀ, o_t = S_tᵀ q_t into o (B, L, H, V); ckpt (B, C, H, K, V) out: the state entering
+   each chunk; work: H·K·V + V scratch. Sequences b0 .. b1 - 1. */
+void gdr_fwd_REAL(int64_t b0, int64_t b1, int64_t L, int64_t H, int64_t K, int64_t V, int64_t chunk,
+                  const REAL *restrict q, const REAL *restrict k, const REAL *restrict v,
+                  const REAL *restrict g, const REAL *restrict beta, REAL *restrict o,
+                  REAL *restrict ckpt, REAL *restrict work) {
+    const int64_t C = (L + chunk - 1) / chunk, KV = K * V, S = H * KV;
+    REAL *restrict h = work, *restrict e = work + S;
+    for (int64_t b = b0; b < b1; b++) {
+        memset(h, 0, sizeof(REAL) * S);
+        for (int64_t t = 0; t < L; t++) {
+            if (t % chunk == 0) memcpy(ckpt + (b * C + t / chunk) * S, h, sizeof(REAL) * S);
+            const int64_t r = b * L + t;
+            for (int64_t j = 0; j < H; j++) {
+                const int64_t rj = r * H + j;
+                const REAL *qj = q + rj * K, *kj = k + rj * K, *vj = v + rj * V;
+                const REAL a = exp2_REAL(g[rj] * 1.4426950408889634), bt = beta[rj];
+                REAL *hj = h + j * KV, *oj = o + rj * V;
+#pragma omp simd
+                for (int64_t c = 0; c < V; c++) e[c] = 0;
+                for (int64_t i = 0; i < K; i++) { /* M = a S; e = v - Mᵀ k */
+                    REAL *row = hj + i * V;
+                    const REAL ki = kj[i];
+#pragma omp simd
+                    for (int64_t c = 0; c < V; c++) {
+                        row[c] *= a;
+                        e[c] += row[c] * ki;
+                    }
+                }
+#pragma omp simd
+                for (int64_t c = 0; c < V; c++) {
+                    e[c] = vj[c] - e[c];
+                    oj[c] = 0;
+                }
+                for (int64_t i = 0; i < K; i++) { /* S = M + β k eᵀ; o = Sᵀ q */
+                    REAL *row = hj + i * V;
+                    const REAL w = bt * kj[i], qi = qj[i];
+#pragma omp simd
+                    for (int64_t c = 0; c < V; c++) {
+                        row[c] += w * e[c];
+                        oj[c] += row[c] * qi;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* The gradients of <o, go>: gq, gk (B, L, H, K), gv (B, L, H, V), gg, gbeta (B, L, H), all written.
+   work: (chunk + 1)·H·K·V + chunk·H·(V + 1) + V + K scratch. */
+void gdr_bwd_REAL(int64_t b0, int64_t b1, int64_t L, int64_t H, int64_t K, int64_t V, int64_t chunk,
+                  const REAL *restrict q, const REAL *restrict k, const REAL *restrict v,
+                  const REAL *restrict g, const REAL *restrict beta, const REAL *restrict ckpt,
+                  const REAL *restrict go, REAL *restrict gq, REAL *restrict gk, REAL *restrict gv,
+                  REAL *restrict gg, REAL *restrict gbeta, REAL *restrict work) {
+    const int64_t C = (L + chunk - 1) / chunk, KV = K * V, S = H * KV;
+    REAL *restrict G = work, *restrict hb = G + S, *restrict eb = hb + chunk * S, *restrict ab = eb + chunk * H * V;
+    REAL *restrict de = ab + chunk * H, *restrict Ge = de + V;
+    for (int64_t b = b0; b < b1; b++) {
+        memset(G, 0, sizeof(REAL) * S); /* dL/dS_t through S_{t+1} */
+        for (int64_t ch = C - 1; ch >= 0; ch--) {
+            const int64_t s0 = ch * chunk, n = L - s0 < chunk ? L - s0 : chunk;
+            const REAL *h0 = ckpt + (b * C + ch) * S, *prev = h0;
+            for (int64_t i = 0; i < n; i++) { /* the chunk's states and errors e, again */
+                const int64_t r = b * L + s0 + i;
+                for (int64_t j = 0; j < H; j++) {
+                    const int64_t rj = r * H + j;
+                    const REAL *kj = k + rj * K, *vj = v + rj * V, *pj = prev + j * KV;
+                    const REAL a = exp2_REAL(g[rj] * 1.4426950408889634), bt = beta[rj];
+                    REAL *hj = hb + i * S + j * KV, *e = eb + (i * H + j) * V;
+                    ab[i * H + j] = a;
+#pragma omp simd
+                    for (int64_t c = 0; c < V; c++) e[c] = 0;
+                    for (int64_t x = 0; x < K; x++) {
+                        const REAL kx = kj[x];
+                        const REAL *pr = pj + x * V;
+#pragma omp simd
+                        for (int64_t c = 0; c < V; c++) e[c] += a * pr[c] * kx;
+                    }
+#pragma omp simd
+                    for (int64_t c = 0; c < V; c++) e[c] = vj[c] - e[c];
+                    for (int64_t x = 0; x < K; x++) {
+                        const REAL w = bt * kj[x];
+                        const REAL *pr = pj + x * V;
+                        REAL *row = hj + x * V;
+#pragma omp simd
+                        for (int64_t c = 0; c < V; c++) row[c] = a * pr[c] + w * e[c];
+                    }
+                }
+                prev = hb + i * S;
+            }
+            for (int64_t i = n - 1; i >= 0; i--) {
+                const int64_t r = b * L + s0 + i;
+                const REAL *hp = i ? hb + (i - 1) * S : h0, *hi = hb + i * S;
+                for (int64_t j = 0; j < H; j++) {
+                    const int64_t rj = r * H + j;
+                    const REAL *qj = q + rj * K, *kj = k + rj * K, *goj = go + rj * V;
+                    const REAL *e = eb + (i * H + j) * V, *Sj = hi + j * KV, *Pj = hp + j * KV;
+                    const REAL a = ab[i * H + j], bt = beta[rj];
+                    REAL *Gj = G + j * KV, *gqj = gq + rj * K, *gkj = gk + rj * K, *gvj = gv + rj * V;
+                    REAL db = 0, dg = 0;
+#pragma omp simd
+                    for (int64_t c = 0; c < V; c++) de[c] = 0;
+                    for (int64_t x = 0; x < K; x++) { /* G = G + q goᵀ; gq = S go; Ge = G e; de = Gᵀ k */
+                        REAL *Gr = Gj + x * V;
+                        const REAL *Sr = Sj + x * V, qx = qj[x], kx = kj[x];
+                        REAL sq = 0, se = 0;
+#pragma omp simd reduction(+ : sq, se)
+                        for (int64_t c = 0; c < V; c++) {
+                            const REAL gr = Gr[c] + qx * goj[c];
+                            Gr[c] = gr;
+                            sq += Sr[c] * goj[c];
+                            se += gr * e[c];
+                            de[c] += gr * kx;
+                        }
+                        gqj[x] = sq;
+                        Ge[x] = se;
+                        db += kx * se;
+                    }
+#pragma omp simd
+                    for (int64_t c = 0; c < V; c++) {
+                        de[c] *= bt;
+                        gvj[c] = de[c];
+                    }
+                    for (int64_t x = 0; x < K; x++) { /* dM = G - k deᵀ; gk = β G e - M de; G_{t-1} = a dM */
+                        REAL *Gr = Gj + x * V;
+                        const REAL *Pr = Pj + x * V, kx = kj[x];
+                        REAL sm = 0, sg = 0;
+#pragma omp simd reduction(+ : sm, sg)
+                        for (int64_t c = 0; c < V; c++) {
+                            const REAL m = a * Pr[c], dm = Gr[c] - kx * de[c];
+                            sm += m * de[c];
+                            sg += dm * m;
+                            Gr[c] = a * dm;
+                        }
+                        gkj[x] = bt * Ge[x] - sm;
+                        dg += sg;
+                    }
+                    gg[rj] = dg;
+                    gbeta[rj] = db;
+                }
+            }
+        }
+    }
+}
+"""
+RULE_SOURCE = cpu.instantiate(_RULE_BODY)
+_KERNEL_STATES = 1 << 17  # numbers in the backward's buffer of a chunk's states (512 KiB of float32: L2)
+
+
+def kernel_chunk(heads: int, head_k: int, head_v: int) -> int:
+    """Steps between the kernel's checkpoints: its backward's buffer of one chunk's states within about
+    512 KiB (float32), between 1 and 64 steps."""
+    return max(1, min(64, _KERNEL_STATES // max(1, heads * head_k * head_v)))
+
+
+class _KernelRule(torch.autograd.Function):
+    """``o_t = S_tᵀ q_t`` of the gated delta rule by the C kernel (``RULE_SOURCE``): q, k (b, T, H, K) with q
+    already scaled, v (b, T, H, V), g, beta (b, T, H), all of one dtype (float32 or float64)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, g, beta, lib, chunk):
+        real = cpu.DTYPES[q.dtype]
+        b, T, H, K = q.shape
+        V, C = v.shape[-1], -(-T // chunk)
+        q, k, v, g, beta = (t.contiguous() for t in (q, k, v, g, beta))
+        o, states = q.new_empty(b, T, H, V), q.new_empty(b, C, H * K * V)  # states: the one entering each chunk
+        work = q.new_empty(cpu.slots(b), H * K * V + V)
+        run = getattr(lib, f"gdr_fwd_{real}")
+        cpu.parallel(
+            b, lambda b0, b1, s: cpu.call(run, b0, b1, T, H, K, V, chunk, q, k, v, g, beta, o, states, work[s]), lib
+        )
+        ctx.lib, ctx.run, ctx.chunk = lib, getattr(lib, f"gdr_bwd_{real}"), chunk
+        ctx.save_for_backward(q, k, v, g, beta, states)
+        return o
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, go):
+        q, k, v, g, beta, states = ctx.saved_tensors
+        b, T, H, K = q.shape
+        V, n, chunk = v.shape[-1], cpu.slots(b), ctx.chunk
+        go = go.contiguous()
+        gq, gk, gv, gg, gbeta = (torch.empty_like(t) for t in (q, k, v, g, beta))
+        work = q.new_empty(n, (chunk + 1) * H * K * V + chunk * H * (V + 1) + V + K)
+        args = (q, k, v, g, beta, states, go, gq, gk, gv, gg, gbeta)
+        cpu.parallel(b, lambda b0, b1, s: cpu.call(ctx.run, b0, b1, T, H, K, V, chunk, *args, work[s]), ctx.lib)
+        return gq, gk, gv, gg, gbeta, None, None
+
+
 def gated_delta_chunked(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -246,11 +452,26 @@ def gated_delta_chunked(
     beta: torch.Tensor,
     scale: float,
     chunk: int = CHUNK,
+    kernel: bool | None = None,
 ) -> torch.Tensor:
-    """``S_t = exp(g_t)(I - β_t k_t k_tᵀ) S_{t-1} + β_t k_t v_tᵀ``, ``o_t = scale·S_tᵀ q_t`` from S_0 = 0, in
-    chunks of ``chunk`` positions: q, k (b, T, H, K), v (b, T, H, V), g (b, T, H) log-decays <= 0, beta (b, T, H)
-    -> (b, T, H, V). fla's ``chunk_gated_delta_rule(q, k, v, g, beta, scale)``."""
-    return _GatedDelta.apply(q, k, v, g, beta, scale, chunk)
+    """``S_t = exp(g_t)(I - β_t k_t k_tᵀ) S_{t-1} + β_t k_t v_tᵀ``, ``o_t = scale·S_tᵀ q_t`` from S_0 = 0:
+    q, k (b, T, H, K), v (b, T, H, V), g (b, T, H) log-decays <= 0, beta (b, T, H) -> (b, T, H, V). fla's
+    ``chunk_gated_delta_rule(q, k, v, g, beta, scale)``.
+
+    ``kernel``: the C kernel (True; ``chunk`` is then its steps between checkpoints), the chunked PyTorch
+    form ``_GatedDelta`` (False; ``chunk`` positions per chunk), or the kernel wherever it builds and takes
+    the dtype (None: float32 or float64 on a CPU, its checkpoints chosen from the shapes)."""
+    takes = q.device.type == "cpu" and q.dtype in cpu.DTYPES
+    lib = cpu.load("gated_delta_rule", RULE_SOURCE) if takes and kernel is not False else None
+    if kernel and lib is None:
+        raise RuntimeError(
+            "the gated_delta_rule kernel takes float32 or float64 CPU tensors where it builds; pass kernel=None"
+        )
+    if lib is None:
+        return _GatedDelta.apply(q, k, v, g, beta, scale, chunk)
+    H, K, V = q.shape[2], q.shape[3], v.shape[3]
+    k, v, g, beta = (t.to(q.dtype) for t in (k, v, g, beta))
+    return _KernelRule.apply(q * scale, k, v, g, beta, lib, chunk if kernel else kernel_chunk(H, K, V))
 
 
 @MIXERS.module("gated_deltanet")

@@ -10,7 +10,12 @@ same gated RMSNorm ``norm(y · silu(z))``. Which SSD scan runs depends on where 
 - CUDA with ``mamba_ssm`` importable: its fused Triton kernel ``mamba_chunk_scan_combined`` (the
   softplus of Δ and the D skip fused in), switched per call, so the same parameters run either way;
   without it, flash-linear-attention's ``chunk_simple_gla`` (Triton), the same SSD (``cuda_ssd``).
-- Anywhere else: ``ssd`` below, in plain PyTorch after the authors' minimal reference
+- On a CPU: ``_KernelSSD``, a C kernel (``SSD_SOURCE``, built by ``models/cpu.py`` as Mamba-1's selective
+  scan is) that runs the recurrence one step after another with the state in the cache: at d_model 64 the
+  chunked form below spent its time in the fixed cost of a dozen small products per chunk (2.1x causal
+  attention's step at T = 256 on one thread, against 1.3-1.6x with the kernel, benchmarks/mixers.py).
+- Anywhere else, and on a CPU without a C compiler (or with ``SEQBENCH_CPU_KERNELS=0``): ``_SSD`` below, in
+  plain PyTorch after the authors' minimal reference
   (``mamba_ssm/modules/ssd_minimal.py``, ``ssd_minimal_discrete``, Listing 1 of the paper): a
   chunk's outputs as one masked matrix product, ``(C Bᵀ ∘ L) X``, its state as ``Bᵀ X`` weighted by
   the decay to the chunk's end. Every decay is a power of a difference of cumulative log-decays
@@ -25,8 +30,9 @@ same gated RMSNorm ``norm(y · silu(z))``. Which SSD scan runs depends on where 
 No CPU package implements Mamba-2: mamba-ssm needs CUDA (its SSD kernels are Triton), mambapy's
 Mamba-2 imports them, and flash-linear-attention's ops need Triton too (flash-linear-attention 0.6.0:
 every ``fla.ops`` module, the naive references included, imports Triton, whose kernels then find no
-CPU driver), hence this one. tests/models/test_mixers_2024.py checks it against the step-by-step recurrence
-(outputs and gradients) at odd lengths and chunk sizes, and, on a GPU with mamba_ssm or fla, against the kernel.
+CPU driver), hence this one and the kernel. tests/models/test_mixers_2024.py checks both against the
+step-by-step recurrence (outputs and gradients) at odd lengths and chunk sizes, and, on a GPU with
+mamba_ssm or fla, against the field's kernel.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbench.bench.core.registry import MIXERS
+from seqbench.models import cpu
 from seqbench.models.configs.mamba2 import CHUNK, Mamba2Config, chunking, inner_heads_problem  # noqa: F401  (the config, re-exported beside its module)
 
 EPS = 1e-5  # the gated RMSNorm's (mamba_ssm's RMSNormGated)
@@ -240,6 +247,189 @@ class _SSD(torch.autograd.Function):
         return dx, ddt, (da * delta).sum((0, 1)), dB, dC, dD, ddt.sum((0, 1)), None
 
 
+# The SSD recurrence in C (models/cpu.py builds it), for a CPU: Mamba-1's selective scan kernel
+# (models/mamba.py) with one decay per head instead of one per channel and state, so each step takes H
+# exponentials instead of E·N, and its inner loops are multiply-adds over a head's P channels. The forward
+# runs H_t = a_t·H_{t-1} + Δ_t·x_t·B_tᵀ and y_t = H_t C_t + D·x_t per sequence, one step after another, with
+# the (N, E) state in the L1 cache, keeping the state entering every ``chunk`` steps; the backward rebuilds
+# a chunk's states from its checkpoint into a buffer that stays in the L2 cache and runs the adjoint
+# recurrence back through it. Written once over REAL (float or double).
+_SSD_BODY = r"""
+/* x (B, L, E = H·P): the input; dl (B, L, H): Δ; Al (H): A·log2 e; Bm, Cm (B, L, N); D (H); y (B, L, E) out;
+   ckpt (B, K, N, E) out: the state entering each chunk; work: N·E + E + H scratch. Sequences b0 .. b1 - 1. */
+void ssd_fwd_REAL(int64_t b0, int64_t b1, int64_t L, int64_t H, int64_t P, int64_t N, int64_t chunk,
+                  const REAL *restrict x, const REAL *restrict dl, const REAL *restrict Al,
+                  const REAL *restrict Bm, const REAL *restrict Cm, const REAL *restrict D,
+                  REAL *restrict y, REAL *restrict ckpt, REAL *restrict work) {
+    const int64_t E = H * P, K = (L + chunk - 1) / chunk, NE = N * E;
+    REAL *restrict h = work, *restrict u = work + NE, *restrict a = u + E;
+    for (int64_t b = b0; b < b1; b++) {
+        memset(h, 0, sizeof(REAL) * NE);
+        for (int64_t t = 0; t < L; t++) {
+            if (t % chunk == 0) memcpy(ckpt + (b * K + t / chunk) * NE, h, sizeof(REAL) * NE);
+            const int64_t r = b * L + t;
+            const REAL *xr = x + r * E, *dr = dl + r * H, *Br = Bm + r * N, *Cr = Cm + r * N;
+            REAL *yr = y + r * E;
+            for (int64_t j = 0; j < H; j++) {
+                const REAL dj = dr[j], Dj = D[j];
+                a[j] = exp2_REAL(dj * Al[j]);
+#pragma omp simd
+                for (int64_t p = j * P; p < (j + 1) * P; p++) {
+                    yr[p] = Dj * xr[p];
+                    u[p] = dj * xr[p];
+                }
+            }
+            for (int64_t n = 0; n < N; n++) {
+                const REAL bn = Br[n], cn = Cr[n];
+                REAL *hn = h + n * E;
+                for (int64_t j = 0; j < H; j++) {
+                    const REAL aj = a[j];
+#pragma omp simd
+                    for (int64_t p = j * P; p < (j + 1) * P; p++) {
+                        const REAL hv = aj * hn[p] + u[p] * bn;
+                        hn[p] = hv;
+                        yr[p] += cn * hv;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* The gradients of <y, gy>: gx (B, L, E), gdl (B, L, H), gB, gC (B, L, N) written; gA (H) and gD (H) added to
+   (this slice's partial sums). An (H): A; work: (chunk + 1)·N·E + chunk·(E + H) + E + H scratch. */
+void ssd_bwd_REAL(int64_t b0, int64_t b1, int64_t L, int64_t H, int64_t P, int64_t N, int64_t chunk,
+                  const REAL *restrict x, const REAL *restrict dl, const REAL *restrict Al,
+                  const REAL *restrict An, const REAL *restrict Bm, const REAL *restrict Cm,
+                  const REAL *restrict D, const REAL *restrict ckpt, const REAL *restrict gy,
+                  REAL *restrict gx, REAL *restrict gdl, REAL *restrict gB, REAL *restrict gC,
+                  REAL *restrict gA, REAL *restrict gD, REAL *restrict work) {
+    const int64_t E = H * P, K = (L + chunk - 1) / chunk, NE = N * E;
+    REAL *restrict g = work, *restrict hb = g + NE, *restrict ub = hb + chunk * NE, *restrict ab = ub + chunk * E;
+    REAL *restrict du = ab + chunk * H, *restrict gw = du + E;
+    for (int64_t b = b0; b < b1; b++) {
+        memset(g, 0, sizeof(REAL) * NE); /* dL/dH_t through H_{t+1}: a_{t+1}·g_{t+1} */
+        for (int64_t k = K - 1; k >= 0; k--) {
+            const int64_t s = k * chunk, c = L - s < chunk ? L - s : chunk;
+            const REAL *h0 = ckpt + (b * K + k) * NE, *prev = h0;
+            for (int64_t i = 0; i < c; i++) { /* the chunk's states, again, into hb */
+                const int64_t r = b * L + s + i;
+                const REAL *xr = x + r * E, *dr = dl + r * H, *Br = Bm + r * N;
+                REAL *ui = ub + i * E, *ai = ab + i * H, *hi = hb + i * NE;
+                for (int64_t j = 0; j < H; j++) {
+                    const REAL dj = dr[j];
+                    ai[j] = exp2_REAL(dj * Al[j]);
+#pragma omp simd
+                    for (int64_t p = j * P; p < (j + 1) * P; p++) ui[p] = dj * xr[p];
+                }
+                for (int64_t n = 0; n < N; n++) {
+                    const REAL bn = Br[n], *pn = prev + n * E;
+                    REAL *hn = hi + n * E;
+                    for (int64_t j = 0; j < H; j++) {
+                        const REAL aj = ai[j];
+#pragma omp simd
+                        for (int64_t p = j * P; p < (j + 1) * P; p++) hn[p] = aj * pn[p] + ui[p] * bn;
+                    }
+                }
+                prev = hi;
+            }
+            for (int64_t i = c - 1; i >= 0; i--) {
+                const int64_t r = b * L + s + i;
+                const REAL *xr = x + r * E, *dr = dl + r * H, *Br = Bm + r * N, *Cr = Cm + r * N;
+                const REAL *gyr = gy + r * E, *ui = ub + i * E, *ai = ab + i * H, *hi = hb + i * NE;
+                const REAL *hp = i ? hb + (i - 1) * NE : h0;
+#pragma omp simd
+                for (int64_t p = 0; p < E; p++) du[p] = 0; /* dL/d(Δ_t x_t) */
+                for (int64_t j = 0; j < H; j++) gw[j] = 0; /* dL/da_t · a_t = dL/d(Δ_t A) */
+                for (int64_t n = 0; n < N; n++) {
+                    const REAL bn = Br[n], cn = Cr[n], *hn = hi + n * E, *hpn = hp + n * E;
+                    REAL *gn = g + n * E, accC = 0, accB = 0;
+                    for (int64_t j = 0; j < H; j++) {
+                        const REAL aj = ai[j];
+                        REAL w = 0;
+#pragma omp simd reduction(+ : accC, accB, w)
+                        for (int64_t p = j * P; p < (j + 1) * P; p++) {
+                            const REAL gv = cn * gyr[p] + gn[p]; /* dL/dH_t */
+                            w += gv * hpn[p];
+                            accC += hn[p] * gyr[p];
+                            accB += gv * ui[p];
+                            du[p] += bn * gv;
+                            gn[p] = gv * aj;
+                        }
+                        gw[j] += w * aj;
+                    }
+                    gC[r * N + n] = accC;
+                    gB[r * N + n] = accB;
+                }
+                REAL *gxr = gx + r * E, *gdr = gdl + r * H;
+                for (int64_t j = 0; j < H; j++) {
+                    const REAL dj = dr[j], Dj = D[j];
+                    REAL sx = 0, sd = 0;
+#pragma omp simd reduction(+ : sx, sd)
+                    for (int64_t p = j * P; p < (j + 1) * P; p++) {
+                        gxr[p] = du[p] * dj + gyr[p] * Dj;
+                        sx += du[p] * xr[p];
+                        sd += gyr[p] * xr[p];
+                    }
+                    gdr[j] = sx + gw[j] * An[j];
+                    gA[j] += gw[j] * dj;
+                    gD[j] += sd;
+                }
+            }
+        }
+    }
+}
+"""
+SSD_SOURCE = cpu.instantiate(_SSD_BODY)
+_KERNEL_STATES = 1 << 17  # numbers in the backward's buffer of a chunk's states (512 KiB of float32: L2)
+
+
+def kernel_chunk(d_inner: int, d_state: int) -> int:
+    """Steps between the kernel's checkpoints: its backward's buffer of one chunk's states within about
+    512 KiB (float32), between 1 and 64 steps (as Mamba-1's, ``models/mamba.py``)."""
+    return max(1, min(64, _KERNEL_STATES // max(1, d_inner * d_state)))
+
+
+class _KernelSSD(torch.autograd.Function):
+    """``SSD(x·Δ, A·Δ, B, C) + D·x`` by the C kernel (``SSD_SOURCE``): x (b, T, H, P), Δ (b, T, H) after the
+    softplus, A, D (H,), B, C (b, T, N), all of one dtype (float32 or float64)."""
+
+    @staticmethod
+    def forward(ctx, x, delta, A, B, C, D, lib, chunk):
+        real = cpu.DTYPES[x.dtype]
+        b, T, H, P = x.shape
+        N, E, K = B.shape[-1], H * P, -(-T // chunk)
+        x, delta, B, C, D = (t.contiguous() for t in (x, delta, B, C, D))
+        Al = (A * LOG2E).contiguous()
+        y, states = torch.empty_like(x), x.new_empty(b, K, N, E)  # states: the one entering each chunk
+        work = x.new_empty(cpu.slots(b), N * E + E + H)
+        run = getattr(lib, f"ssd_fwd_{real}")
+        cpu.parallel(
+            b,
+            lambda b0, b1, s: cpu.call(run, b0, b1, T, H, P, N, chunk, x, delta, Al, B, C, D, y, states, work[s]),
+            lib,
+        )
+        ctx.lib, ctx.run, ctx.chunk = lib, getattr(lib, f"ssd_bwd_{real}"), chunk
+        ctx.save_for_backward(x, delta, A, Al, B, C, D, states)
+        return y
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, gy):
+        x, delta, A, Al, B, C, D, states = ctx.saved_tensors
+        b, T, H, P = x.shape
+        N, E, n, chunk = B.shape[-1], H * P, cpu.slots(b), ctx.chunk
+        gy, An = gy.contiguous(), A.contiguous()
+        gx, gdl, gB, gC = torch.empty_like(x), torch.empty_like(delta), torch.empty_like(B), torch.empty_like(C)
+        gA, gD = x.new_zeros(n, H), x.new_zeros(n, H)  # one partial sum per thread
+        work = x.new_empty(n, (chunk + 1) * N * E + chunk * (E + H) + E + H)
+        args = (x, delta, Al, An, B, C, D, states, gy, gx, gdl, gB, gC)
+        cpu.parallel(
+            b, lambda b0, b1, s: cpu.call(ctx.run, b0, b1, T, H, P, N, chunk, *args, gA[s], gD[s], work[s]), ctx.lib
+        )
+        return gx, gdl, gA.sum(0), gB, gC, gD.sum(0), None, None
+
+
 def ssd(
     x: torch.Tensor,
     dt: torch.Tensor,
@@ -249,12 +439,28 @@ def ssd(
     D: torch.Tensor,
     dt_bias: torch.Tensor,
     chunk: int = CHUNK,
+    kernel: bool | None = None,
 ) -> torch.Tensor:
     """``y_t = H_t C_t + D·x_t`` with ``H_t = exp(Δ_t A)·H_{t-1} + Δ_t x_t B_tᵀ`` from ``H_0 = 0`` per head,
     ``Δ = softplus(dt + dt_bias)``: mamba_ssm's ``mamba_chunk_scan_combined(x, dt, A, B, C, chunk, D=D,
     dt_bias=dt_bias, dt_softplus=True)`` with one group. x (b, T, H, P), dt (b, T, H), A, D, dt_bias (H,),
-    B, C (b, T, N) -> (b, T, H, P)."""
-    return _SSD.apply(x, dt, A, B, C, D, dt_bias, chunk)
+    B, C (b, T, N) -> (b, T, H, P).
+
+    ``kernel``: the C kernel (True; ``chunk`` is then its steps between checkpoints), the chunked PyTorch
+    form ``_SSD`` (False; ``chunk`` positions per chunk), or the kernel wherever it builds and takes the
+    dtype (None: float32 or float64 on a CPU, its checkpoints chosen from the shapes)."""
+    takes = x.device.type == "cpu" and x.dtype in cpu.DTYPES
+    lib = cpu.load("mamba2_ssd", SSD_SOURCE) if takes and kernel is not False else None
+    if kernel and lib is None:
+        raise RuntimeError(
+            "the mamba2_ssd kernel takes float32 or float64 CPU tensors where it builds; pass kernel=None"
+        )
+    if lib is None:
+        return _SSD.apply(x, dt, A, B, C, D, dt_bias, chunk)
+    A, B, C, D, dt, dt_bias = (t.to(x.dtype) for t in (A, B, C, D, dt, dt_bias))
+    delta = F.softplus(dt + dt_bias)  # (b, T, H)
+    steps = chunk if kernel else kernel_chunk(x.shape[2] * x.shape[3], B.shape[-1])
+    return _KernelSSD.apply(x, delta, A, B, C, D, lib, steps)
 
 
 class _ShortConvSiLU(torch.autograd.Function):

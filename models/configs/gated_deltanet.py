@@ -87,7 +87,9 @@ class GatedDeltaNetConfig(MixerConfig):
         the scores times the new values (Q·Q·V); with n > 1 chunks, each chunk but the last adds
         kᵀ u to the state (K·Q·V), chunks 1 .. n - 2 carry it through their transition (K·Q·K to form
         it, K·K·V to apply it), and chunks 1 .. n - 1 read it (Q·Q·K and Q·K·V). T is padded to whole
-        chunks; decays, gates, norms and β are element-wise."""
+        chunks; decays, gates, norms and β are element-wise. This is the chunked form's count (the GPU
+        kernel's too); the CPU kernel runs the rule step by step instead, about 3·H·K·V MACs a position
+        (``models/gated_deltanet.py``), fewer than the chunked form's at the defaults."""
         problem = heads_problem(d_model, self.n_heads)
         if problem:
             raise ValueError(f"model.mixer_args.n_heads: {problem}")

@@ -94,7 +94,9 @@ class Mamba2Config(MixerConfig):
         projection, and the chunked SSD (``models/mamba2.py``, ``ssd_chunked``): per chunk of Q positions
         C Bᵀ (Q·Q·N, shared by the heads), the masked product with x (H·Q·Q·P) and, with more than one
         chunk, each chunk's state Xᵀ B (H·P·Q·N) and the outputs from the state before it (H·Q·N·P).
-        T is padded to whole chunks; the decays, the gate and the norm are element-wise."""
+        T is padded to whole chunks; the decays, the gate and the norm are element-wise. This is the chunked
+        form's count (the GPU kernels' too); the CPU kernel runs the recurrence instead, about 3·H·P·N MACs a
+        position (``models/mamba2.py``), fewer than the chunked form's at the defaults."""
         problem = inner_heads_problem(self.expand * d_model, self.n_heads)
         if problem:
             raise ValueError(f"model.mixer_args.n_heads: {problem}")

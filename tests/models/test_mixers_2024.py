@@ -21,6 +21,7 @@ from seqbench.bench.config import build_config
 from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.registry import MIXERS
 from seqbench.bench.training.train import train_run
+from seqbench.models import cpu
 from seqbench.models import gated_deltanet as gdn_module
 from seqbench.models import mamba2 as mamba2_module
 from seqbench.models.gated_deltanet import GatedDeltaNet, gated_delta_chunked, l2_normalise
@@ -121,13 +122,15 @@ def assert_same_outputs_and_gradients(f, ref, inputs, atol=1e-8):
 @pytest.mark.parametrize("chunk", [8, 16])
 def test_ssd_chunks_equal_the_recurrence(T, chunk):
     """Outputs and the gradients of all seven inputs (x, dt, A, B, C, D, dt_bias): ``ssd`` has its own backward."""
-    assert_same_outputs_and_gradients(lambda *t: ssd(*t, chunk=chunk), ssd_reference, ssd_inputs(T))
+    assert_same_outputs_and_gradients(lambda *t: ssd(*t, chunk=chunk, kernel=False), ssd_reference, ssd_inputs(T))
 
 
 def test_ssd_chunks_equal_the_recurrence_under_strong_decay():
     """Decays of e^-30 a step (Mamba-2's A reaches -16, Δ can exceed 1): products across a chunk fall far
     below float range, which the chunked form must neither overflow nor turn into NaN gradients."""
-    assert_same_outputs_and_gradients(lambda *t: ssd(*t, chunk=16), ssd_reference, ssd_inputs(37, strong=True))
+    assert_same_outputs_and_gradients(
+        lambda *t: ssd(*t, chunk=16, kernel=False), ssd_reference, ssd_inputs(37, strong=True)
+    )
 
 
 @pytest.mark.parametrize("T", [1, 7, 33])
@@ -135,10 +138,101 @@ def test_ssd_chunks_equal_the_recurrence_under_strong_decay():
 @pytest.mark.parametrize("neg", [False, True], ids=["beta<1", "beta<2"])
 def test_gated_delta_chunks_equal_the_recurrence(T, chunk, neg):
     assert_same_outputs_and_gradients(
-        lambda *t: gated_delta_chunked(*t, 0.5, chunk=chunk),
+        lambda *t: gated_delta_chunked(*t, 0.5, chunk=chunk, kernel=False),
         lambda *t: gated_delta_recurrence(*t, 0.5),
         delta_inputs(T, neg),
     )
+
+
+# -- the C kernels (models/cpu.py) == recurrence ------------------------------------------------------
+
+needs_ssd_kernel = pytest.mark.skipif(
+    cpu.load("mamba2_ssd", mamba2_module.SSD_SOURCE) is None, reason="no C compiler: the kernel cannot build here"
+)
+needs_rule_kernel = pytest.mark.skipif(
+    cpu.load("gated_delta_rule", gdn_module.RULE_SOURCE) is None, reason="no C compiler: the kernel cannot build here"
+)
+
+
+@needs_ssd_kernel
+@pytest.mark.parametrize("T", [1, 7, 33, 70])
+@pytest.mark.parametrize("steps", [1, 3, 8, 64])
+def test_ssd_kernel_equals_the_recurrence(T, steps):
+    """In float64, outputs and all seven gradients, with a checkpoint every ``steps`` steps (every step, several
+    partial chunks, one chunk longer than T)."""
+    assert_same_outputs_and_gradients(lambda *t: ssd(*t, chunk=steps, kernel=True), ssd_reference, ssd_inputs(T))
+
+
+@needs_ssd_kernel
+def test_ssd_kernel_equals_the_recurrence_under_strong_decay():
+    assert_same_outputs_and_gradients(
+        lambda *t: ssd(*t, chunk=5, kernel=True), ssd_reference, ssd_inputs(37, strong=True)
+    )
+
+
+@needs_rule_kernel
+@pytest.mark.parametrize("T", [1, 7, 33, 70])
+@pytest.mark.parametrize("steps", [1, 3, 8, 64])
+@pytest.mark.parametrize("neg", [False, True], ids=["beta<1", "beta<2"])
+def test_gated_delta_kernel_equals_the_recurrence(T, steps, neg):
+    assert_same_outputs_and_gradients(
+        lambda *t: gated_delta_chunked(*t, 0.5, chunk=steps, kernel=True),
+        lambda *t: gated_delta_recurrence(*t, 0.5),
+        delta_inputs(T, neg),
+    )
+
+
+@pytest.mark.parametrize(
+    "name, needs",
+    [
+        pytest.param("mamba2", "_KernelSSD", marks=needs_ssd_kernel),
+        pytest.param("gated_deltanet", "_KernelRule", marks=needs_rule_kernel),
+    ],
+)
+@pytest.mark.parametrize("kernels", ["on", "off"])
+def test_the_mixer_runs_its_kernel_on_a_cpu_unless_kernels_are_off(name, needs, kernels, monkeypatch):
+    """float32 on a CPU: the kernel (default), or the chunked PyTorch form under ``SEQBENCH_CPU_KERNELS=0``;
+    both give the same outputs and gradients."""
+    module = mamba2_module if name == "mamba2" else gdn_module
+    chunked = "_SSD" if name == "mamba2" else "_GatedDelta"
+    calls = []
+    for cls in (needs, chunked):
+        apply = getattr(module, cls).apply
+        monkeypatch.setattr(getattr(module, cls), "apply", lambda *a, _f=apply, _n=cls: calls.append(_n) or _f(*a))
+    if kernels == "off":
+        monkeypatch.setenv(cpu.ENV, "0")
+    mixer, x = build(name), torch.randn(3, 70, D, requires_grad=True)
+    y = mixer(x)
+    (gx,) = torch.autograd.grad(y.square().sum(), x)
+    assert calls == [needs if kernels == "on" else chunked]
+    monkeypatch.setenv(cpu.ENV, "1" if kernels == "off" else "0")  # the other form, same parameters
+    y2 = mixer(x)
+    (gx2,) = torch.autograd.grad(y2.square().sum(), x)
+    torch.testing.assert_close(y2, y, atol=2e-5, rtol=1e-4)
+    torch.testing.assert_close(gx2, gx, atol=2e-4, rtol=1e-3)
+
+
+@pytest.mark.parametrize("name", ["mamba2", "gated_deltanet"])
+def test_the_kernels_split_the_batch_over_threads_and_sum_the_shared_gradients(name):
+    """Three threads over five sequences (slices of 1, 2 and 2, each with its own partial sums of the shared
+    parameters' gradients, A and D for SSD): the same numbers as one thread, in float64."""
+    if name == "mamba2":
+        f, inputs = (lambda *t: ssd(*t, chunk=4, kernel=None)), ssd_inputs(21)
+    else:
+        f, inputs = (lambda *t: gated_delta_chunked(*t, 0.5, kernel=None)), delta_inputs(21, True)
+    inputs = [t.detach().repeat_interleave(3, 0)[:5].requires_grad_() if t.dim() > 1 else t for t in inputs]
+    one = f(*inputs)
+    g1 = torch.autograd.grad(one.sum(), inputs)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        three = f(*inputs)
+        g3 = torch.autograd.grad(three.sum(), inputs)
+    finally:
+        torch.set_num_threads(threads)
+    torch.testing.assert_close(three, one, rtol=1e-12, atol=1e-12)
+    for a, b in zip(g3, g1, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -343,9 +437,11 @@ def test_gated_deltanet_macs_by_hand():
     ],
 )
 @pytest.mark.parametrize("T", [5, 33, 64, 70, 200])
-def test_forward_macs_match_flop_counter_mode(name, args, T):
+def test_forward_macs_match_flop_counter_mode(name, args, T, monkeypatch):
     """FlopCounterMode counts matrix products (2 FLOPs a MAC) and no triangular solve (``solve_macs``) nor
-    the convolutions, run as shifted multiply-adds (``conv_macs``)."""
+    the convolutions, run as shifted multiply-adds (``conv_macs``). The count is the chunked form's (the GPU
+    kernels'), so the chunked PyTorch form runs here, not the CPU kernel, which FlopCounterMode cannot see."""
+    monkeypatch.setenv(cpu.ENV, "0")
     B, cfg, mixer = 3, config(name, **args), build(name, **args)
     counter = FlopCounterMode(display=False)
     with counter, torch.no_grad():
