@@ -3,7 +3,8 @@ pieces that keep every tensor of a step small (``batch_pieces``).
 
 C kernels (compiled on first use, called through ctypes): the selective scan of ``models/mamba.py``, the
 causal sums of ``models/linear_attention.py``, the SSD recurrence of ``models/mamba2.py`` and the gated
-delta rule of ``models/gated_deltanet.py``. Each is a recurrence over time whose state is small (a Mamba
+delta rule of ``models/gated_deltanet.py`` (and the short causal convolution with its SiLU that both of those
+run first, one pass over the sequence instead of one per tap). Each recurrence's state is small (a Mamba
 channel's N numbers, a linear attention head's F x Dv sums, a Mamba-2 or Gated DeltaNet head's P x N or
 K x V state) and whose per-step work is a few element-wise products or passes over that state: in
 PyTorch each step or chunk is dozens of passes over (B, T, ·) or (B, T, E, N)

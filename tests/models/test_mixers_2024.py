@@ -7,6 +7,7 @@ against the CPU form."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 import pytest
@@ -212,6 +213,26 @@ def test_the_mixer_runs_its_kernel_on_a_cpu_unless_kernels_are_off(name, needs, 
     torch.testing.assert_close(gx2, gx, atol=2e-4, rtol=1e-3)
 
 
+@pytest.mark.skipif(cpu.load("short_conv_silu", mamba2_module.CONV_SOURCE) is None, reason="no C compiler")
+def test_the_short_convolution_kernel_equals_its_pytorch_form_in_float32_at_large_inputs():
+    """Pre-activations of +-100 and beyond: the kernel's SiLU (an exp2 polynomial, clamped) neither overflows nor
+    loses the gradient; four threads over the batch sum the weight's and bias's gradients."""
+    g = torch.Generator().manual_seed(1)
+    x = (torch.randn(5, 50, 9, generator=g) * 40).requires_grad_()
+    w, b = torch.randn(9, 1, 4, generator=g, requires_grad=True), torch.randn(9, generator=g, requires_grad=True)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(4)
+    try:
+        y = short_conv_silu(x, w, b, kernel=True)
+        grads = torch.autograd.grad(y.square().sum(), (x, w, b))
+    finally:
+        torch.set_num_threads(threads)
+    y_ref = short_conv_silu(x, w, b, kernel=False)
+    torch.testing.assert_close(y, y_ref, rtol=1e-6, atol=1e-4)
+    for a, r in zip(grads, torch.autograd.grad(y_ref.square().sum(), (x, w, b)), strict=True):
+        torch.testing.assert_close(a, r, rtol=1e-5, atol=1e-6 * r.abs().max().item())
+
+
 @pytest.mark.parametrize("name", ["mamba2", "gated_deltanet"])
 def test_the_kernels_split_the_batch_over_threads_and_sum_the_shared_gradients(name):
     """Three threads over five sequences (slices of 1, 2 and 2, each with its own partial sums of the shared
@@ -263,13 +284,16 @@ def test_the_written_out_helpers_have_the_gradients_of_their_definitions(T):
         return torch.randn(*shape, generator=g, dtype=torch.float64, requires_grad=True)
 
     x, weight, bias = rand(2, T, 5), rand(5, 1, 4), rand(5)
-    assert torch.autograd.gradcheck(short_conv_silu, (x, weight, bias))
-    assert torch.autograd.gradcheck(short_conv_silu, (x, weight, None))
     conv = nn.Conv1d(5, 5, 4, groups=5).double()
     with torch.no_grad():
         conv.weight.copy_(weight), conv.bias.copy_(bias)
         direct = F.silu(conv(F.pad(x.transpose(1, 2), (3, 0)))).transpose(1, 2)  # the causal convolution itself
-        torch.testing.assert_close(short_conv_silu(x, weight, bias), direct)
+    for kernel in (False, None):  # the PyTorch form, and the C kernel wherever it builds (``cpu.load``)
+        conv_silu = functools.partial(short_conv_silu, kernel=kernel)
+        assert torch.autograd.gradcheck(conv_silu, (x, weight, bias))
+        assert torch.autograd.gradcheck(conv_silu, (x, weight, None))
+        with torch.no_grad():
+            torch.testing.assert_close(conv_silu(x, weight, bias), direct)
     y, z, w = rand(2, T, 3, 6), rand(2, T, 3, 6), rand(6)
     for gate_first in (True, False):
         assert torch.autograd.gradcheck(lambda *t, gf=gate_first: gated_rms_norm(*t, gf, 1e-5), (y, z, w))
