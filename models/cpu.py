@@ -6,7 +6,7 @@ causal sums of ``models/linear_attention.py``, the SSD recurrence of ``models/ma
 delta rule of ``models/gated_deltanet.py`` (and the short causal convolution with its SiLU that both of those
 run first, one pass over the sequence instead of one per tap). Each recurrence's state is small (a Mamba
 channel's N numbers, a linear attention head's F x Dv sums, a Mamba-2 or Gated DeltaNet head's P x N or
-K x V state) and whose per-step work is a few element-wise products or passes over that state: in
+K x V state) and its per-step work is a few element-wise products or passes over that state: in
 PyTorch each step or chunk is dozens of passes over (B, T, ·) or (B, T, E, N)
 tensors through main memory; a loop in C keeps the state in registers or the L1 cache and reads every input
 once. Each kernel is plain C (no torch headers, so a build takes about a second), vectorised by the
