@@ -297,7 +297,7 @@ void ssd_fwd_REAL(int64_t b0, int64_t b1, int64_t L, int64_t H, int64_t P, int64
 }
 
 /* The gradients of <y, gy>: gx (B, L, E), gdl (B, L, H), gB, gC (B, L, N) written; gA (H) and gD (H) added to
-   (this slice's partial sums). An (H): A; work: (chunk + 1)·N·E + chunk·(E + H) + E + H scratch. */
+   (this slice's partial sums). An (H): A; work: (chunk + 1)·N·E + chunk·(E + H) + 3·E + H scratch. */
 void ssd_bwd_REAL(int64_t b0, int64_t b1, int64_t L, int64_t H, int64_t P, int64_t N, int64_t chunk,
                   const REAL *restrict x, const REAL *restrict dl, const REAL *restrict Al,
                   const REAL *restrict An, const REAL *restrict Bm, const REAL *restrict Cm,
@@ -306,7 +306,7 @@ void ssd_bwd_REAL(int64_t b0, int64_t b1, int64_t L, int64_t H, int64_t P, int64
                   REAL *restrict gA, REAL *restrict gD, REAL *restrict work) {
     const int64_t E = H * P, K = (L + chunk - 1) / chunk, NE = N * E;
     REAL *restrict g = work, *restrict hb = g + NE, *restrict ub = hb + chunk * NE, *restrict ab = ub + chunk * E;
-    REAL *restrict du = ab + chunk * H, *restrict gw = du + E;
+    REAL *restrict du = ab + chunk * H, *restrict gw = du + E, *restrict wl = gw + H, *restrict ae = wl + E;
     for (int64_t b = b0; b < b1; b++) {
         memset(g, 0, sizeof(REAL) * NE); /* dL/dH_t through H_{t+1}: a_{t+1}·g_{t+1} */
         for (int64_t k = K - 1; k >= 0; k--) {
@@ -338,28 +338,35 @@ void ssd_bwd_REAL(int64_t b0, int64_t b1, int64_t L, int64_t H, int64_t P, int64
                 const REAL *xr = x + r * E, *dr = dl + r * H, *Br = Bm + r * N, *Cr = Cm + r * N;
                 const REAL *gyr = gy + r * E, *ui = ub + i * E, *ai = ab + i * H, *hi = hb + i * NE;
                 const REAL *hp = i ? hb + (i - 1) * NE : h0;
+                for (int64_t j = 0; j < H; j++) {
+                    const REAL aj = ai[j];
 #pragma omp simd
-                for (int64_t p = 0; p < E; p++) du[p] = 0; /* dL/d(Δ_t x_t) */
-                for (int64_t j = 0; j < H; j++) gw[j] = 0; /* dL/da_t · a_t = dL/d(Δ_t A) */
-                for (int64_t n = 0; n < N; n++) {
+                    for (int64_t p = j * P; p < (j + 1) * P; p++) {
+                        ae[p] = aj; /* the decay of each channel's head */
+                        du[p] = 0;  /* dL/d(Δ_t x_t) */
+                        wl[p] = 0;  /* per channel, summed over the states: dL/da_t · h_{t-1} */
+                    }
+                }
+                for (int64_t n = 0; n < N; n++) { /* over all E channels at once: one sum each for gB, gC */
                     const REAL bn = Br[n], cn = Cr[n], *hn = hi + n * E, *hpn = hp + n * E;
                     REAL *gn = g + n * E, accC = 0, accB = 0;
-                    for (int64_t j = 0; j < H; j++) {
-                        const REAL aj = ai[j];
-                        REAL w = 0;
-#pragma omp simd reduction(+ : accC, accB, w)
-                        for (int64_t p = j * P; p < (j + 1) * P; p++) {
-                            const REAL gv = cn * gyr[p] + gn[p]; /* dL/dH_t */
-                            w += gv * hpn[p];
-                            accC += hn[p] * gyr[p];
-                            accB += gv * ui[p];
-                            du[p] += bn * gv;
-                            gn[p] = gv * aj;
-                        }
-                        gw[j] += w * aj;
+#pragma omp simd reduction(+ : accC, accB)
+                    for (int64_t p = 0; p < E; p++) {
+                        const REAL gv = cn * gyr[p] + gn[p]; /* dL/dH_t */
+                        wl[p] += gv * hpn[p];
+                        accC += hn[p] * gyr[p];
+                        accB += gv * ui[p];
+                        du[p] += bn * gv;
+                        gn[p] = gv * ae[p];
                     }
                     gC[r * N + n] = accC;
                     gB[r * N + n] = accB;
+                }
+                for (int64_t j = 0; j < H; j++) { /* dL/da_t · a_t = dL/d(Δ_t A), per head */
+                    REAL w = 0;
+#pragma omp simd reduction(+ : w)
+                    for (int64_t p = j * P; p < (j + 1) * P; p++) w += wl[p];
+                    gw[j] = w * ai[j];
                 }
                 REAL *gxr = gx + r * E, *gdr = gdl + r * H;
                 for (int64_t j = 0; j < H; j++) {
@@ -422,7 +429,7 @@ class _KernelSSD(torch.autograd.Function):
         gy, An = gy.contiguous(), A.contiguous()
         gx, gdl, gB, gC = torch.empty_like(x), torch.empty_like(delta), torch.empty_like(B), torch.empty_like(C)
         gA, gD = x.new_zeros(n, H), x.new_zeros(n, H)  # one partial sum per thread
-        work = x.new_empty(n, (chunk + 1) * N * E + chunk * (E + H) + E + H)
+        work = x.new_empty(n, (chunk + 1) * N * E + chunk * (E + H) + 3 * E + H)
         args = (x, delta, Al, An, B, C, D, states, gy, gx, gdl, gB, gC)
         cpu.parallel(
             b, lambda b0, b1, s: cpu.call(ctx.run, b0, b1, T, H, P, N, chunk, *args, gA[s], gD[s], work[s]), ctx.lib
