@@ -198,6 +198,17 @@ def _load(name: str, source: str) -> ctypes.CDLL | None:
     return lib
 
 
+def choose(name: str, source: str, x: torch.Tensor, kernel: bool | None) -> ctypes.CDLL | None:
+    """The kernel library a mixer's function runs for input ``x``: ``kernel`` True demands it (a RuntimeError
+    where it cannot run: not a float32 or float64 CPU tensor, or no build), False refuses it (None: the PyTorch
+    form), None takes it wherever it runs."""
+    takes = x.device.type == "cpu" and x.dtype in DTYPES
+    lib = load(name, source) if takes and kernel is not False else None
+    if kernel and lib is None:
+        raise RuntimeError(f"the {name} kernel takes float32 or float64 CPU tensors where it builds; pass kernel=None")
+    return lib
+
+
 def call(fn: Callable[..., None], *args: int | torch.Tensor) -> None:
     """``fn(*args)`` with each int passed as an int64_t and each tensor (contiguous, on the CPU) as a pointer
     to its data: the kernels' only argument types."""

@@ -461,12 +461,7 @@ def gated_delta_chunked(
     ``kernel``: the C kernel (True; ``chunk`` is then its steps between checkpoints), the chunked PyTorch
     form ``_GatedDelta`` (False; ``chunk`` positions per chunk), or the kernel wherever it builds and takes
     the dtype (None: float32 or float64 on a CPU, its checkpoints chosen from the shapes)."""
-    takes = q.device.type == "cpu" and q.dtype in cpu.DTYPES
-    lib = cpu.load("gated_delta_rule", RULE_SOURCE) if takes and kernel is not False else None
-    if kernel and lib is None:
-        raise RuntimeError(
-            "the gated_delta_rule kernel takes float32 or float64 CPU tensors where it builds; pass kernel=None"
-        )
+    lib = cpu.choose("gated_delta_rule", RULE_SOURCE, q, kernel)
     if lib is None:
         return _GatedDelta.apply(q, k, v, g, beta, scale, chunk)
     H, K, V = q.shape[2], q.shape[3], v.shape[3]

@@ -419,12 +419,7 @@ def selective_scan(
     builds and takes the dtype (None: float32 or float64 on a CPU). ``chunk``: the kernel's steps between
     checkpoints, or the PyTorch form's steps per chunk; None: chosen from the shapes."""
     E, N = A.shape
-    takes = x.device.type == "cpu" and x.dtype in _KERNEL_DTYPES
-    lib = _scan_library() if takes and kernel is not False else None
-    if kernel and lib is None:
-        raise RuntimeError(
-            "the mamba_scan kernel takes float32 or float64 CPU tensors where it builds; pass kernel=None"
-        )
+    lib = cpu.choose("mamba_scan", SCAN_SOURCE, x, kernel)
     if lib is not None:
         A, B, C, D, delta, delta_bias = (t.to(x.dtype) for t in (A, B, C, D, delta, delta_bias))
         dl = F.softplus(delta + delta_bias)  # (B, T, E): Δ, as mambapy

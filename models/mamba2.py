@@ -456,12 +456,7 @@ def ssd(
     ``kernel``: the C kernel (True; ``chunk`` is then its steps between checkpoints), the chunked PyTorch
     form ``_SSD`` (False; ``chunk`` positions per chunk), or the kernel wherever it builds and takes the
     dtype (None: float32 or float64 on a CPU, its checkpoints chosen from the shapes)."""
-    takes = x.device.type == "cpu" and x.dtype in cpu.DTYPES
-    lib = cpu.load("mamba2_ssd", SSD_SOURCE) if takes and kernel is not False else None
-    if kernel and lib is None:
-        raise RuntimeError(
-            "the mamba2_ssd kernel takes float32 or float64 CPU tensors where it builds; pass kernel=None"
-        )
+    lib = cpu.choose("mamba2_ssd", SSD_SOURCE, x, kernel)
     if lib is None:
         return _SSD.apply(x, dt, A, B, C, D, dt_bias, chunk)
     A, B, C, D, dt, dt_bias = (t.to(x.dtype) for t in (A, B, C, D, dt, dt_bias))
@@ -611,8 +606,7 @@ def short_conv_silu(
     """``silu`` of the causal depthwise convolution of x (B, T, C) with an ``nn.Conv1d(C, C, k, groups=C)``'s
     weight (C, 1, k) and bias (C,) -> (B, T, C): position t sees t - k + 1 .. t. On a CPU, in float32 or
     float64, the C kernel (``_KernelConvSiLU``) where it builds; ``kernel=False`` the PyTorch form."""
-    takes = x.device.type == "cpu" and x.dtype in cpu.DTYPES and kernel is not False
-    lib = cpu.load("short_conv_silu", CONV_SOURCE) if takes else None
+    lib = cpu.choose("short_conv_silu", CONV_SOURCE, x, kernel)
     if lib is None:
         return _ShortConvSiLU.apply(x, weight, bias)
     weight = weight.to(x.dtype)
