@@ -32,7 +32,10 @@ demo: venv
 # --workers 2, load 2-3), and its two later ones (copy_beyond_state 707 s, parity_state_mixers 775 s, one
 # worker each beside the baseline card, load 3-4); issue 37's neg_eigval_parity 2128 and 2237 s for its two
 # registrations (--workers 2 beside a test suite, load ~3; each of its 40 runs trains the full 2000 steps),
-# mqar_mamba2 14.6 min (869 s judged; --workers 2, quiet, Nov 28 2026):
+# mqar_mamba2 14.6 min (869 s judged; --workers 2, quiet, Nov 28 2026); tcn_copy_memory's issue-38 registration
+# (a delay-1 control per recurrent model) 40 min wall and 2253 s of CPU beside another verify and a test run
+# (load 4-5); mqar_mixers' issue-38 registration (every mixer also at 4000 steps) had 14 of its 16
+# configurations done after 100 min beside those (load 3-5; mamba's two 4000-step ones left):
 # verdict table printed, outputs/verify/index.html + verify.md. Re-running continues the studies.
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2
