@@ -15,7 +15,7 @@ the rule depends on where the input is:
 - On a CPU: ``_KernelRule``, a C kernel (``RULE_SOURCE``, built by ``models/cpu.py``) that runs the rule one
   step after another with each head's K x V state in the cache: at d_model 64 the chunked form below spent
   its time in the fixed cost of its per-chunk products and solve (2.7x causal attention's step at T = 256 on
-  one thread, against 1.8x with the kernel, benchmarks/mixers.py).
+  one thread, against 1.3-2.1x in four runs with the kernels, benchmarks/mixers.py).
 - Anywhere else, and on a CPU without a C compiler (or with ``SEQBENCH_CPU_KERNELS=0``): the chunked
   ``_GatedDelta`` below (``gated_delta_chunked(..., kernel=False)``), in plain PyTorch after fla's naive
   chunked reference

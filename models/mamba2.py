@@ -13,7 +13,7 @@ same gated RMSNorm ``norm(y · silu(z))``. Which SSD scan runs depends on where 
 - On a CPU: ``_KernelSSD``, a C kernel (``SSD_SOURCE``, built by ``models/cpu.py`` as Mamba-1's selective
   scan is) that runs the recurrence one step after another with the state in the cache: at d_model 64 the
   chunked form below spent its time in the fixed cost of a dozen small products per chunk (2.1x causal
-  attention's step at T = 256 on one thread, against 1.3-1.6x with the kernel, benchmarks/mixers.py).
+  attention's step at T = 256 on one thread, against 1.3-1.7x in four runs with the kernels, benchmarks/mixers.py).
 - Anywhere else, and on a CPU without a C compiler (or with ``SEQBENCH_CPU_KERNELS=0``): ``_SSD`` below, in
   plain PyTorch after the authors' minimal reference
   (``mamba_ssm/modules/ssd_minimal.py``, ``ssd_minimal_discrete``, Listing 1 of the paper): a
