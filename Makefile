@@ -34,8 +34,8 @@ demo: venv
 # registrations (--workers 2 beside a test suite, load ~3; each of its 40 runs trains the full 2000 steps),
 # mqar_mamba2 14.6 min (869 s judged; --workers 2, quiet, Nov 28 2026); tcn_copy_memory's issue-38 registration
 # (a delay-1 control per recurrent model) 40 min wall and 2253 s of CPU beside another verify and a test run
-# (load 4-5); mqar_mixers' issue-38 registration (every mixer also at 4000 steps) had 14 of its 16
-# configurations done after 100 min beside those (load 3-5; mamba's two 4000-step ones left):
+# (load 4-5); mqar_mixers' issue-38 registration (every mixer also at 4000 steps) 7165 s beside those
+# (load 3-5):
 # verdict table printed, outputs/verify/index.html + verify.md. Re-running continues the studies.
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2
