@@ -198,6 +198,15 @@ def _load(name: str, source: str) -> ctypes.CDLL | None:
     return lib
 
 
+CHECKPOINT_NUMBERS = 1 << 17  # numbers in a kernel backward's buffer of one chunk's states (512 KiB of float32: L2)
+
+
+def checkpoint_steps(state_numbers: int) -> int:
+    """Steps between a recurrence kernel's checkpoints, so that its backward's buffer of one chunk's states
+    (``state_numbers`` a step) stays within ``CHECKPOINT_NUMBERS``: between 1 and 64 steps."""
+    return max(1, min(64, CHECKPOINT_NUMBERS // max(1, state_numbers)))
+
+
 def choose(name: str, source: str, x: torch.Tensor, kernel: bool | None) -> ctypes.CDLL | None:
     """The kernel library a mixer's function runs for input ``x``: ``kernel`` True demands it (a RuntimeError
     where it cannot run: not a float32 or float64 CPU tensor, or no build), False refuses it (None: the PyTorch

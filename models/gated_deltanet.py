@@ -401,13 +401,6 @@ void gdr_bwd_REAL(int64_t b0, int64_t b1, int64_t L, int64_t H, int64_t K, int64
 }
 """
 RULE_SOURCE = cpu.instantiate(_RULE_BODY)
-_KERNEL_STATES = 1 << 17  # numbers in the backward's buffer of a chunk's states (512 KiB of float32: L2)
-
-
-def kernel_chunk(heads: int, head_k: int, head_v: int) -> int:
-    """Steps between the kernel's checkpoints: its backward's buffer of one chunk's states within about
-    512 KiB (float32), between 1 and 64 steps."""
-    return max(1, min(64, _KERNEL_STATES // max(1, heads * head_k * head_v)))
 
 
 class _KernelRule(torch.autograd.Function):
@@ -466,7 +459,7 @@ def gated_delta_chunked(
         return _GatedDelta.apply(q, k, v, g, beta, scale, chunk)
     H, K, V = q.shape[2], q.shape[3], v.shape[3]
     k, v, g, beta = (t.to(q.dtype) for t in (k, v, g, beta))
-    return _KernelRule.apply(q * scale, k, v, g, beta, lib, chunk if kernel else kernel_chunk(H, K, V))
+    return _KernelRule.apply(q * scale, k, v, g, beta, lib, chunk if kernel else cpu.checkpoint_steps(H * K * V))
 
 
 @MIXERS.module("gated_deltanet")

@@ -348,7 +348,6 @@ void scan_bwd_REAL(int64_t b0, int64_t b1, int64_t L, int64_t E, int64_t N, int6
 """
 SCAN_SOURCE = cpu.instantiate(_SCAN_BODY)
 _KERNEL_DTYPES = cpu.DTYPES
-_KERNEL_STATES = 1 << 17  # numbers in the backward's buffer of a chunk's states (512 KiB of float32: L2)
 
 
 def _scan_library() -> ctypes.CDLL | None:
@@ -358,7 +357,7 @@ def _scan_library() -> ctypes.CDLL | None:
 def kernel_chunk(d_inner: int, d_state: int) -> int:
     """Steps between the kernel's checkpoints: its backward's buffer of one chunk's states within about
     512 KiB (float32), between 1 and 64 steps."""
-    return max(1, min(64, _KERNEL_STATES // max(1, d_inner * d_state)))
+    return cpu.checkpoint_steps(d_inner * d_state)
 
 
 class _KernelScan(torch.autograd.Function):

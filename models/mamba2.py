@@ -388,13 +388,6 @@ void ssd_bwd_REAL(int64_t b0, int64_t b1, int64_t L, int64_t H, int64_t P, int64
 }
 """
 SSD_SOURCE = cpu.instantiate(_SSD_BODY)
-_KERNEL_STATES = 1 << 17  # numbers in the backward's buffer of a chunk's states (512 KiB of float32: L2)
-
-
-def kernel_chunk(d_inner: int, d_state: int) -> int:
-    """Steps between the kernel's checkpoints: its backward's buffer of one chunk's states within about
-    512 KiB (float32), between 1 and 64 steps (as Mamba-1's, ``models/mamba.py``)."""
-    return max(1, min(64, _KERNEL_STATES // max(1, d_inner * d_state)))
 
 
 class _KernelSSD(torch.autograd.Function):
@@ -461,7 +454,7 @@ def ssd(
         return _SSD.apply(x, dt, A, B, C, D, dt_bias, chunk)
     A, B, C, D, dt, dt_bias = (t.to(x.dtype) for t in (A, B, C, D, dt, dt_bias))
     delta = F.softplus(dt + dt_bias)  # (b, T, H)
-    steps = chunk if kernel else kernel_chunk(x.shape[2] * x.shape[3], B.shape[-1])
+    steps = chunk if kernel else cpu.checkpoint_steps(x.shape[2] * x.shape[3] * B.shape[-1])
     return _KernelSSD.apply(x, delta, A, B, C, D, lib, steps)
 
 
