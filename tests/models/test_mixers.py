@@ -362,34 +362,55 @@ def sums_and_gradients(run, q, k, v, g) -> list[torch.Tensor]:
     return [out.detach(), *torch.autograd.grad((out * g).sum(), [q, k, v])]
 
 
+def kernel_sums(q, k, v, taylor: bool) -> torch.Tensor:
+    """``causal_sums`` in ``causal_chunked``'s layout: (B, H, T, ·) in, (B, H, T, Dh + 1) out."""
+    return causal_sums(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), taylor).transpose(1, 2)
+
+
+def with_ones(v: torch.Tensor) -> torch.Tensor:
+    return torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)
+
+
 @needs_sums_kernel
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("T", [1, 3, 5, 70])  # the kernel takes 4 positions at a time: tails of 1 and 3
+@pytest.mark.parametrize("T", [1, 5, 33, 70])  # the kernel takes 32 positions at a time: tails of 1, 5, 1 and 6
 @pytest.mark.parametrize("f", [1, 2, 3, 16])  # the Taylor pairs' layout differs for odd and even f
 @pytest.mark.parametrize("feature_map", ["taylor", "elu"])
 def test_linear_attention_kernel_equals_the_chunked_form(feature_map, f, T, dtype):
-    """The C recurrence (symmetric Taylor features, 1 + f + f(f+1)/2 wide) against ``causal_chunked``
-    (Based's f² features): the output and the gradients of q, k and v; in float64 to rounding."""
+    """The C kernel (symmetric Taylor features, 1 + f + f(f+1)/2 wide, the normaliser's column of ones added
+    inside) against ``causal_chunked`` (Based's f² features) on [v, 1]: the output and the gradients of q, k and
+    v; in float64 to rounding."""
     torch.manual_seed(f * 100 + T)
-    q, k, v, g = (torch.randn(2, 3, T, n, dtype=dtype) for n in (f, f, 5, 5))
+    q, k, v, g = (torch.randn(2, 3, T, n, dtype=dtype) for n in (f, f, 5, 6))
     phi = taylor_features if feature_map == "taylor" else elu_features
     kernel = (lambda s: taylor_kernel(s, f)) if feature_map == "taylor" else None
-    want = sums_and_gradients(lambda q, k, v: causal_chunked(q, k, v, phi, kernel), q, k, v, g)
-    got = sums_and_gradients(lambda q, k, v: causal_sums(q, k, v, feature_map == "taylor"), q, k, v, g)
+    want = sums_and_gradients(lambda q, k, v: causal_chunked(q, k, with_ones(v), phi, kernel), q, k, v, g)
+    got = sums_and_gradients(lambda q, k, v: kernel_sums(q, k, v, feature_map == "taylor"), q, k, v, g)
     for name, a, b in zip(["out", "q", "k", "v"], got, want, strict=True):
         tol = 1e-12 if dtype == torch.float64 else 1e-5
         torch.testing.assert_close(a, b, rtol=tol, atol=tol * b.abs().max().item(), msg=name)
 
 
 @needs_sums_kernel
+@pytest.mark.parametrize("Dh", [7, 8, 15, 16])  # values in blocks of 8, 4, 2 and 1 (with the normaliser: 8 to 17)
+def test_linear_attention_kernel_takes_any_head_width(Dh):
+    torch.manual_seed(Dh)
+    q, k, v, g = (torch.randn(2, 2, 45, n, dtype=torch.float64) for n in (4, 4, Dh, Dh + 1))
+    want = sums_and_gradients(lambda q, k, v: causal_chunked(q, k, with_ones(v), taylor_features, None), q, k, v, g)
+    got = sums_and_gradients(lambda q, k, v: kernel_sums(q, k, v, True), q, k, v, g)
+    for name, a, b in zip(["out", "q", "k", "v"], got, want, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12 * b.abs().max().item(), msg=name)
+
+
+@needs_sums_kernel
 def test_linear_attention_kernel_threads_split_the_rows():
     torch.manual_seed(0)
-    q, k, v, g = (torch.randn(2, 3, 21, n, dtype=torch.float64) for n in (4, 4, 5, 5))
-    one = sums_and_gradients(lambda q, k, v: causal_sums(q, k, v, True), q, k, v, g)
+    q, k, v, g = (torch.randn(2, 3, 21, n, dtype=torch.float64) for n in (4, 4, 5, 6))
+    one = sums_and_gradients(lambda q, k, v: kernel_sums(q, k, v, True), q, k, v, g)
     threads = torch.get_num_threads()
     torch.set_num_threads(4)  # 6 rows (batch x heads) in slices of 1, 2, 1, 2
     try:
-        four = sums_and_gradients(lambda q, k, v: causal_sums(q, k, v, True), q, k, v, g)
+        four = sums_and_gradients(lambda q, k, v: kernel_sums(q, k, v, True), q, k, v, g)
     finally:
         torch.set_num_threads(threads)
     for a, b in zip(one, four, strict=True):
