@@ -372,9 +372,10 @@ void sums_fwd_REAL(int64_t b0, int64_t b1, int64_t T, int64_t H, int64_t f, int6
             const int64_t n = T - t0 < CH ? T - t0 : CH, rf = at_REAL(b, t0, T, H, f);
             chunk_in_REAL(&s, taylor, f, Dv, n, H, q + rf, k + rf, v + at_REAL(b, t0, T, H, Dh), NULL);
             chunk_weights_REAL(&s, taylor, f, 0);
-            read_REAL(Dv, Fp, s.S, 1, Dvp, s.QT, s.OT, 1);              /* across chunks: S φ(q_t) */
-            read_REAL(Dv, CH, s.VT, CH, 1, s.WT, s.OT, 0);              /* inside: Σ_j w(t, j) v_j */
-            project_REAL(Fp, CH, Dvp, s.KT, CH, s.V, Dvp, s.S, Dvp);    /* S += Σ_j φ(k_j) v_jᵀ */
+            /* across chunks: S φ(q_t) (S is zero before the first), then inside: Σ_j w(t, j) v_j */
+            if (t0 > 0) read_REAL(Dv, Fp, s.S, 1, Dvp, s.QT, s.OT, 1);
+            read_REAL(Dv, CH, s.VT, CH, 1, s.WT, s.OT, t0 == 0);
+            if (t0 + CH < T) project_REAL(Fp, CH, Dvp, s.KT, CH, s.V, Dvp, s.S, Dvp); /* S += Σ_j φ(k_j) v_jᵀ */
             out_REAL(n, Dv, H * Dv, s.OT, o + at_REAL(b, t0, T, H, Dv), 0);
         }
     }
@@ -409,23 +410,26 @@ void sums_bwd_REAL(int64_t b0, int64_t b1, int64_t T, int64_t H, int64_t f, int6
             read_REAL(Dp, CH, xq, CH, 1, s.GS, s.DKT, 1);
             /* dφ(q_t) = S dy_t (+ the features' share from inside, elu) */
             if (!taylor) memcpy(s.DPT, s.DQT, sizeof(REAL) * Fp * CH);
-            read_REAL(Fp, Dv, s.S, Dvp, 1, s.GT, s.DPT, taylor);
-            project_REAL(Fp, CH, Dvp, s.KT, CH, s.V, Dvp, s.S, Dvp);
+            if (t0 > 0) read_REAL(Fp, Dv, s.S, Dvp, 1, s.GT, s.DPT, taylor);
+            else if (taylor) memset(s.DPT, 0, sizeof(REAL) * Fp * CH);
+            if (t0 + CH < T) project_REAL(Fp, CH, Dvp, s.KT, CH, s.V, Dvp, s.S, Dvp);
             features_bwd_REAL(taylor, f, s.QRT, s.DPT, taylor ? s.DQT : s.DXT, taylor);
             out_REAL(n, f, H * f, taylor ? s.DQT : s.DXT, gq + rf, 0);
             if (!taylor) features_bwd_REAL(taylor, f, s.KRT, s.DKT, s.DXT, 0);
             out_REAL(n, f, H * f, taylor ? s.DKT : s.DXT, gk + rf, 0);
         }
-        memset(s.S, 0, sizeof(REAL) * Fp * Dvp); /* now R */
-        for (int64_t t0 = (T - 1) / CH * CH; t0 >= 0; t0 -= CH) {
+        memset(s.S, 0, sizeof(REAL) * Fp * Dvp); /* now R: zero at the last chunk, which only adds to it */
+        for (int64_t t0 = T > CH ? (T - 1) / CH * CH : -1; t0 >= 0; t0 -= CH) { /* one chunk: nothing to do */
             const int64_t n = T - t0 < CH ? T - t0 : CH, rf = at_REAL(b, t0, T, H, f), rh = at_REAL(b, t0, T, H, Dh);
             chunk_in_REAL(&s, taylor, f, Dv, n, H, q + rf, k + rf, v + rh, go + at_REAL(b, t0, T, H, Dv));
-            read_REAL(Fp, Dv, s.S, Dvp, 1, s.VT, s.DPT, 1);             /* dφ(k_j) = R v_j */
-            read_REAL(Dh, Fp, s.S, 1, Dvp, s.KT, s.OT, 1);              /* dv_j += Rᵀ φ(k_j) */
-            project_REAL(Fp, CH, Dvp, s.QT, CH, s.G, Dvp, s.S, Dvp);    /* R += Σ_t φ(q_t) dy_tᵀ */
-            out_REAL(n, Dh, H * Dh, s.OT, gv + rh, 1);
-            features_bwd_REAL(taylor, f, s.KRT, s.DPT, s.DXT, 0);
-            out_REAL(n, f, H * f, s.DXT, gk + rf, 1);
+            if (t0 + CH < T) {
+                read_REAL(Fp, Dv, s.S, Dvp, 1, s.VT, s.DPT, 1); /* dφ(k_j) = R v_j */
+                read_REAL(Dh, Fp, s.S, 1, Dvp, s.KT, s.OT, 1);  /* dv_j += Rᵀ φ(k_j) */
+                out_REAL(n, Dh, H * Dh, s.OT, gv + rh, 1);
+                features_bwd_REAL(taylor, f, s.KRT, s.DPT, s.DXT, 0);
+                out_REAL(n, f, H * f, s.DXT, gk + rf, 1);
+            }
+            if (t0 > 0) project_REAL(Fp, CH, Dvp, s.QT, CH, s.G, Dvp, s.S, Dvp); /* R += Σ_t φ(q_t) dy_tᵀ */
         }
     }
 }
