@@ -27,7 +27,6 @@ causal attention in the same run (``benchmarks/mixers.py``, Nov 28 2026, a share
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import math
 from collections.abc import Callable
@@ -305,7 +304,7 @@ typedef struct {
     REAL *S, *QRT, *KRT, *DQT, *DKT, *DXT, *QT, *KT, *DPT, *V, *G, *VT, *GT, *OT, *ST, *WT, *WR, *GST, *GS;
 } tiles_REAL;
 static tiles_REAL tiles_REAL_at(REAL *w, int64_t f, int64_t Dv, int64_t taylor) {
-    const int64_t Fp = FEATURES(taylor, f), Dp = DIMS(taylor, f), Dvp = PAD(Dv);
+    const int64_t Fp = FEATURES(taylor, f), Dp = DIMS(f), Dvp = PAD(Dv);
     tiles_REAL s;
     REAL **dp[] = {&s.QRT, &s.KRT, &s.DQT, &s.DKT, &s.DXT}, **fp[] = {&s.QT, &s.KT, &s.DPT};
     REAL **vp[] = {&s.VT, &s.GT, &s.OT}, **cp[] = {&s.ST, &s.WT, &s.WR, &s.GST, &s.GS};
@@ -323,7 +322,7 @@ static tiles_REAL tiles_REAL_at(REAL *w, int64_t f, int64_t Dv, int64_t taylor) 
    the weight φ(q_t)·φ(k_j) where j <= t, else 0; and (dkernel) GST[j][t] *= its derivative in the score where
    j <= t, else 0. Needs QRT and KRT (Taylor) or QT and KT (elu). */
 static void chunk_weights_REAL(const tiles_REAL *s, int64_t taylor, int64_t f, int dkernel) {
-    const int64_t Dp = DIMS(taylor, f);
+    const int64_t Dp = DIMS(f);
     const REAL a = (REAL)(1 / sqrt((double)f)), h = (REAL)(0.5 / f), d2 = (REAL)(1.0 / f);
     read_REAL(CH, Dp, taylor ? s->KRT : s->KT, 1, CH, taylor ? s->QRT : s->QT, s->ST, 1);
     for (int64_t j = 0; j < CH; j++) {
@@ -346,7 +345,7 @@ static int64_t at_REAL(int64_t b, int64_t t0, int64_t T, int64_t H, int64_t widt
 /* A chunk's inputs: q and k transposed with their features; [v, 1] (and dy) as rows and transposed. */
 static void chunk_in_REAL(const tiles_REAL *s, int64_t taylor, int64_t f, int64_t Dv, int64_t n, int64_t H,
                           const REAL *q, const REAL *k, const REAL *v, const REAL *go) {
-    const int64_t Fp = FEATURES(taylor, f), Dp = DIMS(taylor, f), Dvp = PAD(Dv), Dh = Dv - 1;
+    const int64_t Fp = FEATURES(taylor, f), Dp = DIMS(f), Dvp = PAD(Dv), Dh = Dv - 1;
     cols_REAL(n, f, Dp, H * f, q, s->QRT, 0);
     cols_REAL(n, f, Dp, H * f, k, s->KRT, 0);
     features_REAL(taylor, f, Fp, s->QRT, s->QT);
@@ -390,7 +389,7 @@ void sums_bwd_REAL(int64_t b0, int64_t b1, int64_t T, int64_t H, int64_t f, int6
                    const REAL *restrict go, REAL *restrict gq, REAL *restrict gk, REAL *restrict gv,
                    REAL *restrict work) {
     if (T <= 0) return;
-    const int64_t Dv = Dh + 1, Fp = FEATURES(taylor, f), Dp = DIMS(taylor, f), Dvp = PAD(Dv);
+    const int64_t Dv = Dh + 1, Fp = FEATURES(taylor, f), Dp = DIMS(f), Dvp = PAD(Dv);
     const tiles_REAL s = tiles_REAL_at(work, f, Dv, taylor);
     for (int64_t b = b0; b < b1; b++) {
         memset(s.S, 0, sizeof(REAL) * Fp * Dvp);
@@ -442,26 +441,26 @@ _SUMS_DEFINES = f"""
 #define LOG2E 1.4426950408889634 /* exp(x) = exp2(x·log2 e) */
 #define PAD(n) (((n) + W - 1) / W * W)
 #define FEATURES(taylor, f) PAD((taylor) ? 1 + (f) + (f) * ((f) + 1) / 2 : (f)) /* φ's width, padded */
-#define DIMS(taylor, f) PAD(f) /* the scores' inputs inside a chunk: raw q, k (Taylor) or φ (elu, = FEATURES) */
+#define DIMS(f) PAD(f) /* the scores' inputs inside a chunk: raw q, k (Taylor) or φ (elu, = FEATURES) */
 """
 SUMS_SOURCE = cpu.instantiate(_SUMS_BODY, _SUMS_DEFINES)
 _KERNEL_DTYPES = cpu.DTYPES
 
 
-def _sums_library() -> ctypes.CDLL | None:
-    return cpu.load("linear_attention_sums", SUMS_SOURCE)
+def _pad(n: int) -> int:
+    """``n`` rounded up to whole blocks of lanes (the kernel's PAD)."""
+    return -(-n // _W) * _W
 
 
 def _padded_features(taylor: bool, f: int) -> int:
     """The kernel's features per position, padded to whole blocks (its FEATURES)."""
-    F = 1 + f + f * (f + 1) // 2 if taylor else f
-    return -(-F // _W) * _W
+    return _pad(1 + f + f * (f + 1) // 2 if taylor else f)
 
 
 def _work_numbers(taylor: bool, f: int, Dv: int) -> int:
     """The kernel's scratch for one row (``tiles_at`` lays it out): the state, and a chunk's five tiles of raw
     q and k or their gradients, three of features, two of values as rows and three transposed, five of weights."""
-    Fp, Dp, Dvp = _padded_features(taylor, f), -(-f // _W) * _W, -(-Dv // _W) * _W
+    Fp, Dp, Dvp = _padded_features(taylor, f), _pad(f), _pad(Dv)
     return Fp * Dvp + 5 * Dp * _CH + 3 * Fp * _CH + 2 * _CH * Dvp + 3 * Dv * _CH + 5 * _CH * _CH
 
 
@@ -499,17 +498,16 @@ class _CausalSums(torch.autograd.Function):
 
 def kernel_runs(x: torch.Tensor) -> bool:
     """Whether ``causal_sums`` takes ``x`` here: a float32 or float64 CPU tensor, and the kernel built."""
-    return x.device.type == "cpu" and x.dtype in _KERNEL_DTYPES and _sums_library() is not None
+    return cpu.choose("linear_attention_sums", SUMS_SOURCE, x, None) is not None
 
 
 def causal_sums(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, taylor: bool) -> torch.Tensor:
     """``causal_chunked``'s sums of ``[v, 1]`` by the C kernel (where ``kernel_runs``), in the projections'
     layout: q, k (B, T, H, f) before the feature map, v (B, T, H, Dh) -> (B, T, H, Dh + 1), the last column the
     normaliser Σ_{j≤t} φ(q_t)·φ(k_j); ``taylor``: Based's feature map, else elu + 1."""
-    lib = _sums_library()
-    if lib is None or v.device.type != "cpu" or v.dtype not in _KERNEL_DTYPES:
+    if not kernel_runs(v):
         raise RuntimeError("the linear_attention_sums kernel takes float32 or float64 CPU tensors where it builds")
-    return _CausalSums.apply(q.to(v.dtype), k.to(v.dtype), v, taylor, lib)
+    return _CausalSums.apply(q.to(v.dtype), k.to(v.dtype), v, taylor, cpu.load("linear_attention_sums", SUMS_SOURCE))
 
 
 @MIXERS.module("linear_attention")
