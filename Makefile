@@ -40,11 +40,11 @@ demo: venv
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2
 
-# verify.md (every claim judged under outputs/, each at its latest verdict) into benchmarks/verify/ to ship it,
-# and its claim table into docs/claims.md between <!-- verdicts:begin --> and <!-- verdicts:end -->: the docs'
-# verdicts are copied, never typed (tests/sweeps/claims/test_verdicts.py fails when the block and the copy disagree).
-# Standard library only, so no venv is needed. VERIFY_MD="a.md b.md" merges several (each claim from the
-# latest-built file that judged it): a verify from before the per-claim records wrote its own claims only.
+# verify.md (every claim judged under outputs/, each at its latest verdict) merged into benchmarks/verify/verify.md
+# to ship it, and its claim table into docs/claims.md between <!-- verdicts:begin --> and <!-- verdicts:end -->: the
+# docs' verdicts are copied, never typed (tests/sweeps/claims/test_verdicts.py fails when the block and the copy
+# disagree). A registration's first verdict stays; a later build's verdict of the same registration is listed as a
+# re-run beside it. Standard library only, so no venv is needed. VERIFY_MD="a.md b.md" merges several.
 VERIFY_MD ?= outputs/verify/verify.md
 verdicts:
 	$(PYTHON) benchmarks/verdicts.py $(VERIFY_MD)

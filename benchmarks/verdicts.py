@@ -10,15 +10,25 @@ and its claim table (claim | verdict | decided | profile | wall s ...), rows as 
 copy the block says that no generated table has been recorded. ``tests/sweeps/claims/test_verdicts.py`` fails when the
 page's block is not what this script makes of the committed copy.
 
-Several VERIFY_MD files are merged into the copy, each claim's lines taken verbatim from the latest-built
-file that judged it: a ``seqbench verify`` from before verify recorded each claim's verdict wrote its own
-claims only, so ``verify A`` then ``verify B`` in one folder left a verify.md of B alone.
+The VERIFY_MD files and the committed copy are merged into the copy, each claim's lines taken verbatim from the
+file that judged its latest registration first (a ``seqbench verify`` of some claims lists those only). A
+verify.md written before its claim table named the registration judged is refused: re-run verify.
 
 With the repository's claim registry (``sweeps/claims/registry.yaml``, ``sweeps/claims/registry.py``) the
 table gets a row for every shipped claim, "no record under the current registration" where verify.md has
 none, and two columns from the registry: how many registrations the claim has had at that profile (each a
 fresh set of seeds after the settings, rules or looks changed) and whether the current one's setting, an arm
 or a threshold was chosen after a pilot or an earlier registration's result, in the claim's direction.
+
+**A registration is judged once.** verify.md's claim table names the registration each row judged
+(``Claim.digest``). A row of the same claim and registration from a later build (the same seeds trained
+again on changed code, or by another checkout) does not replace the verdict of record, the earliest judged:
+it is kept as a **re-run** in the copy's re-run table, and the page shows it beside the verdict ("re-runs").
+Re-running judged seeds until a verdict flips would otherwise bend it; the way to a new verdict of record is a
+new registration on fresh seeds (``seqbench verify`` registers one when the seeds are fresh). A row of another
+registration replaces the older one (its re-runs go with it). The same build's row (a resumed study) replaces
+its own. The committed copy is always one of the files merged, so ``make verdicts`` after a whole ``make verify``
+keeps every verdict of record and lists the re-runs.
 
 A claim that is its author's own hypothesis (``source.kind: hypothesis``: verify.md's source column says
 ``own hypothesis, not a reproduction``) is marked so in its claim cell: it reproduces no published result.
@@ -46,7 +56,10 @@ PAGE = Path("docs") / "claims.md"  # the page whose block holds the table, relat
 NONE_YET = "No generated verdict table has been recorded yet (`make verify`, then `make verdicts`)."
 REGISTRY = Path("sweeps") / "claims" / "registry.yaml"  # relative to the repository
 NO_RECORD = "no record under the current registration"
-EXTRA_HEAD = ("registrations", "after a pilot")
+EXTRA_HEAD = ("registrations", "after a pilot", "re-runs")
+REGISTRATION = "registration"  # the claim table's column naming the registration judged (reports/verify_md.py)
+RERUNS_TITLE = "Re-runs of judged registrations (not verdicts of record: each registration's first verdict stands)"
+RERUNS_HEADER = "| re-run of |"  # the re-run table's first cell; its other columns are the claim table's
 # the source cell of an own hypothesis's rows (seqbench.bench.core.verdicts.HYPOTHESIS; no seqbench import here)
 HYPOTHESIS = "own hypothesis, not a reproduction"
 _BUILT = re.compile(r"seqbench (\S+) \(([^)]*)\),? (\d{4}-\d\d-\d\d \d\d:\d\d)")
@@ -117,6 +130,7 @@ class _Verify:
     rules: list[str]  # its rules table: header, rule, rows (the claim in the first cell)
     claims: list[str]  # its claim table
     notes: dict[str, str]  # claim -> its "**claim.** note" line
+    reruns: list[str]  # the rows of its re-run table (a merged copy's), the claim table's cells after the first
 
     @classmethod
     def of(cls, md: str) -> _Verify:
@@ -125,7 +139,24 @@ class _Verify:
         if rules is None:
             raise ValueError("no rules table (a table starting '| claim |' before the claim table)")
         notes = {m[1]: m[0] for m in re.finditer(r"^\*\*(\S+?)\.\*\* .*$", md, re.M)}
-        return cls(_builds(md), rules, claim_table(md), notes)
+        reruns = next((t[2:] for t in _tables(md) if t[0].startswith(RERUNS_HEADER)), [])
+        return cls(_builds(md), rules, claim_table(md), notes, reruns)
+
+    @property
+    def names(self) -> list[str]:
+        """The claims its claim table judged."""
+        return [_cells(r)[0] for r in self.claims[2:]]
+
+    def row(self, claim: str) -> dict[str, str]:
+        """The claim's row of the claim table, by column."""
+        head = _cells(self.claims[0])
+        return next(dict(zip(head, c)) for r in self.claims[2:] if (c := _cells(r))[0] == claim)
+
+    def judged(self, claim: str) -> str:
+        """When the claim's row was judged ("2026-11-28 01:35"; the file's build time where the row has no
+        "judged" cell)."""
+        m = re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d", self.row(claim).get("judged", ""))
+        return m[0] if m else self.when
 
     @property
     def when(self) -> str:
@@ -134,21 +165,36 @@ class _Verify:
 
 
 def merge(mds: list[str]) -> str:
-    """One verify.md from several: each claim's rows of both tables and its note from the latest-built file
-    that judged it (the later argument on a tie), verbatim; ValueError when their tables' columns differ."""
+    """One verify.md from several: each claim's rows of both tables and its note, verbatim, from the earliest
+    file that judged its latest registration (a later build's row of that registration is a re-run, kept in
+    the re-run table; the same build's later row replaces it); ValueError when the tables' columns differ or
+    a file's claim table names no registration."""
     files = [_Verify.of(md) for md in mds]
     for key in ("claims", "rules"):
         if len({getattr(f, key)[0] for f in files}) > 1:
             raise ValueError(f"the files' {key} tables have different columns: written by different seqbench versions")
+    if REGISTRATION not in _cells(files[0].claims[0]):
+        raise ValueError(
+            f"the claim table has no {REGISTRATION!r} column: written before verify named the registration it judged; "
+            "re-run seqbench verify"
+        )
     chosen: dict[str, _Verify] = {}
-    for f in sorted(files, key=lambda f: f.when):  # stable: a later argument wins a tie
-        chosen.update({_cells(row)[0]: f for row in f.claims[2:]})
+    reruns: dict[str, list[str]] = {}  # claim -> its re-run rows (the claim table's, the claim first)
+    rows = [(f.judged(name), i, f, name) for i, f in enumerate(files) for name in f.names]
+    for _, _, f, name in sorted(rows, key=lambda r: r[:2]):  # by when each row was judged; a later argument on a tie
+        carried = [_line(c) for r in f.reruns if (c := _cells(r))[0] == name]
+        before = chosen.get(name)
+        if before is not None and _rerun(before.row(name), f.row(name)):  # the verdict of record stays
+            reruns[name] = list(dict.fromkeys([*reruns[name], *carried, _line(list(f.row(name).values()))]))
+            continue
+        kept = reruns.get(name, []) if before is not None and _same(before.row(name), f.row(name)) else []
+        chosen[name], reruns[name] = f, list(dict.fromkeys([*kept, *carried]))
     names = sorted(chosen)
     out = [
         "# seqbench verify",
         "",
-        f"Merged by `make verdicts` from {len(files)} verify.md files, each claim from the latest-built one that "
-        "judged it (a verify.md listed only the claims of its own invocation):",
+        f"Merged by `make verdicts` from {len(files)} verify.md files, each claim from the earliest one that "
+        "judged its latest registration (a verify.md listed only the claims of its own invocation):",
         "",
     ]
     for f in files:
@@ -157,14 +203,35 @@ def merge(mds: list[str]) -> str:
     for key in ("rules", "claims"):
         out += ["", *getattr(files[0], key)[:2]]
         out += [row for c in names for row in getattr(chosen[c], key)[2:] if _cells(row)[0] == c]
+    again = [r for c in names for r in reruns.get(c, [])]
+    if again:
+        head, rule = files[0].claims[:2]
+        out += ["", f"{RERUNS_TITLE}:", "", head.replace("| claim |", RERUNS_HEADER, 1), rule, *again]
     out += [x for c in names if c in chosen[c].notes for x in ("", chosen[c].notes[c])]
     return "\n".join(out) + "\n"
+
+
+def _same(a: dict[str, str], b: dict[str, str]) -> bool:
+    """Whether two rows judged the same registration (at the same profile)."""
+    reg = a.get(REGISTRATION, "-")
+    return reg not in ("", "-") and reg == b.get(REGISTRATION) and a.get("profile") == b.get("profile")
+
+
+def _rerun(first: dict[str, str], later: dict[str, str]) -> bool:
+    """Whether ``later`` re-judged ``first``'s registration on another build: the same registration, another
+    commit in the "judged" cell ("2026-11-28 01:35 (f26eafdb9af6)")."""
+    return _same(first, later) and _sha(first.get("judged", "")) != _sha(later.get("judged", ""))
+
+
+def _sha(judged: str) -> str:
+    m = re.search(r"\(([^)]*)\)\s*$", judged)
+    return m[1] if m else judged
 
 
 def _judging(f: _Verify, claims: list[str]) -> list[str]:
     """The builds of ``f`` that judged ``claims`` (their rows' "judged" cell names build and time), so a merged
     file's build list does not carry on the builds whose claims a later file took; all of them when no row says."""
-    judged = {_cells(row)[-1] for row in f.claims[2:] if _cells(row)[0] in claims}
+    judged = {f.row(c).get("judged", "") for c in claims}
     mine = [b for b in f.built if (m := _BUILT.fullmatch(b)) and f"{m[3]} ({m[2]})" in judged]
     return mine or f.built
 
@@ -198,6 +265,10 @@ def block(md: str | None, repo: Path | None = None) -> str:
     regs, shipped = _registry(registry), sorted(p.stem for p in registry.parent.glob("*.yaml") if p != registry)
     width = len(_cells(table[0]))
     rows = {_cells(r)[0]: _cells(r) for r in table[2:]}
+    again: dict[str, list[str]] = {}  # claim -> "holds (f00d)" per re-run of the registration in its row
+    for r in next((t[2:] for t in _tables(md) if t[0].startswith(RERUNS_HEADER)), []):
+        cells = dict(zip(_cells(table[0]), _cells(r)))
+        again.setdefault(_cells(r)[0], []).append(f"{cells.get('verdict', '?')} ({_sha(cells.get('judged', '?'))})")
     missing = [c for c in shipped if c not in rows]
     body = []
     for name in sorted(set(rows) | set(shipped)):
@@ -206,9 +277,9 @@ def block(md: str | None, repo: Path | None = None) -> str:
         current = [r for r in mine if not r.get("replaced")]
         after = "yes" if current and current[-1].get("after_pilot") else ""
         regs_n = str(len(mine)) if mine else "-"
-        body.append(_line([*_marked(cells, hypos), regs_n, after]))
+        body.append(_line([*_marked(cells, hypos), regs_n, after, "; ".join(again.get(name, []))]))
     head = table[0].rstrip() + " " + " | ".join(EXTRA_HEAD) + " |"
-    rule = table[1].rstrip() + "---:|---|"
+    rule = table[1].rstrip() + "---:|---|---|"
     note = (
         f"Every shipped claim has a row ({len(missing)} with {NO_RECORD!r}: {', '.join(missing)}). "
         if missing
@@ -217,7 +288,9 @@ def block(md: str | None, repo: Path | None = None) -> str:
         f"`registrations`: how many registrations the claim has had at that profile (`{REGISTRY.as_posix()}`: a "
         "changed setting, rule or look is registered afresh on fresh seeds); `after a pilot`: the current "
         "registration's setting, an arm or a threshold was chosen after a pilot or an earlier registration's "
-        "result, in the claim's direction (the registry's `after_pilot` says what)."
+        "result, in the claim's direction (the registry's `after_pilot` says what); `re-runs`: the same "
+        "registration judged again by a later build (its verdict and commit), shown beside the verdict of record, "
+        "never in its place: a new verdict needs a new registration on fresh seeds."
     )
     return "\n".join([*lines, head, rule, *body, "", note])
 
@@ -264,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     sources = [Path(p) for p in args.verify_md or ["outputs/verify/verify.md"]]
     try:
         texts = [_source(p) for p in sources]
+        if copy.is_file() and copy.resolve() not in {p.resolve() for p in sources}:
+            texts.insert(0, copy.read_text())  # its verdicts of record stay; a later build's are re-runs
         text = texts[0] if len(texts) == 1 else merge(texts)
     except ValueError as e:
         print(f"verdicts: {e}", file=sys.stderr)

@@ -31,7 +31,7 @@ from seqbench.sweeps.claims.schema import Claim
 
 RULES_HEAD = ["claim", "profile", "source", "rule", "paper", "measured (mean [95% CI] n)", "needs", "verdict"]
 # benchmarks/verdicts.py finds the claim table by the start of this header: keep its first three columns
-CLAIMS_HEAD = ["claim", "verdict", "decided", "profile", "wall s", "judged"]
+CLAIMS_HEAD = ["claim", "verdict", "decided", "profile", "wall s", "judged", "registration"]
 _ROW_KEYS = {  # VerdictRow key -> the verdict table's column (sweeps.claims.results.verdict_table)
     "rule": "rule",
     "configuration": "configuration",
@@ -64,6 +64,7 @@ def record_of(res: ClaimResult, rows: pd.DataFrame, built: dict[str, Any]) -> Ve
         claim_hash=claim_hash(c, res.profile),
         source=c.source.cite,
         profile=res.profile,
+        registration=c.digest(res.profile),
         verdict=res.verdict,
         decided=res.verdict_text()[len(res.verdict) :].strip(" ()"),
         wall_s=float(res.wall_s),
@@ -110,6 +111,7 @@ def markdown(records: list[VerdictRecord], built: dict[str, Any], left_out: Sequ
             r["profile"],
             f"{r.get('wall_s', float('nan')):.0f}",
             f"{r.get('judged', '?')} ({r.get('git_sha', '?')})",
+            r.get("registration") or "-",
         ]
         for r in records
     ]
@@ -121,7 +123,7 @@ def markdown(records: list[VerdictRecord], built: dict[str, Any], left_out: Sequ
         "",
         markdown_table(RULES_HEAD, rules) if rules else "_(no claim judged)_",
         "",
-        markdown_table(CLAIMS_HEAD, claims, align="llllrl") if claims else "_(no claim judged)_",
+        markdown_table(CLAIMS_HEAD, claims, align="llllrll") if claims else "_(no claim judged)_",
     ]
     if left_out:
         out += ["", "Left out (their verdicts no longer speak for the claim):", ""] + [f"- {x}" for x in left_out]

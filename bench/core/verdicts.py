@@ -47,6 +47,7 @@ class VerdictRecord(TypedDict, total=False):
     claim_hash: str  # hash of what decides the verdict (reports.verify_md.claim_hash): a changed claim shows
     source: str  # the citation, "Arora et al. 2023 Fig. 2 (MQAR)", or HYPOTHESIS for an own hypothesis
     profile: Profile  # quick | paper
+    registration: str  # Claim.digest at the profile: the registration judged (sweeps/claims/registry.py)
     verdict: str  # holds | fails | inconclusive | invalid | error
     decided: str  # "decided at look 2 of 3, n=5, alpha 0.0167", why invalid, or "" (not judged)
     wall_s: float  # the claim's wall time in that invocation (a resumed study: the resumption's)

@@ -15,6 +15,10 @@ shipped one is ``sweeps/claims/registry.yaml``, committed, so a fresh clone has 
   rules moved after they were seen is a rule fitted to them; the way out is a new registration on fresh
   seeds.
 
+The build is not in the digest: the same registration may be judged again on changed code (to see whether a
+verdict reproduces), but the repository's verdict table keeps a registration's first verdict and lists a later
+build's as a re-run beside it (``benchmarks/verdicts.py``), so re-running judged seeds cannot replace a verdict.
+
 Cost claims measure afresh per registration (their cache is named by the digest), so a changed cost claim
 is a new registration of its own; its replicates are counts, not seeds, and never clash.
 

@@ -100,6 +100,9 @@ def test_verify_md_gathers_each_claims_latest_verdict_across_invocations(tmp_pat
     md = _write([_judged(a, "holds", wall=9, n=7)], out)  # judged again: the latest verdict replaces the first
     assert "| claim_a | holds | decided at look 1 of 1, n=7, alpha 0.05 | quick | 9 |" in md
     assert "claim_a | inconclusive" not in md and "| claim_b | fails |" in md
+    digest = load_claim(a).digest("quick")  # each row names the registration it judged, for make verdicts
+    assert f"| 2026-11-26 07:00 (abc123) | {digest} |" in md.split("| claim_a | holds |")[1].splitlines()[0]
+    assert read_verdict(verdict_path(out, "claim_a", "quick"))["registration"] == digest
 
 
 def test_a_verdict_of_a_changed_or_retired_claim_is_left_out_with_why(tmp_path):
@@ -215,50 +218,125 @@ def test_the_script_reads_a_verify_md_written_before_the_records(tmp_path):
     assert out.endswith("| mqar_mixers | holds | decided at look 1 of 2, n=7, alpha 0.0191 | quick | 900 |")
 
 
-def _old_md(when: str, rows: dict[str, str]) -> str:
-    """A verify.md as verify wrote it before the records: one invocation's claims only."""
+def _md(when: str, rows: dict[str, str], sha: str = "f00d", regs: dict[str, str] | None = None) -> str:
+    """A verify.md of one invocation's claims (claim -> verdict), each judged at ``when`` by commit ``sha``
+    under registration ``regs[claim]`` (default: "r-" and the claim)."""
+    regs = regs or {}
     rules = "".join(f"| {c} | src | {c} rule | ~1 | acc: 1 [1, 1] n=7 | > 0.9 | {v} |\n" for c, v in rows.items())
     claims = "".join(
-        f"| {c} | {v} | decided at look 1 of 2, n=7, alpha 0.0191 | quick | 60 |\n" for c, v in rows.items()
+        f"| {c} | {v} | decided at look 1 of 2, n=7, alpha 0.0191 | quick | 60 | {when} ({sha}) | "
+        f"{regs.get(c, 'r-' + c)} |\n"
+        for c, v in rows.items()
     )
     notes = "".join(f"\n**{c}.** note of {c} at {when}\n" for c in rows)
     return (
-        f"# seqbench verify\n\nseqbench 0.4.0 (f00d), {when}\n\n"
+        f"# seqbench verify\n\nseqbench 0.4.0 ({sha}), {when}\n\n"
         "| claim | source | rule | paper | measured (mean [95% CI] n) | needs | verdict |\n"
         "|---|---|---|---|---|---|---|\n"
-        f"{rules}\n| claim | verdict | decided | profile | wall s |\n|---|---|---|---|---:|\n{claims}{notes}"
+        f"{rules}\n| claim | verdict | decided | profile | wall s | judged | registration |\n"
+        f"|---|---|---|---|---:|---|---|\n{claims}{notes}"
     )
 
 
-def test_several_verify_md_files_merge_each_claim_from_the_latest_that_judged_it(tmp_path):
+def test_several_verify_md_files_merge_each_claim_from_the_latest_registration_that_judged_it(tmp_path):
     v = _script()
-    files = {
-        "b.md": _old_md("2026-11-26 08:05", {"mqar_mixers": "holds", "selective_copy_ssm": "holds"}),
-        "a.md": _old_md("2026-11-26 07:50", {"selective_copy_ssm": "inconclusive", "mixer_complexity": "fails"}),
+    files = {  # selective_copy_ssm: a new registration (r2) judged after the first (r1)
+        "b.md": _md(
+            "2026-11-26 08:05",
+            {"mqar_mixers": "holds", "selective_copy_ssm": "holds"},
+            "bbbb",
+            {"selective_copy_ssm": "r2"},
+        ),
+        "a.md": _md(
+            "2026-11-26 07:50",
+            {"selective_copy_ssm": "inconclusive", "mixer_complexity": "fails"},
+            "aaaa",
+            {"selective_copy_ssm": "r1"},
+        ),
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     repo = _repo(tmp_path)
     assert v.main([str(tmp_path / "b.md"), str(tmp_path / "a.md"), "--repo", str(repo)]) == 0
     merged = (repo / "benchmarks" / "verify" / "verify.md").read_text()
-    assert "- seqbench 0.4.0 (f00d), 2026-11-26 07:50: mixer_complexity" in merged
-    assert "- seqbench 0.4.0 (f00d), 2026-11-26 08:05: mqar_mixers, selective_copy_ssm" in merged
+    assert "- seqbench 0.4.0 (aaaa), 2026-11-26 07:50: mixer_complexity" in merged
+    assert "- seqbench 0.4.0 (bbbb), 2026-11-26 08:05: mqar_mixers, selective_copy_ssm" in merged
     claims = v.claim_table(merged)
     assert [row.split(" | ")[:2] for row in claims[2:]] == [
         ["| mixer_complexity", "fails"],
         ["| mqar_mixers", "holds"],
-        ["| selective_copy_ssm", "holds"],  # the later build's verdict, whatever the argument order
+        ["| selective_copy_ssm", "holds"],  # the later registration's verdict, whatever the argument order
     ]
     assert "| selective_copy_ssm | src | selective_copy_ssm rule | ~1 | acc: 1 [1, 1] n=7 | > 0.9 | holds |" in merged
-    assert (
-        "inconclusive" not in merged
-        and "**selective_copy_ssm.** note of selective_copy_ssm at 2026-11-26 08:05" in merged
-    )
+    assert "inconclusive" not in merged and v.RERUNS_TITLE not in merged  # another registration's row is not a re-run
+    assert "**selective_copy_ssm.** note of selective_copy_ssm at 2026-11-26 08:05" in merged
     page = (repo / "docs" / "claims.md").read_text()
-    assert "a merge of 2 verify.md files built by seqbench 0.4.0 (f00d) on 2026-11-26 08:05; seqbench 0.4.0" in page
+    assert "a merge of 2 verify.md files built by seqbench 0.4.0 (bbbb) on 2026-11-26 08:05; seqbench 0.4.0" in page
     assert "(3 claims: fails 1, holds 2)" in page and v.main(["--check", "--repo", str(repo)]) == 0
-    (tmp_path / "c.md").write_text(files["a.md"].replace("| wall s |", "| wall s | judged |"))
+    (tmp_path / "c.md").write_text(files["a.md"].replace("| wall s |", "| wall s | extra |"))
     assert v.main([str(tmp_path / "b.md"), str(tmp_path / "c.md"), "--repo", str(repo)]) == 2  # columns differ
+
+
+def test_a_registration_judged_again_by_a_later_build_is_a_rerun_beside_its_verdict_of_record(tmp_path, capsys):
+    """Issue 38: re-running a judged registration's seeds on changed code until the verdict flips would bend it.
+    The first verdict of a registration stays; a later build's is listed as a re-run, on every merge after."""
+    v = _script()
+    repo = _repo(tmp_path)
+    first = tmp_path / "first.md"
+    first.write_text(_md("2026-11-28 01:35", {"neg_eigval_parity": "inconclusive", "tcn_adding": "holds"}, "f26e"))
+    assert v.main([str(first), "--repo", str(repo)]) == 0  # no copy yet: copied as it is
+    copy = repo / "benchmarks" / "verify" / "verify.md"
+    assert copy.read_text() == first.read_text()
+    again = tmp_path / "again.md"  # the same registration, re-run by a later build: it now holds
+    again.write_text(_md("2026-11-28 14:00", {"neg_eigval_parity": "holds"}, "fe41"))
+    assert v.main([str(again), "--repo", str(repo)]) == 0  # merged with the committed copy, not in its place
+    merged = copy.read_text()
+    table = v.claim_table(merged)
+    assert "| neg_eigval_parity | inconclusive |" in table[2] and "(f26e) | r-neg_eigval_parity |" in table[2]
+    assert "| tcn_adding | holds |" in table[3]  # a claim the re-run did not judge keeps its row
+    reruns = merged.split(v.RERUNS_TITLE)[1]
+    assert "| re-run of | verdict | decided | profile | wall s | judged | registration |" in reruns
+    assert "| neg_eigval_parity | holds | decided at look 1 of 2, n=7, alpha 0.0191 | quick | 60 |" in reruns
+    assert "| 2026-11-28 14:00 (fe41) | r-neg_eigval_parity |" in reruns
+    rule = "| neg_eigval_parity | src | neg_eigval_parity rule | ~1 | acc: 1 [1, 1] n=7 | > 0.9 |"
+    assert f"{rule} inconclusive |" in merged and f"{rule} holds |" not in merged  # the rules of record too
+    assert "**neg_eigval_parity.** note of neg_eigval_parity at 2026-11-28 01:35" in merged
+    page = (repo / "docs" / "claims.md").read_text()
+    assert "| neg_eigval_parity | inconclusive |" in page and page.count("holds (fe41)") == 0  # no registry here
+    assert v.main([str(again), "--repo", str(repo)]) == 0 and copy.read_text().count("2026-11-28 14:00 (fe41)") == 1
+    later = tmp_path / "later.md"  # a third build: a second re-run; the verdict of record still stands
+    later.write_text(_md("2026-11-29 09:00", {"neg_eigval_parity": "fails"}, "0bad"))
+    assert v.main([str(later), "--repo", str(repo)]) == 0
+    merged = copy.read_text()
+    assert "| neg_eigval_parity | inconclusive |" in v.claim_table(merged)[2]
+    assert "(fe41)" in merged.split(v.RERUNS_TITLE)[1] and "(0bad)" in merged.split(v.RERUNS_TITLE)[1]
+    resumed = tmp_path / "resumed.md"  # the same build as the verdict of record (a resumed study): replaces it
+    resumed.write_text(_md("2026-11-28 02:10", {"tcn_adding": "fails"}, "f26e"))
+    assert v.main([str(resumed), "--repo", str(repo)]) == 0
+    assert "| tcn_adding | fails |" in v.claim_table(copy.read_text())[3]
+    fresh = tmp_path / "fresh.md"  # a new registration on fresh seeds: its verdict is the new one of record
+    fresh.write_text(_md("2026-11-30 10:00", {"neg_eigval_parity": "holds"}, "cafe", {"neg_eigval_parity": "r2"}))
+    assert v.main([str(fresh), "--repo", str(repo)]) == 0
+    merged = copy.read_text()
+    assert "| neg_eigval_parity | holds |" in v.claim_table(merged)[2] and "| r2 |" in v.claim_table(merged)[2]
+    assert v.RERUNS_TITLE not in merged  # the old registration's re-runs went with it
+    old = tmp_path / "old.md"  # written before verify named its registration: refused, the copy unchanged
+    old.write_text(
+        _md("2026-12-01 10:00", {"tcn_adding": "holds"}).replace(" registration |", "").replace("---|\n|", "|\n|")
+    )
+    before = copy.read_text()
+    assert v.main([str(old), "--repo", str(repo)]) == 2 and copy.read_text() == before
+    assert "the files' claims tables have different columns" in capsys.readouterr().err
+
+
+def test_the_page_shows_a_registrations_reruns_beside_its_verdict():
+    v = _script()
+    md = _md("2026-11-28 01:35", {"neg_eigval_parity": "inconclusive"}, "f26e", {"neg_eigval_parity": "282fb68a"})
+    rerun = _md("2026-11-28 14:00", {"neg_eigval_parity": "holds"}, "fe41", {"neg_eigval_parity": "282fb68a"})
+    out = v.block(v.merge([md, rerun]), REPO)
+    row = next(x for x in out.splitlines() if x.startswith("| neg_eigval_parity |"))
+    assert "| inconclusive |" in row and row.endswith("| holds (fe41) |")
+    assert "| registrations | after a pilot | re-runs |" in out and "`re-runs`: the same registration" in out
 
 
 def test_the_script_refuses_what_it_cannot_copy(tmp_path, capsys):
@@ -279,23 +357,26 @@ def test_a_merged_file_merged_again_keeps_only_the_builds_that_judged_its_claims
     only the builds whose claims it still gives, read from the rows' "judged" cells."""
     v = _script()
 
-    def md(builds: list[str], rows: dict[str, str]) -> str:  # claim -> "when (hash)"
+    def md(builds: list[str], rows: dict[str, str], reg: str = "r1") -> str:  # claim -> "when (hash)"
         rules = "".join(f"| {c} | src | {c} rule | ~1 | acc: 1 [1, 1] n=7 | > 0.9 | holds |\n" for c in rows)
         claims = "".join(
-            f"| {c} | holds | decided at look 1 of 1, n=10, alpha 0.05 | quick | 60 | {j} |\n" for c, j in rows.items()
+            f"| {c} | holds | decided at look 1 of 1, n=10, alpha 0.05 | quick | 60 | {j} | {reg}-{c} |\n"
+            for c, j in rows.items()
         )
         return (
             "# seqbench verify\n\n" + "".join(f"- {b}: x\n" for b in builds) + "\n"
             "| claim | source | rule | paper | measured (mean [95% CI] n) | needs | verdict |\n"
             "|---|---|---|---|---|---|---|\n"
-            f"{rules}\n| claim | verdict | decided | profile | wall s | judged |\n|---|---|---|---|---:|---|\n{claims}"
+            f"{rules}\n| claim | verdict | decided | profile | wall s | judged | registration |\n"
+            f"|---|---|---|---|---:|---|---|\n{claims}"
         )
 
     old = md(
         ["seqbench 0.1.0 (aaaa), 2026-11-26 09:05", "seqbench 0.1.0 (bbbb), 2026-11-26 10:20"],
         {"mqar_mixers": "2026-11-26 09:05 (aaaa)", "tcn_adding": "2026-11-26 10:20 (bbbb)"},
     )
-    fresh = md(["seqbench 0.1.0 (cccc), 2026-11-26 13:46"], {"tcn_adding": "2026-11-26 13:46 (cccc)"})
+    # a new registration of tcn_adding (the same one judged again would be a re-run, and bbbb would stay)
+    fresh = md(["seqbench 0.1.0 (cccc), 2026-11-26 13:46"], {"tcn_adding": "2026-11-26 13:46 (cccc)"}, "r2")
     merged = v.merge([fresh, old])
     assert "- seqbench 0.1.0 (aaaa), 2026-11-26 09:05: mqar_mixers\n" in merged  # (bbbb) judged nothing kept
     assert "- seqbench 0.1.0 (cccc), 2026-11-26 13:46: tcn_adding\n" in merged and "(bbbb)" not in merged
