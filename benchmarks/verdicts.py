@@ -277,6 +277,9 @@ def block(md: str | None, repo: Path | None = None) -> str:
         current = [r for r in mine if not r.get("replaced")]
         after = "yes" if current and current[-1].get("after_pilot") else ""
         regs_n = str(len(mine)) if mine else "-"
+        judged = dict(zip(_cells(table[0]), cells)).get(REGISTRATION, "-")
+        if current and judged not in ("-", str(current[-1].get("digest"))):  # re-registered, not yet judged
+            regs_n += f" (this row: {judged}, replaced; the current {current[-1].get('digest')} not judged yet)"
         body.append(_line([*_marked(cells, hypos), regs_n, after, "; ".join(again.get(name, []))]))
     head = table[0].rstrip() + " " + " | ".join(EXTRA_HEAD) + " |"
     rule = table[1].rstrip() + "---:|---|---|"

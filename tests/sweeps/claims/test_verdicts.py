@@ -329,14 +329,19 @@ def test_a_registration_judged_again_by_a_later_build_is_a_rerun_beside_its_verd
     assert "the files' claims tables have different columns" in capsys.readouterr().err
 
 
-def test_the_page_shows_a_registrations_reruns_beside_its_verdict():
+def test_the_page_shows_a_registrations_reruns_beside_its_verdict_and_a_row_of_a_replaced_one():
     v = _script()
-    md = _md("2026-11-28 01:35", {"neg_eigval_parity": "inconclusive"}, "f26e", {"neg_eigval_parity": "282fb68a"})
-    rerun = _md("2026-11-28 14:00", {"neg_eigval_parity": "holds"}, "fe41", {"neg_eigval_parity": "282fb68a"})
+    regs = yaml.safe_load((REPO / v.REGISTRY).read_text())["registrations"]
+    current = next(r["digest"] for r in reversed(regs) if r["claim"] == "neg_eigval_parity" and not r.get("replaced"))
+    md = _md("2026-11-28 01:35", {"neg_eigval_parity": "inconclusive"}, "f26e", {"neg_eigval_parity": current})
+    rerun = _md("2026-11-28 14:00", {"neg_eigval_parity": "holds"}, "fe41", {"neg_eigval_parity": current})
     out = v.block(v.merge([md, rerun]), REPO)
     row = next(x for x in out.splitlines() if x.startswith("| neg_eigval_parity |"))
-    assert "| inconclusive |" in row and row.endswith("| holds (fe41) |")
+    assert "| inconclusive |" in row and row.endswith("| holds (fe41) |") and "replaced" not in row
     assert "| registrations | after a pilot | re-runs |" in out and "`re-runs`: the same registration" in out
+    old = v.block(_md("2026-11-28 01:35", {"neg_eigval_parity": "holds"}, "f26e", {"neg_eigval_parity": "0ld"}), REPO)
+    row = next(x for x in old.splitlines() if x.startswith("| neg_eigval_parity |"))
+    assert f"(this row: 0ld, replaced; the current {current} not judged yet) |" in row
 
 
 def test_the_script_refuses_what_it_cannot_copy(tmp_path, capsys):
