@@ -255,5 +255,38 @@ def registered(claim: Claim, profile: Profile) -> str:
             f"{_span(reg.seeds)} at looks {reg.looks or [len(reg.seeds)]} in {path} (commit it)",
             flush=True,
         )
+    elif (path := registry_path(claim)) is not None and (record := verdict_of_record(path, claim.name, profile, reg)):
+        print(
+            f"[verify] {claim.name} (profile {profile}): registration {reg.digest} already has its verdict of record "
+            f"({record}, {VERDICTS.as_posix()}); this run is a re-run, which `make verdicts` lists beside it, never in "
+            "its place (a new verdict needs a new registration on fresh seeds)",
+            flush=True,
+        )
     assert reg.digest is not None  # a matching or new registration carries the claim's digest
     return reg.digest
+
+
+# the repository's verdict table (benchmarks/verdicts.py writes it), relative to the checkout that holds the
+# shipped registry (sweeps/claims/registry.yaml)
+VERDICTS = Path("benchmarks") / "verify" / "verify.md"
+
+
+def verdict_of_record(registry: Path, claim: str, profile: Profile, reg: Registration) -> str:
+    """ "holds, judged 2026-11-28 01:35 (f26eafdb9af6)": the verdict of record of registration ``reg`` in the
+    committed verdict table of the checkout whose shipped registry is ``registry``; "" when there is none (no
+    such table: an installed package, or a claim file outside the checkout)."""
+    table = registry.resolve().parent.parent.parent / VERDICTS
+    if registry.resolve().parent.parent.name != "sweeps" or not table.is_file():
+        return ""
+    head: list[str] = []
+    for line in table.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| claim | verdict | decided |"):
+            head = cells
+        elif not line.startswith("|"):  # the claim table ended
+            head = []
+        elif head and cells[0] == claim:
+            row = dict(zip(head, cells))
+            if row.get("profile") == profile and row.get("registration") == reg.digest:
+                return f"{row.get('verdict')}, judged {row.get('judged')}"
+    return ""

@@ -385,3 +385,27 @@ def test_a_merged_file_merged_again_keeps_only_the_builds_that_judged_its_claims
     merged = v.merge([fresh, old])
     assert "- seqbench 0.1.0 (aaaa), 2026-11-26 09:05: mqar_mixers\n" in merged  # (bbbb) judged nothing kept
     assert "- seqbench 0.1.0 (cccc), 2026-11-26 13:46: tcn_adding\n" in merged and "(bbbb)" not in merged
+
+
+def test_verify_says_when_it_re_runs_a_registration_that_has_its_verdict_of_record(tmp_path, capsys):
+    """A re-run is allowed (does the verdict reproduce?), and not silent: verify names the verdict of record in
+    the checkout's committed table that the re-run will not replace."""
+    from seqbench.sweeps.claims.registry import registered
+
+    claims = tmp_path / "sweeps" / "claims"
+    claims.mkdir(parents=True)
+    claim = load_claim(_claim_file(claims, "claim_a"))
+    digest = registered(claim, "quick")  # new: registered, nothing judged yet
+    assert "registered" in capsys.readouterr().out
+    registered(claim, "quick")
+    assert "verdict of record" not in capsys.readouterr().out  # no committed table in this checkout
+    table = tmp_path / "benchmarks" / "verify" / "verify.md"
+    table.parent.mkdir(parents=True)
+    table.write_text(_md("2026-11-28 01:35", {"claim_a": "inconclusive"}, "f26e", {"claim_a": "0ther"}))
+    registered(claim, "quick")
+    assert "verdict of record" not in capsys.readouterr().out  # the table's row is another registration's
+    table.write_text(_md("2026-11-28 01:35", {"claim_a": "inconclusive"}, "f26e", {"claim_a": digest}))
+    registered(claim, "quick")
+    out = capsys.readouterr().out
+    assert f"registration {digest} already has its verdict of record (inconclusive, judged 2026-11-28 01:35" in out
+    assert "this run is a re-run, which `make verdicts` lists beside it, never in its place" in out
