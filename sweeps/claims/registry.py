@@ -255,7 +255,7 @@ def registered(claim: Claim, profile: Profile) -> str:
             f"{_span(reg.seeds)} at looks {reg.looks or [len(reg.seeds)]} in {path} (commit it)",
             flush=True,
         )
-    elif (path := registry_path(claim)) is not None and (record := verdict_of_record(path, claim.name, profile, reg)):
+    elif (home := registry_path(claim)) is not None and (record := verdict_of_record(home, claim.name, profile, reg)):
         print(
             f"[verify] {claim.name} (profile {profile}): registration {reg.digest} already has its verdict of record "
             f"({record}, {VERDICTS.as_posix()}); this run is a re-run, which `make verdicts` lists beside it, never in "
