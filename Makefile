@@ -35,7 +35,8 @@ demo: venv
 # mqar_mamba2 14.6 min (869 s judged; --workers 2, quiet, Nov 28 2026); tcn_copy_memory's issue-38 registration
 # (a delay-1 control per recurrent model) 40 min wall and 2253 s of CPU beside another verify and a test run
 # (load 4-5); mqar_mixers' issue-38 registration (every mixer also at 4000 steps) 7165 s beside those
-# (load 3-5):
+# (load 3-5); selective_copy_ssm's issue-38 registration (both mixers also at 8000 steps; S4D's 10 seeds at
+# 8000 run one after another) 81 min wall and 5004 s of CPU beside another verify and a test run (load 4-5):
 # verdict table printed, outputs/verify/index.html + verify.md. Re-running continues the studies.
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2
