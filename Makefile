@@ -36,7 +36,8 @@ demo: venv
 # (a delay-1 control per recurrent model) 40 min wall and 2253 s of CPU beside another verify and a test run
 # (load 4-5); mqar_mixers' issue-38 registration (every mixer also at 4000 steps) 7165 s beside those
 # (load 3-5); selective_copy_ssm's issue-38 registration (both mixers also at 8000 steps; S4D's 10 seeds at
-# 8000 run one after another) 81 min wall and 5004 s of CPU beside another verify and a test run (load 4-5):
+# 8000 run one after another) 81 min wall and 5004 s of CPU beside another verify and a test run (load 4-5);
+# mqar_recall_kv's (every arm also at 3200 steps) 97 min wall and 5122 s of CPU beside those, reniced below them:
 # verdict table printed, outputs/verify/index.html + verify.md. Re-running continues the studies.
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2
