@@ -38,7 +38,9 @@ echo "== setup in $(( $(date +%s) - START ))s" | tee -a "$OUT/summary.txt"
 
 # 1. the gpu-marked tests
 # (some modules import wandb, absent there, at the top: they have no gpu test, so their collection error is skipped)
-stage pytest_gpu 100 python3 -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors tests
+# (the flash-linear-attention kernels' first call compiles them with Triton: give it PYTEST_GPU_CAP_S)
+stage pytest_gpu ${PYTEST_GPU_CAP_S:-100} python3 -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors \
+  --durations=0 tests
 
 # each mixer alone, fwd+bwd, on the GPU (mamba: mambapy's scan where mamba_ssm is not on the machine;
 # mamba2 and gated_deltanet: flash-linear-attention's Triton kernels), T 1k-16k
@@ -51,6 +53,20 @@ stage sweep_throughput 110 python3 benchmarks/sweep_throughput.py --workers ${SW
 stage overhead_lstm 80 python3 benchmarks/overhead.py --device cuda --model lstm --d-models 64,1024 --steps 150 --rounds 2
 stage overhead_transformer 70 python3 benchmarks/overhead.py --device cuda --model transformer --d-models 512 \
   --steps 150 --rounds 2 --set task.delay=20 model.n_layers=4
+
+# where seqbench's step costs more than bare Lightning's: profiler and cProfile differences per step
+stage overhead_trace_transformer 60 python3 benchmarks/overhead_trace.py --device cuda --model transformer \
+  --d-model 512 --set task.delay=20 model.n_layers=4
+stage overhead_trace_lstm 50 python3 benchmarks/overhead_trace.py --device cuda --model lstm --d-model 64
+# a GPU sweep worker's own start: a fresh interpreter that imports the training code and initialises CUDA
+worker_start() {
+  for i in 1 2 3 4 5; do /usr/bin/time -f "import torch + CUDA init: %e s" python3 -c \
+    "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"; done
+  for i in 1 2 3 4 5; do /usr/bin/time -f "import seqbench's training + CUDA init: %e s" python3 -c \
+    "import seqbench.bench.training.train, torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"; done
+}
+export -f worker_start
+stage worker_start 60 worker_start
 
 # 4 + 5. bf16 / compile against fp32 eager on a short run; MFU from the 6-layer d512 T256 LM's results.json
 lm() {  # lm NAME OVERRIDES...: a char-LM run (LM_T, LM_BATCH, LM_STEPS: 256, 64, 300), results.json to OUT/runs/NAME.json

@@ -84,9 +84,9 @@ def step_times(ends: list[tuple[float, float]], warmup: int, cuda: bool) -> tupl
     return ((ends[-1][0] - ends[warmup][0]) / n if cuda else statistics.median(wall)), cpu
 
 
-def seqbench_run(cfg, window: Window) -> tuple[list[tuple[float, float]], list[float]]:
+def seqbench_run(cfg, window: Window, extra: tuple = ()) -> tuple[list[tuple[float, float]], list[float]]:
     clock = StepClock(window)
-    train_run(cfg, callbacks=[clock], progress=False)
+    train_run(cfg, callbacks=[clock, *extra], progress=False)
     return clock.ends, to_floats(clock.losses)
 
 
@@ -121,7 +121,7 @@ class BareModule(pl.LightningModule):
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
 
-def bare_lightning_run(cfg, window: Window) -> tuple[list[tuple[float, float]], list[float]]:
+def bare_lightning_run(cfg, window: Window, extra: tuple = ()) -> tuple[list[tuple[float, float]], list[float]]:
     torch.set_num_threads(cfg.train.threads or torch.get_num_threads())
     pl.seed_everything(cfg.seed, verbose=False)
     module = BareModule(cfg, build_task(cfg))
@@ -131,7 +131,7 @@ def bare_lightning_run(cfg, window: Window) -> tuple[list[tuple[float, float]], 
         accelerator=cfg.train.accelerator,
         devices=1,
         logger=False,
-        callbacks=[clock],
+        callbacks=[clock, *extra],
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,

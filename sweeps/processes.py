@@ -8,8 +8,9 @@
   W&B service exists yet to be copied half-way; each child opens the storage afresh.
 - GPU: each worker is a fresh interpreter (``exec_workers``) with its own ``CUDA_VISIBLE_DEVICES``
   entry, round-robin over the devices (``placement``): a forked child would inherit this process's
-  CUDA driver state, which is not fork-safe and fixes the visible devices. GPU trials are long, so
-  the import per worker costs little there.
+  CUDA driver state, which is not fork-safe and fixes the visible devices. Each pays the imports:
+  13-17 s on an H200 machine whose image also has torchvision and transformers (Lightning's import
+  pulls them in through torchmetrics; docs/gpu.md), against hours of GPU trials.
 
 Workers die with the command: each asks the kernel for SIGTERM when its parent dies (Linux
 ``prctl(PR_SET_PDEATHSIG)``; elsewhere a thread watches the parent), so a ``kill -9`` of the command

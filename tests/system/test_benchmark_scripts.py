@@ -12,6 +12,8 @@ from tests.helpers import REPO
 
 
 def load(name: str):
+    if name == "overhead_trace":  # imports benchmarks/overhead.py as the script's neighbour
+        load("overhead")
     spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -48,3 +50,31 @@ def test_overhead_window_synchronises_only_at_its_edges(monkeypatch):
     for _ in range(6):
         window.stamp(ends)
     assert synced == [2, 5] and len(ends) == 6
+
+
+def test_overhead_trace_windows_hold_their_steps_alone():
+    """The profiler sees steps [warmup, warmup + n) and cProfile the next n, nothing before or after."""
+    tr = load("overhead_trace")
+    import torch
+
+    traced, a = tr.Traced(warmup=2, n=3, cuda=False), torch.ones(4, 4)
+
+    def marker() -> None:
+        torch.mm(a, a)
+
+    for step in range(10):  # a "step" ends with the hook; what runs between two hooks is inside
+        (torch.mm(a, a) if 2 <= step < 5 else torch.add(a, a)) if step < 5 else marker()
+        traced.on_train_batch_end(None, None, None, None, step)
+    ops = tr.ops(traced.prof, 3)
+    assert ops["aten::mm"][0] == 1.0 and "aten::add" not in ops  # steps 2-4 alone
+    fns = tr.functions(traced.cprof, 3)
+    (calls,) = [c for k, (c, _) in fns.items() if k.endswith("(marker)")]
+    assert calls == 1.0  # steps 5-7: three of the five marker calls, per step
+    assert set(traced.wall) == {"profiler", "cProfile"}
+
+
+def test_overhead_trace_table_puts_the_largest_difference_first(capsys):
+    tr = load("overhead_trace")
+    tr.diff_table("t", {"a": (1.0, 10.0), "b": (1.0, 50.0)}, {"a": (1.0, 9.0), "c": (2.0, 5.0)}, top=3)
+    rows = [line.split()[-1] for line in capsys.readouterr().out.splitlines()[3:]]
+    assert rows == ["b", "a", "c"]  # +50, +1, -5
