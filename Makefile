@@ -37,7 +37,8 @@ demo: venv
 # (load 4-5); mqar_mixers' issue-38 registration (every mixer also at 4000 steps) 7165 s beside those
 # (load 3-5); selective_copy_ssm's issue-38 registration (both mixers also at 8000 steps; S4D's 10 seeds at
 # 8000 run one after another) 81 min wall and 5004 s of CPU beside another verify and a test run (load 4-5);
-# mqar_recall_kv's (every arm also at 3200 steps) 97 min wall and 5122 s of CPU beside those, reniced below them:
+# mqar_recall_kv's second (four rates, every arm also at 3200 steps, test batches; Nov 28 2026) 78 min wall and
+# 8619 s of CPU with --workers 2 beside one niced pilot run (load 2-3):
 # verdict table printed, outputs/verify/index.html + verify.md. Re-running continues the studies.
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2

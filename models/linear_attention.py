@@ -103,6 +103,12 @@ def causal_chunked(
 # / backward time: T 10 1.05 / 0.80, T 30 0.49 / 0.36 (one chunk: no state at all), T 34 0.97 / 0.94, T 66 0.91
 # / 0.84, T 262 0.81 / 0.77. A chunk is 32 positions whatever the sequence's length, so the state's products are
 # skipped where the state is zero (the first chunk) or no longer read (the last): without that, T 10 took 1.9x.
+#
+# Tried and dropped (Nov 28 2026): a value-major state (Dv x Fp, each update vectorised along the 160 features,
+# so none of the 16 value lanes' 7 padded ones is multiplied): 9/16 of the update's multiply-adds, yet 1.3-1.6x
+# slower at T 34-258 (forward and backward, same shapes, interleaved). Its input is the features as rows, a
+# strided transpose of a 160 x 32 tile per update, and the normaliser's lone row is one dependent chain of
+# multiply-adds; both cost more than the saved work.
 _SUMS_BODY = r"""
 /* a vector of 64 bytes, loaded from and stored to any REAL address */
 typedef REAL vREAL __attribute__((vector_size(64), aligned(sizeof(REAL)), may_alias));
