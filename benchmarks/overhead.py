@@ -179,6 +179,28 @@ def plain_run(cfg, window: Window) -> tuple[list[tuple[float, float]], list[floa
     return ends, to_floats(losses), gen_s
 
 
+def bench_config(args: argparse.Namespace, d_model: int, steps: int, cuda: bool, out_dir: str):
+    """The RunConfig every path of these benchmarks trains: ``args``' task, model, batch size and ``--set``
+    overrides at ``d_model`` for ``steps`` steps, validation only after the last, no test split, no W&B."""
+    return build_config(
+        {},
+        [
+            f"task={args.task}",
+            f"model={args.model}",
+            f"model.d_model={d_model}",
+            f"train.batch_size={args.batch_size}",
+            f"train.max_steps={steps}",
+            f"train.val_every={steps}",
+            "train.val_batches=1",
+            "eval.test=false",
+            "tracking.wandb=off",
+            f"train.accelerator={'gpu' if cuda else 'cpu'}",
+            f"out_dir={out_dir}",
+            *args.set,
+        ],
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--task", default="copy")
@@ -206,23 +228,7 @@ def main() -> None:
     print(f"{'d_model':>7} {'plain':>15} {'bare Lightning':>22} {'seqbench':>22} {'data gen':>9}")
     for d in [int(x) for x in args.d_models.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
-            cfg = build_config(
-                {},
-                [
-                    f"task={args.task}",
-                    f"model={args.model}",
-                    f"model.d_model={d}",
-                    f"train.batch_size={args.batch_size}",
-                    f"train.max_steps={args.steps}",
-                    f"train.val_every={args.steps}",
-                    "train.val_batches=1",
-                    "eval.test=false",
-                    "tracking.wandb=off",
-                    f"train.accelerator={'gpu' if cuda else 'cpu'}",
-                    f"out_dir={tmp}",
-                    *args.set,
-                ],
-            )
+            cfg = bench_config(args, d, args.steps, cuda, tmp)
             window = Window(cuda, args.warmup, args.steps)
             res: dict[str, list[tuple[float, float]]] = {"plain": [], "bare": [], "seqbench": []}
             gen, diff = [], 0.0

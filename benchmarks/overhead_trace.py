@@ -28,9 +28,7 @@ from collections import defaultdict
 
 import pytorch_lightning as pl
 import torch
-from overhead import Window, bare_lightning_run, seqbench_run  # benchmarks/ is the script's folder
-
-from seqbench.bench.config import build_config
+from overhead import Window, bare_lightning_run, bench_config, seqbench_run  # benchmarks/ is the script's folder
 
 SYNCS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "aten::_local_scalar_dense")
 
@@ -113,23 +111,7 @@ def main() -> None:
         raise SystemExit(2)
     total = args.warmup + 2 * args.steps + 2
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = build_config(
-            {},
-            [
-                f"task={args.task}",
-                f"model={args.model}",
-                f"model.d_model={args.d_model}",
-                f"train.batch_size={args.batch_size}",
-                f"train.max_steps={total}",
-                f"train.val_every={total}",
-                "train.val_batches=1",
-                "eval.test=false",
-                "tracking.wandb=off",
-                f"train.accelerator={'gpu' if cuda else 'cpu'}",
-                f"out_dir={tmp}",
-                *args.set,
-            ],
-        )
+        cfg = bench_config(args, args.d_model, total, cuda, tmp)
         window = Window(cuda, 0, total)  # the timing callback's own window is unused here
         traced = {}
         for name, run in (("seqbench", seqbench_run), ("bare", bare_lightning_run)):
