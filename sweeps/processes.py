@@ -10,7 +10,8 @@
   entry, round-robin over the devices (``placement``): a forked child would inherit this process's
   CUDA driver state, which is not fork-safe and fixes the visible devices. Each pays the imports:
   13-17 s on an H200 machine whose image also has torchvision and transformers (Lightning's import
-  pulls them in through torchmetrics; docs/gpu.md), against hours of GPU trials.
+  pulls them in through torchmetrics), which a sweep of short trials feels (docs/gpu.md: a grid of
+  16 trials of 40 steps was mostly start-up) and one of long trials does not.
 
 Workers die with the command: each asks the kernel for SIGTERM when its parent dies (Linux
 ``prctl(PR_SET_PDEATHSIG)``; elsewhere a thread watches the parent), so a ``kill -9`` of the command
