@@ -54,8 +54,9 @@ verdicts:
 
 # The baseline capability card of the shipped models (`seqbench probe`, quick profile) into
 # outputs/cards/baseline/, then its card.json and card.md into reports/baseline/ to ship them. On 2 quiet CPU
-# cores (Nov 28 2026) all eight took 65 min: one model's battery 2.5-7 minutes, mamba's and the Transformer's
-# 10.5, linear attention's 14.5 (docs/probe.md has each; mamba alone 9.7); a GPU machine:
+# cores all eight took 65 min (Nov 28 2026, the shipped card), and 28 min 19 s on a faster 2-core machine the
+# same evening (causal attention's step 9.8 ms there against 14.5), where one model's battery alone took 1 min
+# 25 s (LSTM) to 5 min 58 s (linear attention; docs/probe.md has each); a GPU machine:
 # `ONLY=card bash benchmarks/gpu_checklist.sh`. Re-running continues.
 CARD_MODELS ?= model=lstm model=transformer model=tcn model.n_levels=4 \
 	model=stack model.mixer=attention model.pos_encoding=alibi \
