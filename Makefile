@@ -38,7 +38,10 @@ demo: venv
 # (load 3-5); selective_copy_ssm's issue-38 registration (both mixers also at 8000 steps; S4D's 10 seeds at
 # 8000 run one after another) 81 min wall and 5004 s of CPU beside another verify and a test run (load 4-5);
 # mqar_recall_kv's second (four rates, every arm also at 3200 steps, test batches; Nov 28 2026) 78 min wall and
-# 8619 s of CPU with --workers 2 beside one niced pilot run (load 2-3):
+# 8619 s of CPU with --workers 2 beside one niced pilot run (load 2-3); re-run on their own seeds from a fresh
+# clone of 92847e1 on a faster quiet 2-core machine (Nov 28 2026, evening; causal attention's step 9.8 ms there
+# against 14.5): neg_eigval_parity 346 s, alibi_extrapolation 907 s, tcn_copy_memory 480 s, warmup_radam 782 s
+# (the table's wall s stays the verdict of record's):
 # verdict table printed, outputs/verify/index.html + verify.md. Re-running continues the studies.
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2
