@@ -25,24 +25,14 @@ demo: venv
 	$(BIN)/seqbench sweep sweeps/demo.yaml --workers 2
 	$(BIN)/seqbench report demo
 
-# The shipped claims (sweeps/claims/*.yaml) at their quick profile: the 23 without a mamba training run took
-# 71 min in all on 2 quiet CPU cores (fresh clone, Nov 26 2026; 20 s-9.5 min each), the three mamba claims
-# 53-90 min each more (mambapy's scan on a CPU, before the chunked scan of models/mamba.py: not re-measured);
-# issue 36's five claims 49 min more (290-1117 s each, fresh clones of a180877 and 080cfde, Nov 27 2026,
-# --workers 2, load 2-3), and its two later ones (copy_beyond_state 707 s, parity_state_mixers 775 s, one
-# worker each beside the baseline card, load 3-4); issue 37's neg_eigval_parity 2128 and 2237 s for its two
-# registrations (--workers 2 beside a test suite, load ~3; each of its 40 runs trains the full 2000 steps),
-# mqar_mamba2 14.6 min (869 s judged; --workers 2, quiet, Nov 28 2026); tcn_copy_memory's issue-38 registration
-# (a delay-1 control per recurrent model) 40 min wall and 2253 s of CPU beside another verify and a test run
-# (load 4-5); mqar_mixers' issue-38 registration (every mixer also at 4000 steps) 7165 s beside those
-# (load 3-5); selective_copy_ssm's issue-38 registration (both mixers also at 8000 steps; S4D's 10 seeds at
-# 8000 run one after another) 81 min wall and 5004 s of CPU beside another verify and a test run (load 4-5);
-# mqar_recall_kv's second (four rates, every arm also at 3200 steps, test batches; Nov 28 2026) 78 min wall and
-# 8619 s of CPU with --workers 2 beside one niced pilot run (load 2-3); re-run on their own seeds from a fresh
-# clone of 92847e1 on a faster quiet 2-core machine (Nov 28 2026, evening; causal attention's step 9.8 ms there
-# against 14.5): neg_eigval_parity 346 s, alibi_extrapolation 907 s, tcn_copy_memory 480 s, warmup_radam 782 s
-# (the table's wall s stays the verdict of record's):
-# verdict table printed, outputs/verify/index.html + verify.md. Re-running continues the studies.
+# The shipped claims (sweeps/claims/*.yaml) at their quick profile: verdict table printed,
+# outputs/verify/index.html + verify.md. Re-running continues the studies. Each claim's own time is its row's
+# `wall s` in the generated table (benchmarks/verify/verify.md, docs/claims.md), on the machine and load its
+# note states: 20 s to 81 min, about 8.6 hours summed, most of it measured beside other work on a slower 2-core
+# CPU; the whole target has not been timed in one go. Re-run on their own seeds from fresh clones on a quiet,
+# faster 2-core machine (Nov 28-29 2026; causal attention's step 9.8 ms there against 14.5): neg_eigval_parity
+# 346 s, tcn_copy_memory 480 s, warmup_radam 782 s, alibi_extrapolation 907 s; mqar_mixers' issue-38 item-6
+# registration 4876 s there (9370 s of CPU; 288 runs, its negative's 4x budget trained by every arm).
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2
 
