@@ -31,7 +31,8 @@ demo: venv
 # note states: 20 s to 81 min, about 8.6 hours summed, most of it measured beside other work on a slower 2-core
 # CPU; the whole target has not been timed in one go. Re-run on their own seeds from fresh clones on a quiet,
 # faster 2-core machine (Nov 28-29 2026; causal attention's step 9.8 ms there against 14.5): neg_eigval_parity
-# 346 s, tcn_copy_memory 480 s, warmup_radam 782 s, alibi_extrapolation 907 s; mqar_mixers' issue-38 item-6
+# 346 s, tcn_copy_memory 480 s, warmup_radam 782 s, alibi_extrapolation 907 s, selective_copy_ssm 1668 s (S4D's
+# 10 seeds at 8000 steps one after another, alone for the last 16 min); mqar_mixers' issue-38 item-6
 # registration 4876 s there (9370 s of CPU; 288 runs, its negative's 4x budget trained by every arm).
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2
