@@ -180,7 +180,7 @@ def run_sweep(
     check_writable(Path(out_dir))  # one line now, not a failed trial per configuration later
     opened: dict[str, optuna.Study] = {}
     with journal_space(storage, out_dir, lambda: space_needed(opened.get("study"), spec, out_dir)):
-        st = opened["study"] = open_study(job, spec, coordinator=True)
+        st = opened["study"] = open_study(job, spec, coordinator=True, longest_first=workers > 1)
         _announce(job, spec, st, workers, placed, retry_failed)
         if workers == 1 and devices is None:
             worker.worker(job, st, spec=spec)
@@ -209,8 +209,10 @@ def _announce(
             flush=True,
         )
     print(
-        f"study {job.study}: {spec.method}, {spec.budget()} configurations x {len(spec.seeds)} "
-        f"seed(s), {done_text(st.get_trials(deepcopy=False))}; {workers} worker(s)"
+        f"study {job.study}: {spec.method}, {spec.budget()} configurations"
+        + (f" ({spec.left_out()} left out by exclude:)" if spec.left_out() else "")
+        + f" x {len(spec.seeds)} seed(s), "
+        f"{done_text(st.get_trials(deepcopy=False))}; {workers} worker(s)"
         + (f", {job.threads} torch thread(s) each" if job.threads else "")
         + f"; storage {describe(job.storage, job.out_dir)}",
         flush=True,

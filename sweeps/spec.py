@@ -23,6 +23,8 @@ Close to W&B sweep configs::
     trials: 24                    # budget; grid defaults to (and at most) its size
     timeout: 3600                 # seconds per worker before it stops starting trials
     ladder: {param: task.delay, best_of: [optim.lr]}   # grid: a seed failing a rung skips harder ones
+    exclude:                      # grid: points left out (each entry: every point matching all its keys)
+      - {model.name: rnn, task.delay: 40}
 
 Comparing architectures is the common case, so ``model.name`` and ``task.name`` can be
 swept. A swept name keeps the other fields of ``base.model`` / ``base.task``: put there
@@ -39,6 +41,7 @@ fails before any training, one line per problem naming the field, like a bad run
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,7 +52,7 @@ from seqbench.bench.core.contract import TRAIN_TIME
 from seqbench.bench.core.errors import UserError, did_you_mean, validation_problems
 from seqbench.bench.core.registry import MODELS, TASKS
 from seqbench.bench.core.schema import Section
-from seqbench.bench.core.settings import load_yaml, set_dotted
+from seqbench.bench.core.settings import load_yaml, same_value, set_dotted
 from seqbench.sweeps.ladder import LadderSpec
 
 Scalar = bool | int | float | str | None
@@ -130,6 +133,11 @@ class SweepSpec(Section):
     ladder: LadderSpec | None = Field(
         None, description="grid only: a parameter stepped easy to hard; a seed that fails a rung skips the harder ones"
     )
+    exclude: list[dict[str, Scalar | list[Scalar]]] = Field(
+        default_factory=list,
+        description="grid only: points left out; an entry {dotted key: value or [values]} leaves out every "
+        "grid point that matches all of its keys",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -156,12 +164,18 @@ class SweepSpec(Section):
                         f"parameters.{k}: method grid needs values: [...], not a distribution; "
                         "use method tpe or random to sample a range"
                     )
+            self._check_exclude()
             if self.trials is not None and self.trials > self.grid_size():
                 raise ValueError(
                     f"trials: {self.trials} > the grid's {self.grid_size()} points; drop trials: to run the whole grid"
                 )
         elif self.trials is None:
             raise ValueError(f"trials: method {self.method} needs a budget; set trials: N")
+        elif self.exclude:
+            raise ValueError(
+                f"exclude: leaves out grid points; method {self.method} samples its parameters, so it has none "
+                "(use method grid, or narrow the ranges)"
+            )
         for sec in ("task", "model"):
             node = self.base.get(sec)
             if node is not None and not isinstance(node, (str, dict)):
@@ -212,19 +226,60 @@ class SweepSpec(Section):
                         raise ValueError(f"{block}.{name}.{k}: also swept in parameters; keep one")
         return self
 
+    def _check_exclude(self) -> None:
+        """Each ``exclude:`` entry names grid parameters and their values; the grid keeps a point; no ladder."""
+        if not self.exclude:
+            return
+        if self.ladder is not None:
+            raise ValueError(
+                "exclude: not with ladder: (a seed skips a harder rung only when it failed every point of an "
+                "easier one, which a left-out point would never let it do); drop one of them"
+            )
+        for i, entry in enumerate(self.exclude):
+            if not entry:
+                raise ValueError(f"exclude[{i}]: empty; give {{dotted key: value}} of the grid points to leave out")
+            for k, v in entry.items():
+                if k not in self.parameters:
+                    raise ValueError(
+                        f"exclude[{i}].{k}: not a grid parameter;{did_you_mean(k, list(self.parameters))} "
+                        f"choose from {', '.join(self.parameters)}"
+                    )
+                values = self.parameters[k].values or []
+                for x in v if isinstance(v, list) else [v]:
+                    if not any(_is(x, y) for y in values):
+                        raise ValueError(f"exclude[{i}].{k}: {x!r} is not among its values {values}")
+        if not self._points():
+            raise ValueError("exclude: leaves out every grid point; keep at least one")
+
+    def excluded(self, point: dict[str, Any]) -> bool:
+        """Whether ``exclude:`` leaves out the grid point ``point`` (an entry matching all of its keys)."""
+        return any(
+            all(any(_is(x, point.get(k)) for x in (v if isinstance(v, list) else [v])) for k, v in entry.items())
+            for entry in self.exclude
+        )
+
     # -- the search space -----------------------------------------------------------------
     def grid_size(self) -> int:
-        n = 1
-        for p in self.parameters.values():
-            n *= len(p.values or ())
-        return n
+        """The grid's points, those ``exclude:`` leaves out not counted (``trials:`` not applied)."""
+        return len(self._points())
 
-    def grid(self) -> list[dict[str, Any]]:
-        """Grid points in a fixed order (the first key varies slowest), each {dotted key: value}."""
+    def left_out(self) -> int:
+        """How many grid points ``exclude:`` leaves out (0 without it, or for a sampler)."""
+        if not self.exclude:
+            return 0
+        return math.prod(len(p.values or ()) for p in self.parameters.values()) - len(self._points())
+
+    def _points(self) -> list[dict[str, Any]]:
         keys = list(self.parameters)
         points = [
             dict(zip(keys, combo)) for combo in itertools.product(*(self.parameters[k].values or [] for k in keys))
         ]
+        return [p for p in points if not self.excluded(p)] if self.exclude else points
+
+    def grid(self) -> list[dict[str, Any]]:
+        """Grid points in a fixed order (the first key varies slowest), each {dotted key: value}, without
+        those ``exclude:`` leaves out; the first ``trials`` of them when the spec sets it."""
+        points = self._points()
         return points[: self.trials] if self.trials else points
 
     def budget(self) -> int:
@@ -261,7 +316,18 @@ class SweepSpec(Section):
         return self.compose(params, seed).data
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """The spec as JSON; ``exclude`` only when set, so a spec without it (and its study name, and a study
+        stored before the field existed) reads as before."""
+        d = self.model_dump(mode="json")
+        if not d.get("exclude"):
+            d.pop("exclude", None)
+        return d
+
+
+def _is(x: Any, value: Any) -> bool:
+    """Whether ``x`` (an ``exclude:`` value) names the grid value ``value``: ``same_value``, and a bool
+    only a bool (``true`` never names the number 1)."""
+    return isinstance(x, bool) == isinstance(value, bool) and same_value(value, x)
 
 
 class MixedPrimaryMetrics(UserError):

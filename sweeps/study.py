@@ -25,7 +25,7 @@ from seqbench.bench.core.errors import UserError
 from seqbench.bench.core.provenance import git_sha, package_version
 from seqbench.sweeps.liveness import requeue, superseded, trial_params
 from seqbench.sweeps.optuna_adapter import set_study_flag, study_flag
-from seqbench.sweeps.spec import SweepSpec
+from seqbench.sweeps.spec import SweepSpec, trial_config
 from seqbench.sweeps.storage import open_storage
 
 READY_ATTR = "seqbench:ready"  # study flag: the creator has stored the spec and enqueued the grid
@@ -108,8 +108,11 @@ class SpecChanged(UserError):
     """The study exists and was started from a spec that differs in more than budget and prose."""
 
 
-def open_study(job: Job, spec: SweepSpec, *, coordinator: bool = True, wait_s: float = 120.0) -> optuna.Study:
-    """Create the study or continue it; the creator stores the spec and enqueues the grid."""
+def open_study(
+    job: Job, spec: SweepSpec, *, coordinator: bool = True, wait_s: float = 120.0, longest_first: bool = False
+) -> optuna.Study:
+    """Create the study or continue it; the creator stores the spec and enqueues the grid (``longest_first``:
+    :func:`queue_order`)."""
     storage = open_storage(job.storage, job.out_dir)
     directions = [StudyDirection.MAXIMIZE if m.goal == "maximize" else StudyDirection.MINIMIZE for m in spec.metrics()]
     try:
@@ -144,7 +147,7 @@ def open_study(job: Job, spec: SweepSpec, *, coordinator: bool = True, wait_s: f
             for k, v in study_attrs(job, spec).items():
                 study.set_user_attr(k, v)
     if created or coordinator:
-        enqueue_missing_grid(study, spec)
+        enqueue_missing_grid(study, spec, longest_first=longest_first)
     if created:
         set_study_flag(study, READY_ATTR, True)
     return study
@@ -179,8 +182,9 @@ def space_needed(study: optuna.Study | None, spec: SweepSpec, out_dir: str) -> f
     return left * statistics.median(sizes) if sizes else 0.0
 
 
-def enqueue_missing_grid(study: optuna.Study, spec: SweepSpec) -> int:
-    """Enqueue each grid point that has no trial (done, running or waiting); returns how many."""
+def enqueue_missing_grid(study: optuna.Study, spec: SweepSpec, *, longest_first: bool = False) -> int:
+    """Enqueue each grid point that has no trial (done, running or waiting); returns how many. Workers take
+    them in this order: :func:`queue_order`."""
     if spec.method != "grid":
         return 0
     trials = study.get_trials(deepcopy=False)
@@ -191,11 +195,24 @@ def enqueue_missing_grid(study: optuna.Study, spec: SweepSpec) -> int:
         if counts_as_done(t, gone) or t.state in (TrialState.RUNNING, TrialState.WAITING)
     }
     n = 0
-    for point in spec.grid():
+    for point in queue_order(spec, longest_first=longest_first):
         if grid_key(point) not in have:
             study.enqueue_trial(point)
             n += 1
     return n
+
+
+def queue_order(spec: SweepSpec, *, longest_first: bool = True) -> list[dict[str, Any]]:
+    """The grid points in the order workers take them. ``longest_first`` (a command that starts several
+    workers): the longest trainings first (``train.max_steps``; stable, the grid's order among equals), so that
+    the study does not end on a long configuration running alone while the other workers sit idle (longest
+    processing time first: a trial trains its seeds one after another, so one long configuration is the tail).
+    Otherwise, and always with a ladder (its easier rungs must run first), the grid's order: one worker
+    takes as long in any order."""
+    points = spec.grid()
+    if spec.ladder is not None or not longest_first:
+        return points
+    return sorted(points, key=lambda p: -trial_config(spec, p, spec.seeds[0], {}).train.max_steps)
 
 
 # Failures from outside the experiment, as ``sweeps.trial.error_line`` words them: no space left (or

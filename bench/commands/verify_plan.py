@@ -96,7 +96,8 @@ def plan_claim(claim: Claim, profile: Profile, history: dict[tuple[str, str], fl
     swept = " x ".join(f"{k}: {', '.join(map(str, p.values or []))}" for k, p in spec.parameters.items())
     line = (
         f"study verify-{claim.name}-{profile}-{claim.digest(profile)}; {spec.budget()} configurations "
-        f"({swept or 'one'}); seeds {seeds}; looks {looks}: {spec.budget() * looks[0]} runs at the first look, "
+        f"({swept or 'one'}{f'; {spec.left_out()} left out by exclude:' if spec.left_out() else ''}); "
+        f"seeds {seeds}; looks {looks}: {spec.budget() * looks[0]} runs at the first look, "
         f"{spec.budget() * looks[-1]} if every look runs"
     )
     line += registration_text(claim, profile)

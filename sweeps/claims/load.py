@@ -4,6 +4,7 @@ and find the shipped claims by name. The claim's model and what a profile runs a
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from seqbench.sweeps import shipped_claims
 from seqbench.sweeps.claims.measure import default_per_seed
 from seqbench.sweeps.claims.rules import PROFILES, Published, Rule, Scalar
 from seqbench.sweeps.claims.schema import CLAIM_KEYS, Claim, Reproduction, cost_config, sweep_spec
+from seqbench.sweeps.spec import SweepSpec
 
 
 def _fields(loc: tuple) -> list[str] | None:
@@ -62,6 +64,7 @@ def parse_claim(raw: Mapping[str, Any], name: str, path: str = "") -> Claim:
 def check_profile(claim: Claim, profile: Profile, question: str = "") -> None:
     """Build what ``profile`` would run (no training) and check every rule against it."""
     resolved = claim.resolved(profile)
+    spec: SweepSpec | None = None
     if claim.kind == "cost":
         claim.replicates_for(profile)
         swept: dict[str, list[Scalar]] = {"model.name": list(cost_config(resolved).models)}
@@ -79,7 +82,9 @@ def check_profile(claim: Claim, profile: Profile, question: str = "") -> None:
         second = (rule.versus.where, rule.versus.minus) if rule.versus is not None else ()
         for sel in (rule.where, rule.minus, *second):
             if sel is not None:
-                resolve_where(sel, swept, rule.name, rule.free)
+                fixed = resolve_where(sel, swept, rule.name, rule.free)
+                if spec is not None:
+                    check_kept(rule, spec, fixed, swept)
         if rule.best_of is not None:
             if claim.kind == "cost":
                 raise UserError(f"expect: rule {rule.name!r}: best_of: only for sweep claims")
@@ -90,6 +95,23 @@ def check_profile(claim: Claim, profile: Profile, question: str = "") -> None:
                         f"(swept: {', '.join(f'{s} {len(v)}' for s, v in swept.items()) or 'nothing'})"
                     )
             best_goal(claim, profile, rule)
+
+
+def check_kept(rule: Rule, spec: SweepSpec, fixed: Mapping[str, Any], swept: Mapping[str, Sequence[Any]]) -> None:
+    """Every grid point a selector of ``rule`` reads (``fixed``, its ``free`` keys at each swept value) is one the
+    spec runs: a point ``exclude:`` leaves out would leave the rule without its runs (a ``best_of`` seed short
+    of a candidate, a budget without its row), so it is refused here, before any training."""
+    if not spec.exclude:
+        return
+    free = [k for k in rule.free if k in swept]
+    for combo in itertools.product(*(swept[k] for k in free)):
+        point = {**fixed, **dict(zip(free, combo))}
+        if spec.excluded(point):
+            at = " ".join(f"{k}={v}" for k, v in point.items())
+            raise UserError(
+                f"expect: rule {rule.name!r}: reads {at}, which exclude: leaves out; keep that point in the grid "
+                "or change the rule"
+            )
 
 
 def check_budget(rule: Rule, swept: Mapping[str, Sequence[Any]]) -> None:

@@ -195,8 +195,8 @@ def test_two_workers_share_a_grid_without_duplicates_or_gaps(tmp_path):
     out = tmp_path / "out"
     p = write_spec(
         tmp_path,
-        parameters={"model.name": {"values": ["rnn", "gru"]}, "task.delay": {"values": [2, 3, 4]}},
-        base={**TINY_BASE, "train": {**TINY_BASE["train"], "max_steps": 60, "val_every": 30}},
+        parameters={"model.name": {"values": ["rnn", "gru"]}, "train.max_steps": {"values": [30, 60, 90]}},
+        base={**TINY_BASE, "train": {**TINY_BASE["train"], "val_every": 30}},
     )
     proc = sweep_cli(str(p), "--out-dir", str(out), "--workers", "2", "--study", "pair")
     text, _ = proc.communicate(timeout=600)
@@ -204,8 +204,19 @@ def test_two_workers_share_a_grid_without_duplicates_or_gaps(tmp_path):
     study = load(out, "pair")
     assert [t.state for t in study.get_trials()] == [TrialState.COMPLETE] * 6, text
     assert grid_points(study) == sorted(
-        json.dumps({"model.name": m, "task.delay": d}, sort_keys=True) for m in ("rnn", "gru") for d in (2, 3, 4)
+        json.dumps({"model.name": m, "train.max_steps": n}, sort_keys=True)
+        for m in ("rnn", "gru")
+        for n in (30, 60, 90)
     )
+    # two workers take the longest trainings first (the queue's order is the trials' numbers)
+    assert [(t.params["model.name"], t.params["train.max_steps"]) for t in study.get_trials()] == [
+        ("rnn", 90),
+        ("gru", 90),
+        ("rnn", 60),
+        ("gru", 60),
+        ("rnn", 30),
+        ("gru", 30),
+    ]
     workers = {t.system_attrs["worker"] for t in study.get_trials()}
     assert len(workers) == 2  # both worked, and one was the command's own process (the other a copy of it)
     assert any(w.endswith(f":{proc.pid}") for w in workers), (workers, proc.pid)

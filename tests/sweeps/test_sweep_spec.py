@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import optuna
 import pytest
 
 from seqbench.bench.cli import main
 from seqbench.bench.core.errors import UserError
 from seqbench.sweeps import shipped_sweeps, spec_path
+from seqbench.sweeps.liveness import trial_params
 from seqbench.sweeps.spec import load_spec, parse_spec, trial_config
+from seqbench.sweeps.study import enqueue_missing_grid, queue_order
 
 BASE = {
     "task": {"name": "copy", "n_symbols": 2, "alphabet": 3, "delay": 4},
@@ -70,6 +73,48 @@ def test_grid_order_size_and_shorthands():
         {"model.name": "lstm", "task.delay": 3},
     ]
     assert spec(parameters=MODELS_SWEPT, trials=1).grid() == [{"model.name": "rnn"}]
+
+
+def test_exclude_leaves_out_the_points_matching_every_key_of_an_entry():
+    axes = {**MODELS_SWEPT, "task.delay": {"values": [3, 5, 7]}}
+    s = spec(parameters=axes, exclude=[{"model.name": "rnn", "task.delay": [5, 7]}, {"task.delay": 3.0}])
+    assert s.grid() == [{"model.name": "lstm", "task.delay": 5}, {"model.name": "lstm", "task.delay": 7}]
+    assert s.grid_size() == s.budget() == 2 and s.left_out() == 4
+    assert s.to_dict()["exclude"] == [{"model.name": "rnn", "task.delay": [5, 7]}, {"task.delay": 3.0}]
+    assert spec(parameters=axes, exclude=[{"model.name": "rnn"}], trials=2).grid() == [
+        {"model.name": "lstm", "task.delay": 3},
+        {"model.name": "lstm", "task.delay": 5},
+    ]
+    # a spec without exclude: writes none, so its study name and a study stored before the field are unchanged
+    plain = spec(parameters=axes)
+    assert "exclude" not in plain.to_dict() and plain.left_out() == 0 and len(plain.grid()) == 6
+
+
+def test_exclude_names_a_bool_only_by_a_bool():
+    axes = {"eval.test": {"values": [False, True]}}
+    assert spec(parameters=axes, exclude=[{"eval.test": True}]).grid() == [{"eval.test": False}]
+    with pytest.raises(UserError, match=r"exclude\[0\]\.eval\.test: 1 is not among its values \[False, True\]"):
+        spec(parameters=axes, exclude=[{"eval.test": 1}])
+
+
+def test_workers_take_the_longest_trainings_first_and_a_ladder_its_easy_rungs_first():
+    s = spec(parameters={**MODELS_SWEPT, "train.max_steps": {"values": [4, 16]}})
+    longest_first = [
+        {"model.name": "rnn", "train.max_steps": 16},
+        {"model.name": "lstm", "train.max_steps": 16},
+        {"model.name": "rnn", "train.max_steps": 4},
+        {"model.name": "lstm", "train.max_steps": 4},
+    ]
+    assert queue_order(s) == longest_first and s.grid()[0] == {"model.name": "rnn", "train.max_steps": 4}
+    assert queue_order(s, longest_first=False) == s.grid()  # one worker: the grid's order, as fast
+    study = optuna.create_study()
+    assert enqueue_missing_grid(study, s, longest_first=True) == 4
+    assert [trial_params(t) for t in study.get_trials(deepcopy=False)] == longest_first
+    laddered = spec(
+        parameters={"task.delay": {"values": [3, 5]}, "optim.lr": {"values": [1e-3, 3e-3]}},
+        ladder={"param": "task.delay", "best_of": ["optim.lr"]},
+    )
+    assert queue_order(laddered) == laddered.grid()  # easier rungs first, whatever they cost
 
 
 def test_per_model_block_reaches_only_its_model():
@@ -165,6 +210,30 @@ def test_a_metric_without_goal_gets_the_declared_direction():
             {"parameters": MODELS_SWEPT, "per_model": {"lstm": {"model.name": "gru"}}},
             "per_model.lstm.model.name:",
             "cannot switch",
+        ),
+        ({"parameters": MODELS_SWEPT, "exclude": [{"model.nme": "rnn"}]}, "exclude[0].model.nme:", "did you mean"),
+        ({"parameters": MODELS_SWEPT, "exclude": [{"model.name": "gru"}]}, "exclude[0].model.name:", "not among"),
+        ({"parameters": MODELS_SWEPT, "exclude": [{}]}, "exclude[0]:", "empty"),
+        ({"parameters": MODELS_SWEPT, "exclude": [{"model.name": ["rnn", "lstm"]}]}, "exclude:", "every grid point"),
+        ({"parameters": MODELS_SWEPT, "exclude": [{"model.name": "rnn"}], "trials": 2}, "trials:", "grid's 1 points"),
+        (
+            {
+                "method": "tpe",
+                "trials": 2,
+                "parameters": {"optim.lr": {"distribution": "log_uniform", "min": 1e-4, "max": 1e-2}},
+                "exclude": [{"optim.lr": 1e-3}],
+            },
+            "exclude:",
+            "use method grid",
+        ),
+        (
+            {
+                "parameters": {"task.delay": {"values": [3, 5]}, "optim.lr": {"values": [1e-3, 3e-3]}},
+                "ladder": {"param": "task.delay", "best_of": ["optim.lr"]},
+                "exclude": [{"task.delay": 5, "optim.lr": 1e-3}],
+            },
+            "exclude:",
+            "not with ladder",
         ),
     ],
 )

@@ -3,6 +3,7 @@ quick profile of the two fastest shipped claims."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -84,6 +85,23 @@ def _claim_file(tmp_path: Path, **changes) -> Path:
         ),
         ({"source": {**SOURCE, "published": []}}, "source.published: List should have at least 1 item"),
         ({"sauce": 1}, "sauce"),
+        ({"exclude": [{"model.name": "rnn"}]}, "rule 'rnn decays': reads model.name=rnn, which exclude: leaves out"),
+        (  # a best_of seed needs every candidate: a left-out rate is refused, not a seed dropped later
+            {
+                "parameters": {"model.name": {"values": ["rnn", "lstm"]}, "optim.lr": {"values": [1e-3, 3e-3]}},
+                "exclude": [{"model.name": "rnn", "optim.lr": 3e-3}],
+                "expect": [
+                    {
+                        "name": "rnn decays",
+                        "where": {"model.name": "rnn"},
+                        "best_of": {"params": ["optim.lr"], "goal": "maximize"},
+                        "metric": "diag/decay_rate@first",
+                        "above": 0.0,
+                    }
+                ],
+            },
+            "reads model.name=rnn optim.lr=0.003, which exclude: leaves out",
+        ),
     ],
 )
 def test_a_broken_claim_is_refused_with_the_field_named(tmp_path, change, message):
@@ -127,6 +145,36 @@ def test_one_claim_end_to_end_through_the_cli(tmp_path, capsys):
     assert main(["verify", str(failing), "--out-dir", str(out)]) == 0  # fresh seeds: a new registration
     assert "claim verdicts: tiny_claim fails (decided at look 1 of 1, n=2, alpha 0.05)" in capsys.readouterr().out
     assert main(["verify", str(failing), "--out-dir", str(out), "--strict"]) == 1  # the same registration resumes
+
+
+def test_a_claim_runs_only_the_points_its_grid_keeps(tmp_path, capsys):
+    """``exclude:`` in a claim: the plan and the study say what was left out, and only the kept points train."""
+    path = _claim_file(
+        tmp_path,
+        parameters={"model.name": {"values": ["rnn", "lstm"]}, "train.max_steps": {"values": [2, 8]}},
+        exclude=[{"model.name": "lstm", "train.max_steps": 8}],
+        expect=[
+            {
+                "name": "rnn decays",
+                "where": {"model.name": "rnn", "train.max_steps": "max"},
+                "metric": "diag/decay_rate@first",
+                "above": 0.0,
+            }
+        ],
+    )
+    assert main(["verify", str(path), "--plan"]) == 0
+    assert "3 configurations (model.name: rnn, lstm x train.max_steps: 2, 8; 1 left out by exclude:)" in (
+        capsys.readouterr().out
+    )
+    out = tmp_path / "out"
+    assert main(["verify", str(path), "--out-dir", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "grid, 3 configurations (1 left out by exclude:) x 2 seed(s)" in printed
+    trained = sorted(
+        (r["config"]["model"]["name"], r["config"]["train"]["max_steps"])
+        for r in map(lambda p: json.loads(p.read_text()), out.rglob("results.json"))
+    )
+    assert trained == sorted([("rnn", 2), ("rnn", 8), ("lstm", 2)] * 2)
 
 
 def test_a_claim_that_cannot_run_exits_nonzero(tmp_path, capsys, monkeypatch):
