@@ -28,12 +28,13 @@ demo: venv
 # The shipped claims (sweeps/claims/*.yaml) at their quick profile: verdict table printed,
 # outputs/verify/index.html + verify.md. Re-running continues the studies. Each claim's own time is its row's
 # `wall s` in the generated table (benchmarks/verify/verify.md, docs/claims.md), on the machine and load its
-# note states: 20 s to 81 min, about 8.6 hours summed, most of it measured beside other work on a slower 2-core
+# note states: 20 s to 81 min, about 6.9 hours summed, most of it measured beside other work on a slower 2-core
 # CPU; the whole target has not been timed in one go. Re-run on their own seeds from fresh clones on a quiet,
 # faster 2-core machine (Nov 28-29 2026; causal attention's step 9.8 ms there against 14.5): neg_eigval_parity
 # 346 s, tcn_copy_memory 480 s, warmup_radam 782 s, alibi_extrapolation 907 s, selective_copy_ssm 1668 s (S4D's
-# 10 seeds at 8000 steps one after another, alone for the last 16 min); mqar_mixers' issue-38 item-6
-# registration 4876 s there (9370 s of CPU; 288 runs, its negative's 4x budget trained by every arm).
+# 10 seeds at 8000 steps one after another, alone for the last 16 min). Registered on that machine with the 4x
+# budget trained only where a rule reads it (exclude:): mqar_recall_kv 837 s (1632 s of CPU; its last
+# registration 4694 s beside other work), mqar_mixers 2571 s (5069 s of CPU; its last 4876 s there, 9370 s).
 verify: venv
 	$(BIN)/seqbench verify --profile quick --workers 2
 
