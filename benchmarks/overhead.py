@@ -13,7 +13,9 @@ one intra-op thread everything runs on this process's main thread) and the media
 wall-clock interval between step ends (the seqbench side measures both with a callback;
 validation runs only after the last step, test is off). Rounds alternate seqbench/plain;
 the fastest round of each is reported. Data generation share = CPU time in
-``task.materialize`` over CPU time of the plain loop.
+``task.materialize`` over CPU time of the plain loop. Model GFLOP/s: the model's analytic forward + backward
+FLOPs per token (``bench/training/flops.py``) times the tokens of a step, over the plain loop's step (CPU
+time on a CPU, the window's wall clock on a GPU); left out for a model without a FLOP count.
 
 ``--device cuda``: the same three paths on the GPU (fp32). CUDA work is asynchronous, so a
 step's end on the host says nothing about the GPU: the wall-clock figure is the mean step time
@@ -37,6 +39,7 @@ import pytorch_lightning as pl
 import torch
 
 from seqbench.bench.config import build_config
+from seqbench.bench.training.flops import flops_per_token
 from seqbench.bench.training.schedules import lr_multiplier
 from seqbench.bench.training.train import build_task, train_run
 from seqbench.models.base import build_model
@@ -251,9 +254,16 @@ def main() -> None:
                 c, w = best[k]
                 return f"{c * 1e3:.2f} ({w * 1e3:.2f}) x{c / pc:.3f} [x{w / pw:.3f}]"
 
+            fpt = flops_per_token(cfg, build_task(cfg).spec)
+            rate = (
+                f"   {fpt * cfg.train.batch_size * cfg.task.mean_train_positions() / (pw if cuda else pc) / 1e9:.1f}"
+                " model GFLOP/s (plain)"
+                if fpt
+                else ""
+            )
             print(
                 f"{d:>7} {pc * 1e3:>7.2f} ({pw * 1e3:.2f}) {cell('bare'):>22} {cell('seqbench'):>22} "
-                f"{statistics.median(gen):>8.1%}   max |loss diff| {diff:.1e}",
+                f"{statistics.median(gen):>8.1%}   max |loss diff| {diff:.1e}{rate}",
                 flush=True,
             )
 

@@ -245,8 +245,8 @@ class SweepSpec(Section):
                         f"choose from {', '.join(self.parameters)}"
                     )
                 values = self.parameters[k].values or []
-                for x in v if isinstance(v, list) else [v]:
-                    if not any(_is(x, y) for y in values):
+                for x in _as_list(v):
+                    if not any(same_value(y, x) for y in values):
                         raise ValueError(f"exclude[{i}].{k}: {x!r} is not among its values {values}")
         if not self._points():
             raise ValueError("exclude: leaves out every grid point; keep at least one")
@@ -254,7 +254,7 @@ class SweepSpec(Section):
     def excluded(self, point: dict[str, Any]) -> bool:
         """Whether ``exclude:`` leaves out the grid point ``point`` (an entry matching all of its keys)."""
         return any(
-            all(any(_is(x, point.get(k)) for x in (v if isinstance(v, list) else [v])) for k, v in entry.items())
+            all(any(same_value(point.get(k), x) for x in _as_list(v)) for k, v in entry.items())
             for entry in self.exclude
         )
 
@@ -324,10 +324,9 @@ class SweepSpec(Section):
         return d
 
 
-def _is(x: Any, value: Any) -> bool:
-    """Whether ``x`` (an ``exclude:`` value) names the grid value ``value``: ``same_value``, and a bool
-    only a bool (``true`` never names the number 1)."""
-    return isinstance(x, bool) == isinstance(value, bool) and same_value(value, x)
+def _as_list(v: Any) -> list[Any]:
+    """An ``exclude:`` entry's value: one grid value or a list of them."""
+    return v if isinstance(v, list) else [v]
 
 
 class MixedPrimaryMetrics(UserError):

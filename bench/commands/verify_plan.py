@@ -94,9 +94,10 @@ def plan_claim(claim: Claim, profile: Profile, history: dict[tuple[str, str], fl
             guessed.append("/".join(key))
         per_seed += cfg.train.max_steps * history.get(key, GUESS_STEP_S)
     swept = " x ".join(f"{k}: {', '.join(map(str, p.values or []))}" for k, p in spec.parameters.items())
+    left = spec.left_out()
     line = (
         f"study verify-{claim.name}-{profile}-{claim.digest(profile)}; {spec.budget()} configurations "
-        f"({swept or 'one'}{f'; {spec.left_out()} left out by exclude:' if spec.left_out() else ''}); "
+        f"({swept or 'one'}{f'; {left} left out by exclude:' if left else ''}); "
         f"seeds {seeds}; looks {looks}: {spec.budget() * looks[0]} runs at the first look, "
         f"{spec.budget() * looks[-1]} if every look runs"
     )

@@ -214,7 +214,14 @@ def same_value(a: Any, b: Any) -> bool:
     a bool is not the number 1. Shared by the judge, the sweep ladders and the card's frontiers."""
     if b is None:
         return a is None or (isinstance(a, float) and math.isnan(a))
+    if _is_bool(a) or _is_bool(b):
+        return _is_bool(a) and _is_bool(b) and bool(a) == bool(b)
     num = (int, float)
-    if isinstance(a, num) and isinstance(b, num) and not isinstance(a, bool) and not isinstance(b, bool):
+    if isinstance(a, num) and isinstance(b, num):
         return math.isclose(float(a), float(b))
     return bool(a == b)
+
+
+def _is_bool(x: Any) -> bool:
+    """A Python bool or numpy's (a table's bool column), without importing numpy here."""
+    return type(x).__name__ in ("bool", "bool_")  # numpy 2 names its bool `bool`, numpy 1 `bool_`
