@@ -31,9 +31,10 @@ demo: venv
 # note states: 20 s to 81 min, about 6.9 hours summed, most of it measured beside other work on a slower 2-core
 # CPU; the whole target has not been timed in one go. Re-run on their own seeds from fresh clones on a quiet,
 # faster 2-core machine (Nov 28-29 2026; causal attention's step 9.8 ms there against 14.5): neg_eigval_parity
-# 346 s, tcn_copy_memory 480 s, warmup_radam 782 s, alibi_extrapolation 907 s, selective_copy_ssm 1668 s (S4D's
-# 10 seeds at 8000 steps one after another, alone for the last 16 min; 1217 s with the longest configurations
-# queued first, now the default with 2 workers: S4D at 8000 steps, 1212 s, is the whole). On that machine too,
+# 346 s, tcn_copy_memory 480 s, warmup_radam 782 s, alibi_extrapolation 907 s (861 s on Nov 29, its re-run in
+# the table), selective_copy_ssm 1668 s (S4D's 10 seeds at 8000 steps one after another, alone for the last
+# 16 min; 1217 s with the longest configurations queued first, now the default with 2 workers: S4D at 8000
+# steps, 1212 s, is the whole). On that machine too,
 # registered again with the 4x budget trained only where a rule reads it (exclude:): mqar_recall_kv 837 s
 # (1632 s of CPU; its last registration 4694 s beside other work), mqar_mixers 2571 s (5069 s of CPU; its last
 # 4876 s there, 9370 s).
