@@ -208,9 +208,10 @@ def _announce(
             + (f" ({', '.join(str(t.number) for t in again)})" if again else ""),
             flush=True,
         )
+    left = spec.left_out()
     print(
         f"study {job.study}: {spec.method}, {spec.budget()} configurations"
-        + (f" ({spec.left_out()} left out by exclude:)" if spec.left_out() else "")
+        + (f" ({left} left out by exclude:)" if left else "")
         + f" x {len(spec.seeds)} seed(s), "
         f"{done_text(st.get_trials(deepcopy=False))}; {workers} worker(s)"
         + (f", {job.threads} torch thread(s) each" if job.threads else "")
